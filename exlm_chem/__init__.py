@@ -1,0 +1,42 @@
+"""exlm_chem: molecular property prediction from SMILES with ExLM.
+
+Importing the package is cheap: torch, RDKit, deepchem, torch_geometric and triton are
+imported only when the object that needs them is first used (PEP 562 lazy attributes).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+# public name -> module that defines it
+_LAZY = {
+    "SmilesTokenizer": "exlm_chem.tokenizer",
+    "load_moleculenet": "exlm_chem.moleculenet",
+    "MoleculeDataset": "exlm_chem.moleculenet",
+    "DATASETS": "exlm_chem.moleculenet",
+    "scaffold_split": "exlm_chem.splits",
+    "scaffold_balanced_split": "exlm_chem.splits",
+    "random_split": "exlm_chem.splits",
+    "SplitIndices": "exlm_chem.splits",
+    "ExLMConfig": "exlm_chem.model.config",
+    "dag_logprob": "exlm_chem.dag",
+    "dag_best_alignment": "exlm_chem.dag",
+}
+
+__all__ = ["__version__", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'exlm_chem' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

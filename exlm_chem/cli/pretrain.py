@@ -1,0 +1,49 @@
+"""``exlm-chem pretrain``: ExLM or its MLM twin on a SMILES corpus, resumable."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import fields
+
+from exlm_chem.cli.base import Subcommand
+
+
+class PretrainCommand(Subcommand):
+    name = "pretrain"
+    help = "pre-train an encoder (objective exlm or mlm) on SMILES files; resumable"
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        from exlm_chem.pretrain import PretrainArgs
+
+        parser.add_argument("--corpus", nargs="+", required=True, help="SMILES files (.smi[.gz])")
+        parser.add_argument("--out", required=True, help="run directory")
+        parser.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint")
+        parser.add_argument(
+            "--no-hygiene",
+            dest="hygiene",
+            action="store_false",
+            help="keep benchmark valid/test molecules in the corpus",
+        )
+        parser.add_argument("--no-progress", dest="progress", action="store_false")
+        parser.add_argument("--betas", nargs=2, type=float, default=(0.9, 0.98))
+        skip = {"corpus", "out", "hygiene", "progress", "betas", "extra"}
+        for f in fields(PretrainArgs):
+            if f.name in skip:
+                continue
+            flag = "--" + f.name.replace("_", "-")
+            annotation = str(f.type)  # a string under `from __future__ import annotations`
+            kind = int if "int" in annotation else float if "float" in annotation else str
+            parser.add_argument(flag, type=kind, default=f.default)
+
+    @classmethod
+    def run(cls, args: argparse.Namespace) -> int:
+        from exlm_chem.pretrain import PretrainArgs, pretrain
+
+        values = {
+            f.name: getattr(args, f.name) for f in fields(PretrainArgs) if hasattr(args, f.name)
+        }
+        values["betas"] = tuple(values["betas"])
+        result = pretrain(PretrainArgs(**values), resume=args.resume)
+        print(f"finished at step {result['step']}; checkpoint in {args.out}/checkpoint")
+        return 0

@@ -1,0 +1,219 @@
+"""Public entry point of the states-alignment op: validation and backend choice.
+
+Backends: ``"reference"`` (torch, :mod:`exlm_chem.dag.reference`) and ``"triton"``
+(:mod:`exlm_chem.dag.triton_kernels`, imported lazily so that importing this package never
+pulls in triton). ``"auto"`` picks triton for CUDA tensors when it imports, else the
+reference; the environment variable ``EXLM_DAG_BACKEND=reference|triton`` overrides
+``"auto"`` (an explicit ``backend=`` argument always wins).
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+from types import ModuleType
+
+import torch
+from torch import Tensor
+
+from exlm_chem.dag.reference import dag_logprob_reference
+
+__all__ = ["BACKENDS", "ENV_VAR", "dag_logprob", "select_backend"]
+
+logger = logging.getLogger(__name__)
+
+BACKENDS = ("auto", "reference", "triton")
+ENV_VAR = "EXLM_DAG_BACKEND"
+_TRITON_MODULE = "exlm_chem.dag.triton_kernels"
+_warned_too_many_states = False
+
+
+def _load_triton() -> ModuleType:
+    return importlib.import_module(_TRITON_MODULE)
+
+
+def _interpreter_on() -> bool:
+    return os.environ.get("TRITON_INTERPRET", "") == "1"
+
+
+def _warn_once_too_many_states(num_states: int, limit: int) -> None:
+    global _warned_too_many_states
+    if not _warned_too_many_states:
+        _warned_too_many_states = True
+        logger.warning(
+            "DAG has %d states, above the Triton kernel's limit of %d; "
+            "using the torch reference for such batches (slower, same result).",
+            num_states,
+            limit,
+        )
+
+
+def select_backend(
+    backend: str,
+    device: torch.device,
+    num_states: int,
+    dtypes: tuple[torch.dtype, ...] = (),
+) -> str:
+    """Resolve ``backend`` to ``"reference"`` or ``"triton"`` for tensors on ``device``.
+
+    Parameters
+    ----------
+    backend : {"auto", "reference", "triton"}
+    device : torch.device
+        Device of the emissions.
+    num_states : int
+        S, the padded number of states.
+    dtypes : tuple of torch.dtype
+        Dtypes of the float inputs; ``"auto"`` keeps float64 (gradient checks) on the
+        reference, which the Triton kernels do not support.
+
+    Returns
+    -------
+    str
+        ``"reference"`` or ``"triton"``.
+
+    Raises
+    ------
+    ValueError
+        Unknown backend name (argument or ``$EXLM_DAG_BACKEND``).
+    RuntimeError
+        ``"triton"`` requested for CPU tensors without ``TRITON_INTERPRET=1``, or the
+        Triton module cannot be imported.
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if backend == "auto":
+        override = os.environ.get(ENV_VAR, "").strip()
+        if override:
+            if override not in BACKENDS:
+                raise ValueError(
+                    f"${ENV_VAR} must be 'reference', 'triton' or 'auto', got {override!r}"
+                )
+            backend = override
+    if backend == "reference":
+        return "reference"
+
+    explicit = backend == "triton"
+    if not explicit and torch.float64 in dtypes:
+        return "reference"
+    if device.type != "cuda":
+        if not explicit:
+            return "reference"
+        if not _interpreter_on():
+            raise RuntimeError(
+                "the triton DAG backend needs CUDA tensors; for CPU tensors set "
+                "TRITON_INTERPRET=1 (before triton is first imported) or use "
+                "backend='reference'"
+            )
+    try:
+        module = _load_triton()
+    except ImportError as err:
+        if not explicit:
+            return "reference"
+        raise RuntimeError(
+            f"the triton DAG backend is unavailable ({err}); install triton or use "
+            "backend='reference'"
+        ) from err
+    limit = int(module.TRITON_MAX_STATES)
+    if num_states > limit:
+        _warn_once_too_many_states(num_states, limit)
+        return "reference"
+    return "triton"
+
+
+def _validate(
+    emissions: Tensor, log_transitions: Tensor, target_lengths: Tensor, state_lengths: Tensor
+) -> None:
+    if not isinstance(emissions, Tensor) or emissions.dim() != 3:
+        shape = tuple(emissions.shape) if isinstance(emissions, Tensor) else type(emissions)
+        raise ValueError(f"emissions must be a 3-D tensor [B, T, S], got {shape}")
+    batch, t_max, s_max = emissions.shape
+    if batch == 0 or t_max == 0 or s_max == 0:
+        raise ValueError(
+            f"emissions [B, T, S] must have no empty dimension, got {(batch, t_max, s_max)}"
+        )
+    if not isinstance(log_transitions, Tensor) or tuple(log_transitions.shape) != (
+        batch,
+        s_max,
+        s_max,
+    ):
+        shape = (
+            tuple(log_transitions.shape)
+            if isinstance(log_transitions, Tensor)
+            else type(log_transitions)
+        )
+        raise ValueError(
+            f"log_transitions must have shape [B, S, S] = {(batch, s_max, s_max)} to match "
+            f"emissions {tuple(emissions.shape)}, got {shape}"
+        )
+    for name, tensor in (("emissions", emissions), ("log_transitions", log_transitions)):
+        if not tensor.is_floating_point():
+            raise TypeError(f"{name} must be a floating-point tensor, got {tensor.dtype}")
+    if log_transitions.device != emissions.device:
+        raise ValueError(
+            f"log_transitions is on {log_transitions.device} but emissions on {emissions.device}"
+        )
+    for name, lengths, bound in (
+        ("target_lengths", target_lengths, t_max),
+        ("state_lengths", state_lengths, s_max),
+    ):
+        if not isinstance(lengths, Tensor) or lengths.dim() != 1 or lengths.numel() != batch:
+            shape = tuple(lengths.shape) if isinstance(lengths, Tensor) else type(lengths)
+            raise ValueError(f"{name} must be a 1-D tensor of size B={batch}, got {shape}")
+        if lengths.is_floating_point() or lengths.is_complex() or lengths.dtype == torch.bool:
+            raise TypeError(f"{name} must be an integer tensor, got {lengths.dtype}")
+        # One host sync per call; cheap next to the DP and it catches silent misindexing.
+        low, high = int(lengths.min()), int(lengths.max())
+        if low < 1 or high > bound:
+            bad = int(torch.nonzero((lengths < 1) | (lengths > bound))[0, 0])
+            raise ValueError(
+                f"{name}[{bad}] = {int(lengths[bad])} is outside [1, {bound}] "
+                f"(the padded size of that dimension)"
+            )
+
+
+def dag_logprob(
+    emissions: Tensor,
+    log_transitions: Tensor,
+    target_lengths: Tensor,
+    state_lengths: Tensor,
+    backend: str = "auto",
+) -> Tensor:
+    """log P(Y) of each target sequence summed over all its alignments to the DAG states.
+
+    ``f[0, v] = emis[0, 0]`` if ``v == 0`` else ``-inf``;
+    ``f[t, v] = logsumexp_{u < v}(f[t-1, u] + logE[u, v]) + emis[t, v]``;
+    result ``f[T_b - 1, L_b - 1]``.
+
+    Parameters
+    ----------
+    emissions : Tensor [B, T, S], floating (fp32, bf16, fp16, fp64)
+        ``emissions[b, t, s] = log P_s(y_t)``; entries with ``t >= T_b`` or ``s >= L_b``
+        are padding (ignored, zero gradient).
+    log_transitions : Tensor [B, S, S], floating
+        ``log E[u, v]``; entries with ``v <= u`` or a padding state are non-edges.
+    target_lengths : Tensor [B], integer
+        ``T_b`` in ``[1, T]``.
+    state_lengths : Tensor [B], integer
+        ``L_b`` in ``[1, S]``.
+    backend : {"auto", "reference", "triton"}
+        See the module docstring; ``$EXLM_DAG_BACKEND`` overrides ``"auto"``.
+
+    Returns
+    -------
+    Tensor [B], float32 (float64 for float64 inputs, which "auto" keeps on the reference)
+        ``-inf`` (with zero gradient) for samples that have no valid path.
+    """
+    _validate(emissions, log_transitions, target_lengths, state_lengths)
+    chosen = select_backend(
+        backend,
+        emissions.device,
+        emissions.shape[2],
+        dtypes=(emissions.dtype, log_transitions.dtype),
+    )
+    if chosen == "triton":
+        return _load_triton().dag_logprob_triton(
+            emissions, log_transitions, target_lengths, state_lengths
+        )
+    return dag_logprob_reference(emissions, log_transitions, target_lengths, state_lengths)

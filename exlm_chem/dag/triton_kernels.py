@@ -1,0 +1,772 @@
+"""Triton kernels for the DAG states-alignment log-likelihood (forward and fused backward).
+
+The op is the one of ``exlm_chem.dag.reference``: for each sample ``b`` with ``T_b`` targets
+and ``L_b`` states,
+
+    alpha[0, v] = emis[0, 0] if v == 0 else -inf
+    alpha[t, v] = logsumexp_{u < v}(alpha[t-1, u] + logE[u, v]) + emis[t, v]
+    log P(Y)    = alpha[T_b - 1, L_b - 1]
+
+and the backward pass uses the closed form with the mirror recursion ``beta``:
+
+    dlogZ/demis[t, v] = exp(alpha[t, v] + beta[t, v] - emis[t, v] - logZ)
+    dlogZ/dlogE[u, v] = sum_t exp(alpha[t, u] + logE[u, v] + beta[t+1, v] - logZ)
+
+Design. SMILES graphs are small (S = k * T states, T of 3-40 targets), so one program
+handles one sample and loops over t; everything is fp32 in log space whatever the input
+dtype. Two paths, chosen from ``BLOCK_S = next_pow2(S)``:
+
+* single tile (``BLOCK_S <= SINGLE_TILE_MAX_STATES`` = 64, most SMILES batches): the
+  forward kernel keeps the whole ``[BLOCK_S, BLOCK_S]`` log-transition tile in registers
+  and stores the alpha rows (``[B, T, S]`` fp32, kept for the backward). The backward
+  kernel walks t in reverse, computing beta rows, the emission gradient and the transition
+  gradient in the same loop; the transition gradient lives in a ``[BLOCK_S, BLOCK_S]`` fp32
+  register accumulator and is written once at the end. The exponentials of one step serve
+  both the beta logsumexp and the transition gradient (one ``[BLOCK_S, BLOCK_S]`` exp per
+  step).
+* tiled (``64 < S <= TRITON_MAX_STATES`` = 1024, e.g. the paper's text shape S ~ 308): a
+  register tile of S x S would spill (it already does at 128), so the forward loads the
+  transitions in row blocks of ``BLOCK_U`` per step and merges the logsumexp over u blocks
+  online; alpha rows round-trip through global memory (a barrier orders them). The
+  backward computes beta rows and the emission gradient in one per-sample kernel (the
+  reduction over v is complete within a row block, so no online merge is needed), then a
+  second kernel over (sample, row block) accumulates the transition gradient over t in
+  registers from the stored alpha and beta tables.
+
+Beyond ``TRITON_MAX_STATES`` the dispatcher (``exlm_chem.dag.dispatch``) falls back to the
+torch reference.
+
+Padding (``t >= T_b`` or ``s >= L_b``) never enters the recursion and gets exactly zero
+gradient; entries ``v <= u`` of ``log_transitions`` are not edges and are masked here, not
+by the caller. A sample with no valid path returns ``-inf`` and exactly zero gradients.
+
+CPU: kernels run under Triton's interpreter only, which is chosen when ``@triton.jit`` runs
+(for triton's own helpers at triton's import), so ``TRITON_INTERPRET=1`` must be in the
+environment before triton is first imported. The interpreter is slow (it executes each
+program in Python); it is for tests. :func:`compile_for_gpu` compiles the kernels for an
+NVIDIA target without a GPU, which catches what the interpreter does not check.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+import triton
+import triton.language as tl
+
+__all__ = [
+    "SINGLE_TILE_MAX_STATES",
+    "TRITON_MAX_STATES",
+    "CompiledKernelInfo",
+    "DagLogProbTriton",
+    "KernelConfig",
+    "compile_for_gpu",
+    "dag_logprob_triton",
+    "kernel_config",
+]
+
+#: Largest padded state count (power of two) handled by the fused single-tile kernels.
+SINGLE_TILE_MAX_STATES = 64
+#: Largest state count S the Triton path accepts; the dispatcher falls back above it.
+TRITON_MAX_STATES = 1024
+# Elements of one [BLOCK_U, BLOCK_S] row block in the tiled path.
+_TILE_ELEMS = 8192
+# (forward, backward) warps per BLOCK_S. Chosen so that every kernel compiles for sm_90
+# without register spills (ptxas resource usage with triton 3.9; reproduce with
+# `python benchmarks/dag_loss.py --ptxas`): the fused single-tile backward already needs
+# ~210 registers per thread at BLOCK_S=64 with 8 warps and spills at BLOCK_S=128 whatever
+# the warp count (2 KB of stack at 8 or 16 warps), hence the tiled path from 65 states on.
+# Not yet tuned by timing on a GPU.
+_SINGLE_TILE_WARPS = {16: (1, 1), 32: (2, 4), 64: (4, 8)}
+_TILED_WARPS = {128: (8, 8), 256: (8, 16), 512: (8, 16), 1024: (8, 8)}
+
+_SUPPORTED_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+# kernels may only read module globals that are constexpr
+_NEG_INF = tl.constexpr(float("-inf"))
+
+
+# --------------------------------------------------------------------------------------
+# single-tile kernels
+# --------------------------------------------------------------------------------------
+
+
+@triton.jit
+def _fwd_single_tile_kernel(
+    emis_ptr,  # [B, T, S]
+    logE_ptr,  # [B, S, S]
+    tlen_ptr,  # [B] int32
+    slen_ptr,  # [B] int32
+    alpha_ptr,  # [B, T, S] fp32 (written when STORE_ALPHA)
+    logz_ptr,  # [B] fp32
+    T,
+    S,
+    BLOCK_S: tl.constexpr,
+    STORE_ALPHA: tl.constexpr,
+):
+    b = tl.program_id(0).to(tl.int64)
+    # clamping keeps a bad length from reading out of bounds; the wrapper validates anyway
+    T_b = tl.minimum(tl.load(tlen_ptr + b), T)
+    L_b = tl.minimum(tl.load(slen_ptr + b), S)
+
+    offs = tl.arange(0, BLOCK_S)
+    rows = offs[:, None]  # u
+    cols = offs[None, :]  # v
+    edge = (rows < L_b) & (cols < L_b) & (cols > rows)
+    logE = tl.load(logE_ptr + b * S * S + rows * S + cols, mask=edge, other=_NEG_INF)
+    logE = logE.to(tl.float32)
+
+    emis_b = emis_ptr + b * T * S
+    alpha_b = alpha_ptr + b * T * S
+    e00 = tl.load(emis_b).to(tl.float32)
+    alpha = tl.where(offs == 0, e00, _NEG_INF)
+    if STORE_ALPHA:
+        tl.store(alpha_b + offs, alpha, mask=offs < S)
+
+    for t in range(1, T_b):
+        scores = alpha[:, None] + logE  # [u, v]
+        m = tl.max(scores, axis=0)
+        shift = tl.where(m == _NEG_INF, 0.0, m)  # an all -inf column must not give NaN
+        s = tl.sum(tl.exp(scores - shift[None, :]), axis=0)
+        lse = tl.where(s > 0.0, tl.log(tl.where(s > 0.0, s, 1.0)) + shift, _NEG_INF)
+        e_t = tl.load(emis_b + t * S + offs, mask=offs < L_b, other=_NEG_INF).to(tl.float32)
+        alpha = lse + e_t
+        if STORE_ALPHA:
+            tl.store(alpha_b + t * S + offs, alpha, mask=offs < S)
+
+    logz = tl.max(tl.where(offs == L_b - 1, alpha, _NEG_INF), axis=0)
+    tl.store(logz_ptr + b, logz)
+
+
+@triton.jit
+def _bwd_single_tile_kernel(
+    emis_ptr,  # [B, T, S]
+    logE_ptr,  # [B, S, S]
+    tlen_ptr,  # [B] int32
+    slen_ptr,  # [B] int32
+    alpha_ptr,  # [B, T, S] fp32
+    logz_ptr,  # [B] fp32
+    gout_ptr,  # [B] fp32 upstream gradient
+    gemis_ptr,  # [B, T, S] zero-initialised, emissions dtype
+    glogE_ptr,  # [B, S, S] fully written here, log_transitions dtype
+    T,
+    S,
+    BLOCK_S: tl.constexpr,
+):
+    b = tl.program_id(0).to(tl.int64)
+    T_b = tl.minimum(tl.load(tlen_ptr + b), T)
+    L_b = tl.minimum(tl.load(slen_ptr + b), S)
+    logz = tl.load(logz_ptr + b)
+    g = tl.load(gout_ptr + b)
+    valid = logz > _NEG_INF
+    logz_safe = tl.where(valid, logz, 0.0)
+
+    offs = tl.arange(0, BLOCK_S)
+    rows = offs[:, None]
+    cols = offs[None, :]
+    logE = tl.load(
+        logE_ptr + b * S * S + rows * S + cols,
+        mask=(rows < L_b) & (cols < L_b) & (cols > rows),
+        other=_NEG_INF,
+    ).to(tl.float32)
+
+    emis_b = emis_ptr + b * T * S
+    alpha_b = alpha_ptr + b * T * S
+    gemis_b = gemis_ptr + b * T * S
+
+    last = T_b - 1
+    e_last = tl.load(emis_b + last * S + L_b - 1).to(tl.float32)
+    beta = tl.where(offs == L_b - 1, e_last, _NEG_INF)  # beta[last, v]
+    acc = tl.zeros([BLOCK_S, BLOCK_S], dtype=tl.float32)
+
+    for i in range(0, last):
+        t = last - i
+        # emission gradient of row t, now that beta[t] is known
+        a_t = tl.load(alpha_b + t * S + offs, mask=offs < L_b, other=_NEG_INF)
+        e_t = tl.load(emis_b + t * S + offs, mask=offs < L_b, other=_NEG_INF).to(tl.float32)
+        live = (a_t > _NEG_INF) & (beta > _NEG_INF)
+        # no -inf - -inf (NaN) where the state is not on a path
+        e_t = tl.where(live, e_t, 0.0)
+        ge = tl.where(live, tl.exp(a_t + beta - e_t - logz_safe) * g, 0.0)
+        ge = tl.where(valid, ge, 0.0)
+        tl.store(gemis_b + t * S + offs, ge.to(gemis_ptr.dtype.element_ty), mask=offs < S)
+
+        # step t-1 -> t: x[u, v] = logE[u, v] + beta[t, v]
+        x = logE + beta[None, :]
+        m = tl.max(x, axis=1)
+        has = m > _NEG_INF
+        shift = tl.where(has, m, 0.0)
+        p = tl.exp(x - shift[:, None])
+        s = tl.sum(p, axis=1)
+        a_prev = tl.load(alpha_b + (t - 1) * S + offs, mask=offs < L_b, other=_NEG_INF)
+        # exp(alpha[t-1,u] + logE[u,v] + beta[t,v] - logZ) = p[u, v] * w[u]; w <= 1 whenever
+        # both factors are finite, and w is forced to 0 otherwise (a dead end would overflow)
+        w_live = has & (a_prev > _NEG_INF)
+        w = tl.where(w_live, tl.exp(a_prev + shift - logz_safe), 0.0)
+        w = tl.where(valid, w, 0.0)
+        acc += p * w[:, None]
+        e_prev = tl.load(emis_b + (t - 1) * S + offs, mask=offs < L_b, other=_NEG_INF)
+        lse = tl.where(has, tl.log(tl.where(s > 0.0, s, 1.0)) + shift, _NEG_INF)
+        beta = lse + e_prev.to(tl.float32)
+
+    a_0 = tl.load(alpha_b + offs, mask=offs < L_b, other=_NEG_INF)
+    e_0 = tl.load(emis_b + offs, mask=offs < L_b, other=_NEG_INF).to(tl.float32)
+    live = (a_0 > _NEG_INF) & (beta > _NEG_INF)
+    # no -inf - -inf (NaN) where the state is not on a path
+    e_0 = tl.where(live, e_0, 0.0)
+    ge = tl.where(live, tl.exp(a_0 + beta - e_0 - logz_safe) * g, 0.0)
+    ge = tl.where(valid, ge, 0.0)
+    tl.store(gemis_b + offs, ge.to(gemis_ptr.dtype.element_ty), mask=offs < S)
+
+    # recomputed rather than kept live through the loop (registers)
+    edge = (rows < L_b) & (cols < L_b) & (cols > rows)
+    gE = tl.where(valid, tl.where(edge, acc * g, 0.0), 0.0)
+    tl.store(
+        glogE_ptr + b * S * S + rows * S + cols,
+        gE.to(glogE_ptr.dtype.element_ty),
+        mask=(rows < S) & (cols < S),
+    )
+
+
+# --------------------------------------------------------------------------------------
+# tiled kernels (large S)
+# --------------------------------------------------------------------------------------
+
+
+@triton.jit
+def _fwd_tiled_kernel(
+    emis_ptr,
+    logE_ptr,
+    tlen_ptr,
+    slen_ptr,
+    alpha_ptr,  # always written: the next step reads the previous row back in row blocks
+    logz_ptr,
+    T,
+    S,
+    BLOCK_S: tl.constexpr,
+    BLOCK_U: tl.constexpr,
+):
+    b = tl.program_id(0).to(tl.int64)
+    T_b = tl.minimum(tl.load(tlen_ptr + b), T)
+    L_b = tl.minimum(tl.load(slen_ptr + b), S)
+
+    offs = tl.arange(0, BLOCK_S)
+    offs_u = tl.arange(0, BLOCK_U)
+    emis_b = emis_ptr + b * T * S
+    alpha_b = alpha_ptr + b * T * S
+    logE_b = logE_ptr + b * S * S
+    n_ub = tl.cdiv(L_b, BLOCK_U)
+
+    e00 = tl.load(emis_b).to(tl.float32)
+    alpha = tl.where(offs == 0, e00, _NEG_INF)
+    tl.store(alpha_b + offs, alpha, mask=offs < S)
+    tl.debug_barrier()
+
+    for t in range(1, T_b):
+        m_run = tl.full([BLOCK_S], _NEG_INF, tl.float32)
+        s_run = tl.zeros([BLOCK_S], dtype=tl.float32)
+        for ub in range(0, n_ub):
+            u = ub * BLOCK_U + offs_u
+            a_u = tl.load(alpha_b + (t - 1) * S + u, mask=u < L_b, other=_NEG_INF)
+            edge = (u[:, None] < L_b) & (offs[None, :] < L_b) & (offs[None, :] > u[:, None])
+            tile = tl.load(logE_b + u[:, None] * S + offs[None, :], mask=edge, other=_NEG_INF)
+            scores = a_u[:, None] + tile.to(tl.float32)  # [BLOCK_U, BLOCK_S]
+            m_new = tl.maximum(m_run, tl.max(scores, axis=0))
+            shift = tl.where(m_new == _NEG_INF, 0.0, m_new)
+            s_run = s_run * tl.exp(m_run - shift) + tl.sum(tl.exp(scores - shift[None, :]), 0)
+            m_run = m_new
+        shift = tl.where(m_run == _NEG_INF, 0.0, m_run)
+        lse = tl.where(s_run > 0.0, tl.log(tl.where(s_run > 0.0, s_run, 1.0)) + shift, _NEG_INF)
+        e_t = tl.load(emis_b + t * S + offs, mask=offs < L_b, other=_NEG_INF).to(tl.float32)
+        alpha = lse + e_t
+        tl.store(alpha_b + t * S + offs, alpha, mask=offs < S)
+        # the next step reads this row back with another thread layout
+        tl.debug_barrier()
+
+    logz = tl.max(tl.where(offs == L_b - 1, alpha, _NEG_INF), axis=0)
+    tl.store(logz_ptr + b, logz)
+
+
+@triton.jit
+def _bwd_beta_tiled_kernel(
+    emis_ptr,
+    logE_ptr,
+    tlen_ptr,
+    slen_ptr,
+    alpha_ptr,  # [B, T, S] fp32
+    logz_ptr,
+    gout_ptr,
+    beta_ptr,  # [B, T, S] fp32 scratch, rows t < T_b and states < L_b written
+    gemis_ptr,  # [B, T, S] zero-initialised
+    T,
+    S,
+    BLOCK_S: tl.constexpr,
+    BLOCK_U: tl.constexpr,
+):
+    b = tl.program_id(0).to(tl.int64)
+    T_b = tl.minimum(tl.load(tlen_ptr + b), T)
+    L_b = tl.minimum(tl.load(slen_ptr + b), S)
+    logz = tl.load(logz_ptr + b)
+    g = tl.load(gout_ptr + b)
+    valid = logz > _NEG_INF
+    logz_safe = tl.where(valid, logz, 0.0)
+
+    offs = tl.arange(0, BLOCK_S)
+    offs_u = tl.arange(0, BLOCK_U)
+    emis_b = emis_ptr + b * T * S
+    alpha_b = alpha_ptr + b * T * S
+    beta_b = beta_ptr + b * T * S
+    gemis_b = gemis_ptr + b * T * S
+    logE_b = logE_ptr + b * S * S
+    n_ub = tl.cdiv(L_b, BLOCK_U)
+
+    last = T_b - 1
+    e_last = tl.load(emis_b + last * S + L_b - 1).to(tl.float32)
+    beta = tl.where(offs == L_b - 1, e_last, _NEG_INF)
+    tl.store(beta_b + last * S + offs, beta, mask=offs < S)
+    a_t = tl.load(alpha_b + last * S + offs, mask=offs < L_b, other=_NEG_INF)
+    e_t = tl.load(emis_b + last * S + offs, mask=offs < L_b, other=_NEG_INF).to(tl.float32)
+    live = (a_t > _NEG_INF) & (beta > _NEG_INF)
+    # no -inf - -inf (NaN) where the state is not on a path
+    e_t = tl.where(live, e_t, 0.0)
+    ge = tl.where(live, tl.exp(a_t + beta - e_t - logz_safe) * g, 0.0)
+    ge = tl.where(valid, ge, 0.0)
+    tl.store(gemis_b + last * S + offs, ge.to(gemis_ptr.dtype.element_ty), mask=offs < S)
+    tl.debug_barrier()
+
+    for i in range(0, last):
+        t = last - i
+        beta_t = tl.load(beta_b + t * S + offs, mask=offs < L_b, other=_NEG_INF)
+        for ub in range(0, n_ub):
+            u = ub * BLOCK_U + offs_u
+            edge = (u[:, None] < L_b) & (offs[None, :] < L_b) & (offs[None, :] > u[:, None])
+            tile = tl.load(logE_b + u[:, None] * S + offs[None, :], mask=edge, other=_NEG_INF)
+            x = tile.to(tl.float32) + beta_t[None, :]  # [BLOCK_U, BLOCK_S]
+            m = tl.max(x, axis=1)
+            has = m > _NEG_INF
+            shift = tl.where(has, m, 0.0)
+            s = tl.sum(tl.exp(x - shift[:, None]), axis=1)
+            e_u = tl.load(emis_b + (t - 1) * S + u, mask=u < L_b, other=_NEG_INF)
+            e_u = e_u.to(tl.float32)
+            beta_u = tl.where(has, tl.log(tl.where(s > 0.0, s, 1.0)) + shift, _NEG_INF) + e_u
+            tl.store(beta_b + (t - 1) * S + u, beta_u, mask=u < L_b)
+            a_u = tl.load(alpha_b + (t - 1) * S + u, mask=u < L_b, other=_NEG_INF)
+            live_u = (a_u > _NEG_INF) & (beta_u > _NEG_INF)
+            # no -inf - -inf (NaN) where the state is not on a path
+            e_u = tl.where(live_u, e_u, 0.0)
+            ge_u = tl.where(live_u, tl.exp(a_u + beta_u - e_u - logz_safe) * g, 0.0)
+            ge_u = tl.where(valid, ge_u, 0.0)
+            tl.store(gemis_b + (t - 1) * S + u, ge_u.to(gemis_ptr.dtype.element_ty), mask=u < L_b)
+        # the next step reads the whole beta row back
+        tl.debug_barrier()
+
+
+@triton.jit
+def _bwd_trans_tiled_kernel(
+    logE_ptr,
+    tlen_ptr,
+    slen_ptr,
+    alpha_ptr,
+    beta_ptr,
+    logz_ptr,
+    gout_ptr,
+    glogE_ptr,  # [B, S, S] fully written here
+    T,
+    S,
+    BLOCK_S: tl.constexpr,
+    BLOCK_U: tl.constexpr,
+):
+    b = tl.program_id(0).to(tl.int64)
+    ub = tl.program_id(1)
+    T_b = tl.minimum(tl.load(tlen_ptr + b), T)
+    L_b = tl.minimum(tl.load(slen_ptr + b), S)
+    logz = tl.load(logz_ptr + b)
+    g = tl.load(gout_ptr + b)
+    valid = logz > _NEG_INF
+    logz_safe = tl.where(valid, logz, 0.0)
+
+    offs = tl.arange(0, BLOCK_S)
+    u = ub * BLOCK_U + tl.arange(0, BLOCK_U)
+    alpha_b = alpha_ptr + b * T * S
+    beta_b = beta_ptr + b * T * S
+    edge = (u[:, None] < L_b) & (offs[None, :] < L_b) & (offs[None, :] > u[:, None])
+    tile = tl.load(
+        logE_ptr + b * S * S + u[:, None] * S + offs[None, :], mask=edge, other=_NEG_INF
+    ).to(tl.float32)
+
+    acc = tl.zeros([BLOCK_U, BLOCK_S], dtype=tl.float32)
+    # row blocks past L_b (and invalid samples) only write zeros
+    n_steps = tl.where(valid, tl.where(ub * BLOCK_U < L_b, T_b - 1, 0), 0)
+    for t in range(0, n_steps):
+        a_u = tl.load(alpha_b + t * S + u, mask=u < L_b, other=_NEG_INF)
+        beta_v = tl.load(beta_b + (t + 1) * S + offs, mask=offs < L_b, other=_NEG_INF)
+        z = a_u[:, None] + tile + beta_v[None, :] - logz_safe
+        acc += tl.where(z > _NEG_INF, tl.exp(z), 0.0)
+
+    gE = tl.where(valid, tl.where(edge, acc * g, 0.0), 0.0)
+    tl.store(
+        glogE_ptr + b * S * S + u[:, None] * S + offs[None, :],
+        gE.to(glogE_ptr.dtype.element_ty),
+        mask=(u[:, None] < S) & (offs[None, :] < S),
+    )
+
+
+# --------------------------------------------------------------------------------------
+# launch configuration
+# --------------------------------------------------------------------------------------
+
+
+class KernelConfig(NamedTuple):
+    """Launch parameters chosen from the state count (see :func:`kernel_config`)."""
+
+    tiled: bool
+    block_s: int
+    block_u: int
+    fwd_warps: int
+    bwd_warps: int
+
+
+def kernel_config(num_states: int) -> KernelConfig:
+    """Block sizes and warp counts for ``num_states`` (S) states.
+
+    Parameters
+    ----------
+    num_states : int
+        Padded state dimension S of the batch.
+
+    Returns
+    -------
+    KernelConfig
+        ``tiled`` says which path runs; ``block_s`` is the padded power of two (at least
+        16); ``block_u`` is the row-block height of the tiled path (``block_s`` for the
+        single tile).
+    """
+    if num_states < 1 or num_states > TRITON_MAX_STATES:
+        raise ValueError(
+            f"S={num_states} states is outside the Triton path's range "
+            f"[1, {TRITON_MAX_STATES}]; use the torch reference"
+        )
+    block_s = max(16, triton.next_power_of_2(num_states))
+    if block_s <= SINGLE_TILE_MAX_STATES:
+        fwd_warps, bwd_warps = _SINGLE_TILE_WARPS[block_s]
+        return KernelConfig(False, block_s, block_s, fwd_warps, bwd_warps)
+    fwd_warps, bwd_warps = _TILED_WARPS[block_s]
+    return KernelConfig(True, block_s, _TILE_ELEMS // block_s, fwd_warps, bwd_warps)
+
+
+# --------------------------------------------------------------------------------------
+# launchers
+# --------------------------------------------------------------------------------------
+
+
+def _forward(
+    emissions: torch.Tensor,
+    log_transitions: torch.Tensor,
+    target_lengths: torch.Tensor,
+    state_lengths: torch.Tensor,
+    store_alpha: bool,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    B, T, S = emissions.shape
+    cfg = kernel_config(S)
+    logz = torch.empty(B, dtype=torch.float32, device=emissions.device)
+    if store_alpha or cfg.tiled:
+        # padded rows t >= T_b are never read; states s >= L_b of valid rows hold -inf
+        alpha = torch.empty((B, T, S), dtype=torch.float32, device=emissions.device)
+    else:
+        alpha = logz  # never dereferenced when STORE_ALPHA is False
+    if B == 0:
+        return logz, alpha
+    if cfg.tiled:
+        _fwd_tiled_kernel[(B,)](
+            emissions, log_transitions, target_lengths, state_lengths, alpha, logz,
+            T, S, BLOCK_S=cfg.block_s, BLOCK_U=cfg.block_u, num_warps=cfg.fwd_warps,
+        )  # fmt: skip
+    else:
+        _fwd_single_tile_kernel[(B,)](
+            emissions, log_transitions, target_lengths, state_lengths, alpha, logz,
+            T, S, BLOCK_S=cfg.block_s, STORE_ALPHA=store_alpha, num_warps=cfg.fwd_warps,
+        )  # fmt: skip
+    return logz, alpha
+
+
+def _backward(
+    emissions: torch.Tensor,
+    log_transitions: torch.Tensor,
+    target_lengths: torch.Tensor,
+    state_lengths: torch.Tensor,
+    alpha: torch.Tensor,
+    logz: torch.Tensor,
+    grad_out: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    B, T, S = emissions.shape
+    cfg = kernel_config(S)
+    grad_emis = torch.zeros_like(emissions)
+    grad_logE = torch.empty_like(log_transitions)
+    if B == 0:
+        return grad_emis, grad_logE
+    if cfg.tiled:
+        beta = torch.empty((B, T, S), dtype=torch.float32, device=emissions.device)
+        _bwd_beta_tiled_kernel[(B,)](
+            emissions, log_transitions, target_lengths, state_lengths, alpha, logz, grad_out,
+            beta, grad_emis, T, S,
+            BLOCK_S=cfg.block_s, BLOCK_U=cfg.block_u, num_warps=cfg.bwd_warps,
+        )  # fmt: skip
+        _bwd_trans_tiled_kernel[(B, triton.cdiv(S, cfg.block_u))](
+            log_transitions, target_lengths, state_lengths, alpha, beta, logz, grad_out,
+            grad_logE, T, S,
+            BLOCK_S=cfg.block_s, BLOCK_U=cfg.block_u, num_warps=cfg.bwd_warps,
+        )  # fmt: skip
+    else:
+        _bwd_single_tile_kernel[(B,)](
+            emissions, log_transitions, target_lengths, state_lengths, alpha, logz, grad_out,
+            grad_emis, grad_logE, T, S,
+            BLOCK_S=cfg.block_s, num_warps=cfg.bwd_warps,
+        )  # fmt: skip
+    return grad_emis, grad_logE
+
+
+class DagLogProbTriton(torch.autograd.Function):
+    """Autograd wrapper: forward kernel saves alpha, backward runs the fused kernels.
+
+    Inputs must already be validated and contiguous (see :func:`dag_logprob_triton`).
+    Not twice differentiable.
+    """
+
+    @staticmethod
+    def forward(
+        ctx,
+        emissions: torch.Tensor,
+        log_transitions: torch.Tensor,
+        target_lengths: torch.Tensor,
+        state_lengths: torch.Tensor,
+    ) -> torch.Tensor:
+        needs_grad = bool(ctx.needs_input_grad[0] or ctx.needs_input_grad[1])
+        logz, alpha = _forward(
+            emissions, log_transitions, target_lengths, state_lengths, store_alpha=needs_grad
+        )
+        if needs_grad:
+            ctx.save_for_backward(
+                emissions, log_transitions, target_lengths, state_lengths, alpha, logz
+            )
+        return logz
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad_out: torch.Tensor):
+        emissions, log_transitions, target_lengths, state_lengths, alpha, logz = ctx.saved_tensors
+        grad_out = grad_out.to(torch.float32).contiguous()
+        grad_emis, grad_logE = _backward(
+            emissions, log_transitions, target_lengths, state_lengths, alpha, logz, grad_out
+        )
+        return (
+            grad_emis if ctx.needs_input_grad[0] else None,
+            grad_logE if ctx.needs_input_grad[1] else None,
+            None,
+            None,
+        )
+
+
+class CompiledKernelInfo(NamedTuple):
+    """Resource usage of one kernel compiled ahead of time (see :func:`compile_for_gpu`)."""
+
+    kernel: str
+    num_states: int
+    dtype: str
+    num_warps: int
+    registers: int | None  # per thread; None when cuobjdump is unavailable
+    stack_bytes: int | None  # local memory per thread: > 0 means register spills
+    shared_bytes: int | None
+
+
+_TENSOR_ARGS = ("emis_ptr", "logE_ptr", "gemis_ptr", "glogE_ptr")
+
+
+def compile_for_gpu(
+    num_states: int, dtype: str = "fp32", arch: int = 90
+) -> list[CompiledKernelInfo]:
+    """Compile the kernels that ``num_states`` selects for an NVIDIA GPU, without a GPU.
+
+    Catches what the interpreter cannot (constexpr rules, loop-carried types) and reports
+    registers and spills from the cubin. Uses Triton's compiler API (``ASTSource``,
+    ``GPUTarget``) and the ``cuobjdump`` shipped in Triton's NVIDIA backend. Must run in a
+    process where ``TRITON_INTERPRET`` is off.
+
+    Parameters
+    ----------
+    num_states : int
+        S; picks the path and block sizes through :func:`kernel_config`.
+    dtype : {"fp32", "bf16", "fp16"}
+        Dtype of emissions, log_transitions and their gradients.
+    arch : int
+        Compute capability as an integer (90 = H100/H200).
+
+    Returns
+    -------
+    list of CompiledKernelInfo
+        One record per kernel of the selected path.
+    """
+    import re
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    if any(type(fn).__name__ == "InterpretedFunction" for fn in (_fwd_tiled_kernel, tl.max)):
+        raise RuntimeError("compile_for_gpu needs TRITON_INTERPRET unset in this process")
+    cfg = kernel_config(num_states)
+    if cfg.tiled:
+        blocks = {"BLOCK_S": cfg.block_s, "BLOCK_U": cfg.block_u}
+        plan = [
+            (_fwd_tiled_kernel, blocks, cfg.fwd_warps),
+            (_bwd_beta_tiled_kernel, blocks, cfg.bwd_warps),
+            (_bwd_trans_tiled_kernel, blocks, cfg.bwd_warps),
+        ]
+    else:
+        plan = [
+            (_fwd_single_tile_kernel, {"BLOCK_S": cfg.block_s, "STORE_ALPHA": True}, cfg.fwd_warps),
+            (_bwd_single_tile_kernel, {"BLOCK_S": cfg.block_s}, cfg.bwd_warps),
+        ]
+    cuobjdump = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
+    records = []
+    for kernel, constexprs, warps in plan:
+        signature = {}
+        for name in kernel.arg_names:
+            if name in constexprs:
+                signature[name] = "constexpr"
+            elif name in ("T", "S"):
+                signature[name] = "i32"
+            elif name in ("tlen_ptr", "slen_ptr"):
+                signature[name] = "*i32"
+            else:
+                signature[name] = f"*{dtype}" if name in _TENSOR_ARGS else "*fp32"
+        compiled = triton.compile(
+            ASTSource(kernel, signature, constexprs=constexprs),
+            target=GPUTarget("cuda", arch, 32),
+            options={"num_warps": warps},
+        )
+        usage = None
+        if cuobjdump.exists() and "cubin" in compiled.asm:
+            with tempfile.NamedTemporaryFile(suffix=".cubin") as handle:
+                handle.write(compiled.asm["cubin"])
+                handle.flush()
+                dump = subprocess.run(
+                    [str(cuobjdump), "--dump-resource-usage", handle.name],
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                ).stdout
+            usage = re.search(r"REG:(\d+).*?STACK:(\d+).*?SHARED:(\d+)", dump, re.S)
+        regs, stack, shared = (int(x) for x in usage.groups()) if usage else (None,) * 3
+        records.append(
+            CompiledKernelInfo(kernel.fn.__name__, num_states, dtype, warps, regs, stack, shared)
+        )
+    return records
+
+
+def _is_interpreted() -> bool:
+    # The interpreter is picked when @triton.jit runs: for triton's own helpers (tl.max, ...)
+    # at triton's import, for these kernels at this module's import. Both must agree.
+    return all(
+        type(fn).__name__ == "InterpretedFunction" for fn in (_fwd_single_tile_kernel, tl.max)
+    )
+
+
+def _check_inputs(
+    emissions: torch.Tensor,
+    log_transitions: torch.Tensor,
+    target_lengths: torch.Tensor,
+    state_lengths: torch.Tensor,
+    check_lengths: bool,
+) -> None:
+    if emissions.dim() != 3:
+        raise ValueError(f"emissions must be [B, T, S], got shape {tuple(emissions.shape)}")
+    B, T, S = emissions.shape
+    if tuple(log_transitions.shape) != (B, S, S):
+        raise ValueError(
+            f"log_transitions must be [B, S, S] = {(B, S, S)} to match emissions "
+            f"{(B, T, S)}, got {tuple(log_transitions.shape)}"
+        )
+    for name, lengths in (("target_lengths", target_lengths), ("state_lengths", state_lengths)):
+        if lengths.dim() != 1 or lengths.shape[0] != B:
+            raise ValueError(f"{name} must be [B] = [{B}], got shape {tuple(lengths.shape)}")
+        if (
+            lengths.dtype.is_floating_point
+            or lengths.dtype.is_complex
+            or lengths.dtype == torch.bool
+        ):
+            raise TypeError(f"{name} must be an integer tensor, got {lengths.dtype}")
+    for name, x in (("emissions", emissions), ("log_transitions", log_transitions)):
+        if x.dtype not in _SUPPORTED_DTYPES:
+            raise TypeError(
+                f"{name} dtype {x.dtype} is not supported by the Triton path "
+                f"(float32, bfloat16, float16); use the torch reference"
+            )
+    if log_transitions.device != emissions.device:
+        raise ValueError(
+            f"emissions on {emissions.device} but log_transitions on {log_transitions.device}"
+        )
+    if S > TRITON_MAX_STATES:
+        raise ValueError(
+            f"S={S} states exceeds TRITON_MAX_STATES={TRITON_MAX_STATES}; use the torch reference"
+        )
+    if emissions.device.type == "cpu" and not _is_interpreted():
+        raise RuntimeError(
+            "the Triton DAG kernels got CPU tensors but Triton's interpreter is off: set "
+            "TRITON_INTERPRET=1 before triton and exlm_chem.dag.triton_kernels are first "
+            "imported, or use the torch reference on CPU"
+        )
+    if check_lengths and B > 0:
+        bad_t = (target_lengths < 1) | (target_lengths > T)
+        bad_s = (state_lengths < 1) | (state_lengths > S)
+        bad = (bad_t | bad_s.to(bad_t.device)).nonzero()
+        if bad.numel():
+            i = int(bad[0, 0])
+            raise ValueError(
+                f"sample {i}: target length {int(target_lengths[i])} must be in [1, {T}] and "
+                f"state length {int(state_lengths[i])} in [1, {S}]"
+            )
+
+
+def dag_logprob_triton(
+    emissions: torch.Tensor,
+    log_transitions: torch.Tensor,
+    target_lengths: torch.Tensor,
+    state_lengths: torch.Tensor,
+    *,
+    check_lengths: bool = True,
+) -> torch.Tensor:
+    """Log-likelihood log P(Y) of each sample's targets under the states DAG (Triton).
+
+    Parameters
+    ----------
+    emissions : Tensor [B, T, S], float32 / bfloat16 / float16
+        ``emissions[b, t, s] = log P_s(y_t)``.
+    log_transitions : Tensor [B, S, S], float32 / bfloat16 / float16
+        ``log E[u, v]``; entries with ``v <= u`` are not edges and are ignored.
+    target_lengths : Tensor [B], integer
+        ``T_b`` in ``[1, T]`` (BOS and EOS included).
+    state_lengths : Tensor [B], integer
+        ``L_b`` in ``[1, S]``; the path starts at state 0 and ends at state ``L_b - 1``.
+    check_lengths : bool, keyword-only
+        Validate the lengths (one host synchronisation on CUDA). The kernels clamp them
+        anyway, so skipping the check cannot read out of bounds.
+
+    Returns
+    -------
+    Tensor [B], float32
+        ``log P(Y)``; ``-inf`` where no path exists (those samples get zero gradients).
+        Gradients flow to ``emissions`` and ``log_transitions`` in their own dtypes.
+
+    Raises
+    ------
+    ValueError, TypeError, RuntimeError
+        Bad shapes, dtypes or lengths; ``S > TRITON_MAX_STATES``; CPU tensors without
+        Triton's interpreter.
+    """
+    _check_inputs(emissions, log_transitions, target_lengths, state_lengths, check_lengths)
+    device = emissions.device
+    tlen = target_lengths.to(device=device, dtype=torch.int32).contiguous()
+    slen = state_lengths.to(device=device, dtype=torch.int32).contiguous()
+    return DagLogProbTriton.apply(emissions.contiguous(), log_transitions.contiguous(), tlen, slen)

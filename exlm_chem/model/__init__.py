@@ -1,0 +1,41 @@
+"""ExLM model: config presets, 2D RoPE, encoder, heads and checkpoint I/O.
+
+Attributes are imported lazily so that ``exlm_chem.model.config`` (torch-free) stays
+cheap to reach through this package.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+# public name -> module that defines it
+_LAZY = {
+    "ExLMConfig": "exlm_chem.model.config",
+    "PRESETS": "exlm_chem.model.config",
+    "apply_2d_rope": "exlm_chem.model.rope",
+    "ExLMEncoder": "exlm_chem.model.encoder",
+    "ExLMModel": "exlm_chem.model.encoder",
+    "LMHead": "exlm_chem.model.heads",
+    "TransitionHead": "exlm_chem.model.heads",
+    "ClassificationHead": "exlm_chem.model.heads",
+    "save_checkpoint": "exlm_chem.model.checkpoint",
+    "load_checkpoint": "exlm_chem.model.checkpoint",
+    "write_json_atomic": "exlm_chem.model.checkpoint",
+    "atomic_directory": "exlm_chem.model.checkpoint",
+}
+
+__all__ = list(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'exlm_chem.model' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

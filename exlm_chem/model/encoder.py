@@ -1,0 +1,215 @@
+"""The ExLM encoder: a pre-LN transformer whose only position signal is 2D RoPE.
+
+Reads top to bottom: attention, feed-forward, block, encoder, then the full model with
+its heads. The input is already expanded (BOS, every [MASK] and EOS repeated k times by
+the collate step), so the encoder sees ordinary token ids plus two position coordinates.
+
+Shapes: B batch, X expanded tokens, S expanded states (DAG nodes), d model dim, H heads,
+hd head dim, V vocabulary.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from exlm_chem.model.config import ExLMConfig
+from exlm_chem.model.heads import LMHead, TransitionHead
+from exlm_chem.model.rope import apply_rope, rope_cos_sin
+
+
+class SelfAttention(nn.Module):
+    """Bidirectional multi-head self-attention with 2D RoPE on queries and keys."""
+
+    def __init__(self, config: ExLMConfig) -> None:
+        super().__init__()
+        self.n_heads = config.n_heads
+        self.head_dim = config.head_dim
+        self.attention_dropout = config.attention_dropout
+        self.qkv = nn.Linear(config.d_model, 3 * config.d_model)  # fused q, k, v projections
+        self.out = nn.Linear(config.d_model, config.d_model)
+
+    def forward(
+        self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, key_mask: torch.Tensor | None
+    ) -> torch.Tensor:
+        B, X, d = x.shape
+        qkv = self.qkv(x).view(B, X, 3, self.n_heads, self.head_dim)  # [B, X, 3, H, hd]
+        q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # 3 x [B, H, X, hd]
+        q = apply_rope(q, cos, sin)
+        k = apply_rope(k, cos, sin)
+        # SDPA scales q.k by hd**-0.5 itself; key_mask is [B, 1, 1, X] with True = attend
+        y = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=key_mask,
+            dropout_p=self.attention_dropout if self.training else 0.0,
+        )  # [B, H, X, hd]
+        y = y.transpose(1, 2).reshape(B, X, d)  # [B, X, d]
+        return self.out(y)
+
+
+class FeedForward(nn.Module):
+    """Linear -> GELU -> activation dropout -> Linear."""
+
+    def __init__(self, config: ExLMConfig) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(config.d_model, config.d_ffn)
+        self.fc2 = nn.Linear(config.d_ffn, config.d_model)
+        self.activation_dropout = nn.Dropout(config.activation_dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc2(self.activation_dropout(F.gelu(self.fc1(x))))
+
+
+class Block(nn.Module):
+    """Pre-LN transformer block: ``x + drop(attn(LN x))`` then ``x + drop(ffn(LN x))``."""
+
+    def __init__(self, config: ExLMConfig) -> None:
+        super().__init__()
+        self.ln_attn = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
+        self.attn = SelfAttention(config)
+        self.ln_ffn = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
+        self.ffn = FeedForward(config)
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(
+        self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, key_mask: torch.Tensor | None
+    ) -> torch.Tensor:
+        x = x + self.dropout(self.attn(self.ln_attn(x), cos, sin, key_mask))
+        x = x + self.dropout(self.ffn(self.ln_ffn(x)))
+        return x
+
+
+class ExLMEncoder(nn.Module):
+    """Token embedding -> dropout -> n_layers pre-LN blocks -> final LayerNorm.
+
+    No absolute position embedding and no embedding LayerNorm: positions enter only
+    through 2D RoPE inside attention.
+    """
+
+    def __init__(self, config: ExLMConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.embed_tokens = nn.Embedding(config.vocab_size, config.d_model,
+                                         padding_idx=config.pad_id)
+        self.dropout = nn.Dropout(config.dropout)
+        self.blocks = nn.ModuleList(Block(config) for _ in range(config.n_layers))
+        self.ln_final = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        pos_original: torch.Tensor,
+        pos_copy: torch.Tensor,
+        padding_mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Encode an expanded batch.
+
+        Parameters
+        ----------
+        input_ids : LongTensor [B, X]
+            Expanded token ids.
+        pos_original, pos_copy : LongTensor [B, X]
+            2D positions (original index; copy index 1..k or 0).
+        padding_mask : BoolTensor [B, X], optional
+            True at real tokens, False at padding. None means no padding.
+
+        Returns
+        -------
+        Tensor [B, X, d]
+            Final hidden states (padded positions hold unspecified finite values).
+        """
+        if input_ids.dim() != 2:
+            raise ValueError(f"input_ids must be [B, X], got {tuple(input_ids.shape)}")
+        if pos_original.shape != input_ids.shape or pos_copy.shape != input_ids.shape:
+            raise ValueError(
+                f"positions must match input_ids {tuple(input_ids.shape)}; got "
+                f"pos_original {tuple(pos_original.shape)}, pos_copy {tuple(pos_copy.shape)}")
+        key_mask = None
+        if padding_mask is not None:
+            if padding_mask.shape != input_ids.shape:
+                raise ValueError(f"padding_mask {tuple(padding_mask.shape)} must match "
+                                 f"input_ids {tuple(input_ids.shape)}")
+            padding_mask = padding_mask.bool()
+            # a sample with no real token would give SDPA an all-False key row (NaN);
+            # let such a sample attend everywhere: its outputs are padding anyway
+            empty = ~padding_mask.any(dim=-1, keepdim=True)  # [B, 1]
+            key_mask = (padding_mask | empty)[:, None, None, :]  # [B, 1, 1, X]
+
+        cos, sin = rope_cos_sin(pos_original, pos_copy, self.config.head_dim,
+                                self.config.rope_base)  # [B, 1, X, hd] each
+        x = self.dropout(self.embed_tokens(input_ids))  # [B, X, d]
+        for block in self.blocks:
+            x = block(x, cos, sin, key_mask)
+        return self.ln_final(x)
+
+
+def init_weights(module: nn.Module, pad_id: int | None = None) -> None:
+    """ExLM init: Linear and Embedding N(0, 0.02), zero biases, zero pad row, unit LayerNorm."""
+    for m in module.modules():
+        if isinstance(m, nn.Linear):
+            nn.init.normal_(m.weight, mean=0.0, std=0.02)
+            if m.bias is not None:
+                nn.init.zeros_(m.bias)
+        elif isinstance(m, nn.Embedding):
+            nn.init.normal_(m.weight, mean=0.0, std=0.02)
+            if m.padding_idx is not None:
+                with torch.no_grad():
+                    m.weight[m.padding_idx].zero_()
+        elif isinstance(m, nn.LayerNorm):
+            nn.init.ones_(m.weight)
+            nn.init.zeros_(m.bias)
+
+
+class ExLMModel(nn.Module):
+    """Encoder plus the tied LM head and (for objective "exlm") the transition head.
+
+    The losses live elsewhere: this module maps an expanded batch to hidden states and
+    offers the two heads as methods, so collate/objective code decides which positions
+    to score.
+    """
+
+    def __init__(self, config: ExLMConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.encoder = ExLMEncoder(config)
+        self.lm_head = LMHead(config, self.encoder.embed_tokens)
+        self.transition_head = TransitionHead(config) if config.objective == "exlm" else None
+        init_weights(self)
+        # init_weights re-drew the embedding in place, so the tie still holds
+        assert self.lm_head.weight is self.encoder.embed_tokens.weight
+
+    # names of parameters that are the same tensor as another; stored once in checkpoints
+    tied_parameters: ClassVar[dict[str, str]] = {"lm_head.weight": "encoder.embed_tokens.weight"}
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        pos_original: torch.Tensor,
+        pos_copy: torch.Tensor,
+        padding_mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Hidden states [B, X, d] of an expanded batch (see :meth:`ExLMEncoder.forward`)."""
+        return self.encoder(input_ids, pos_original, pos_copy, padding_mask)
+
+    def lm_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """Vocabulary logits [..., V] for any selection of hidden states [..., d]."""
+        return self.lm_head(hidden)
+
+    def transitions(
+        self, hidden: torch.Tensor, state_index: torch.Tensor, state_lengths: torch.Tensor
+    ) -> torch.Tensor:
+        """Log transition matrix [B, S, S] (float32) between expanded states.
+
+        See :meth:`TransitionHead.forward`.
+        """
+        if self.transition_head is None:
+            raise RuntimeError("this model was built with objective='mlm' and has no "
+                               "transition head")
+        return self.transition_head(hidden, state_index, state_lengths)
+
+    def num_parameters(self, trainable_only: bool = False) -> int:
+        """Number of distinct parameters (the tied embedding counted once)."""
+        return sum(p.numel() for p in self.parameters()
+                   if p.requires_grad or not trainable_only)

@@ -1,0 +1,85 @@
+"""Pre-training objectives: the ExLM states-alignment NLL and the plain-MLM twin.
+
+Both take a model and a batch from :mod:`exlm_chem.collate` and return an
+:class:`ObjectiveOutput`. Samples whose DAG has no valid path are excluded from the
+ExLM loss and *counted* (``n_invalid``), never silently zeroed.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+import torch.nn.functional as F
+
+from exlm_chem.collate import IGNORE_INDEX, ExLMBatch, MLMBatch
+from exlm_chem.dag import dag_best_alignment, dag_logprob
+
+
+class ObjectiveOutput(NamedTuple):
+    loss: torch.Tensor  # scalar, mean over valid samples (ExLM: -log P(Y) / T)
+    n_samples: int  # samples in the batch
+    n_invalid: int  # ExLM samples with no valid path (excluded from the loss)
+    n_predicted: int  # masked tokens scored for accuracy (0 when not computed)
+    n_correct: int  # of those, predicted exactly (argmax)
+
+
+def _gather_states(hidden: torch.Tensor, state_index: torch.Tensor) -> torch.Tensor:
+    # hidden [B, X, d], state_index [B, S] -> [B, S, d]
+    index = state_index.unsqueeze(-1).expand(-1, -1, hidden.size(-1))
+    return torch.gather(hidden, 1, index)
+
+
+def exlm_loss(model, batch: ExLMBatch, with_accuracy: bool = False) -> ObjectiveOutput:
+    """States-alignment NLL per target token, averaged over samples with a valid path.
+
+    With ``with_accuracy`` the Viterbi alignment assigns each masked target to one state;
+    a masked token counts as correct when that state's argmax is the target.
+    """
+    hidden = model(batch.input_ids, batch.pos_original, batch.pos_copy, batch.padding_mask)
+    states = _gather_states(hidden, batch.state_index)  # [B, S, d]
+    log_probs = F.log_softmax(model.lm_head(states).float(), dim=-1)  # [B, S, V]
+    n_states = log_probs.size(1)
+    n_targets = batch.targets.size(1)
+    target_index = batch.targets.unsqueeze(1).expand(-1, n_states, -1)  # [B, S, T]
+    emissions = torch.gather(log_probs, 2, target_index).transpose(1, 2)  # [B, T, S]
+    log_transitions = model.transition_head(hidden, batch.state_index, batch.state_lengths)
+    logprob = dag_logprob(emissions, log_transitions, batch.target_lengths, batch.state_lengths)
+    valid = torch.isfinite(logprob)
+    per_token = -logprob / batch.target_lengths.to(logprob.dtype)
+    if bool(valid.any()):
+        loss = per_token[valid].mean()
+    else:  # keep the graph so every rank of a DDP step still backpropagates
+        loss = emissions.sum() * 0.0
+    n_predicted = n_correct = 0
+    if with_accuracy:
+        with torch.no_grad():
+            best = dag_best_alignment(
+                emissions.detach(),
+                log_transitions.detach(),
+                batch.target_lengths,
+                batch.state_lengths,
+            )
+            predicted = log_probs.argmax(-1)  # [B, S]
+            t_idx = best.state_to_target  # [B, S], -1 where the state is not on the path
+            # only masked targets count: not BOS (t=0) nor EOS (t=T_b-1)
+            inner = (t_idx > 0) & (t_idx < (batch.target_lengths - 1).unsqueeze(1))
+            inner &= valid.unsqueeze(1)
+            gold = torch.gather(batch.targets, 1, t_idx.clamp(0, n_targets - 1))  # [B, S]
+            n_correct = int(((predicted == gold) & inner).sum())
+            n_predicted = int((batch.target_lengths[valid] - 2).sum())
+    return ObjectiveOutput(loss, len(logprob), int((~valid).sum()), n_predicted, n_correct)
+
+
+def mlm_loss(model, batch: MLMBatch, with_accuracy: bool = False) -> ObjectiveOutput:
+    """Cross-entropy on the masked positions only (the SMILES-BERT twin)."""
+    hidden = model(batch.input_ids, batch.pos_original, batch.pos_copy, batch.padding_mask)
+    selected = batch.labels != IGNORE_INDEX  # [B, N]
+    logits = model.lm_head(hidden[selected]).float()  # [M, V]
+    gold = batch.labels[selected]
+    loss = F.cross_entropy(logits, gold)
+    n_predicted = n_correct = 0
+    if with_accuracy:
+        n_predicted = int(gold.numel())
+        n_correct = int((logits.argmax(-1) == gold).sum())
+    return ObjectiveOutput(loss, batch.input_ids.size(0), 0, n_predicted, n_correct)

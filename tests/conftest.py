@@ -1,0 +1,52 @@
+"""Shared fixtures: where the real data lives.
+
+CI points ``$EXLM_CHEM_DATA`` at ``../shared/data/moleculenet``; the pre-training corpus
+and the other shared sets sit beside it. A test that needs a file that is not there fails
+loudly (it is never skipped silently), because CI always has the mirror.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def _moleculenet_dir() -> Path:
+    env = os.environ.get("EXLM_CHEM_DATA")
+    return Path(env) if env else REPO.parent / "shared" / "data" / "moleculenet"
+
+
+@pytest.fixture(scope="session")
+def moleculenet_dir() -> Path:
+    path = _moleculenet_dir()
+    assert path.is_dir(), f"MoleculeNet mirror not found at {path}; set EXLM_CHEM_DATA"
+    return path
+
+
+@pytest.fixture(scope="session")
+def pretrain_dir() -> Path:
+    env = os.environ.get("EXLM_CHEM_PRETRAIN_DATA")
+    path = Path(env) if env else _moleculenet_dir().parent / "pretrain"
+    assert path.is_dir(), f"pre-training corpus not found at {path}; set EXLM_CHEM_PRETRAIN_DATA"
+    return path
+
+
+@pytest.fixture(scope="session")
+def fixtures_dir() -> Path:
+    return FIXTURES
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _single_thread_torch():
+    """Tiny test models run fastest on one thread; more threads only spin-wait."""
+    import torch
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)

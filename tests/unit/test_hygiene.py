@@ -1,0 +1,29 @@
+import numpy as np
+
+from exlm_chem.hygiene import canonical_smiles, element_key, exclude_molecules
+
+
+def test_element_key_ignores_hydrogens_charges_and_aromaticity_case():
+    assert element_key("c1ccccc1O") == element_key("Oc1ccccc1") == "C,C,C,C,C,C,O"
+    assert element_key("[NH3+]CC(=O)[O-]") == "C,C,N,O,O"
+    assert element_key("[13CH3]Cl") == "C,Cl"
+    assert element_key("Br[Se]c1cc[nH]c1") == "Br,C,C,C,C,N,Se"
+
+
+def test_exclude_molecules_matches_canonical_forms_and_counts_per_task():
+    corpus = ["OCC", "c1ccccc1O", "CCN", "Oc1ccccc1", "not a smiles", "CCCC"]
+    excluded = {
+        "a": {canonical_smiles("CCO")},
+        "b": {canonical_smiles("C1=CC=CC=C1O"), canonical_smiles("CCO")},
+    }
+    report = exclude_molecules(corpus, excluded)
+    assert report.keep.tolist() == [False, False, True, False, True, True]
+    assert report.n_removed == 3
+    assert report.removed_by_task == {"a": 1, "b": 3}
+    # only lines whose element multiset occurs among the excluded were canonicalised
+    assert report.n_candidates == 3
+
+
+def test_exclude_molecules_with_nothing_to_exclude_keeps_all():
+    report = exclude_molecules(["CCO", "CCN"], {})
+    assert np.all(report.keep) and report.n_removed == 0
