@@ -83,6 +83,18 @@ def resolve_device(device: str) -> torch.device:
     return torch.device(device)
 
 
+class ObjectiveModule(torch.nn.Module):
+    """The model plus its objective as one ``forward``, so DDP sees the heads' work too."""
+
+    def __init__(self, model: ExLMModel, objective: str) -> None:
+        super().__init__()
+        self.model = model
+        self.loss_fn = exlm_loss if objective == "exlm" else mlm_loss
+
+    def forward(self, batch, with_accuracy: bool = False):
+        return self.loss_fn(self.model, batch, with_accuracy)
+
+
 class Pretrainer:
     """Owns the data, model, optimizer and the step loop of one run."""
 
@@ -175,12 +187,13 @@ class Pretrainer:
         self.config = ExLMConfig.preset(args.preset, vocab_size=len(self.tokenizer), **overrides)
         torch.manual_seed(args.seed)
         self.model = ExLMModel(self.config).to(self.device)
-        self.ddp_model = self.model
+        self.objective = ObjectiveModule(self.model, args.objective)
+        self.train_step_module = self.objective
         if self.world > 1:
             from torch.nn.parallel import DistributedDataParallel
 
             ids = [self.device.index] if self.device.type == "cuda" else None
-            self.ddp_model = DistributedDataParallel(self.model, device_ids=ids)
+            self.train_step_module = DistributedDataParallel(self.objective, device_ids=ids)
         self.optimizer = torch.optim.Adam(
             self.model.parameters(),
             lr=args.lr,
@@ -188,7 +201,6 @@ class Pretrainer:
             eps=1e-6,
             weight_decay=args.weight_decay,
         )
-        self.loss_fn = exlm_loss if args.objective == "exlm" else mlm_loss
 
     # ----- checkpoints ------------------------------------------------------------
     def checkpoint_dir(self) -> Path:
@@ -226,7 +238,7 @@ class Pretrainer:
         for _, _, idx in batches.iterate():
             if n >= len(self.valid):
                 break
-            out = self.loss_fn(self.model, self.make_batch(self.valid, idx, rng), True)
+            out = self.objective(self.make_batch(self.valid, idx, rng), with_accuracy=True)
             losses += float(out.loss) * (out.n_samples - out.n_invalid)
             invalid += out.n_invalid
             predicted += out.n_predicted
@@ -279,7 +291,7 @@ class Pretrainer:
             for group in self.optimizer.param_groups:
                 group["lr"] = learning_rate(progress["step"], args)
             with autocast:
-                out = self.loss_fn(self.ddp_model, batch)
+                out = self.train_step_module(batch)
             self.optimizer.zero_grad(set_to_none=True)
             out.loss.backward()
             grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), args.clip_norm)

@@ -53,15 +53,20 @@ SPECIAL_TOKENS = ("[CLS]", "[PAD]", "[SEP]", "[UNK]", "[MASK]")
 
 _TOKEN_RE = re.compile(TOKEN_PATTERN, re.DOTALL)
 
-# Batch fast path: only the multi-character tokens go through the regex (re.sub replaces
-# each with one private-use character that encodes its id); all remaining characters are
-# single-character tokens and are mapped through a 128-entry lookup table in NumPy. The
-# bracket class excludes the newline that joins the batch so that an unclosed "[" cannot
-# swallow the next molecule; the fast path is taken only when no SMILES holds a newline
-# and the batch is pure ASCII (so no input character can collide with the private-use
-# range), which makes the result identical to tokenising each SMILES on its own.
-_MULTI_RE = re.compile(r"\[[^\]\n]+]|Br|Cl|%[0-9]{2}")
-_PUA_BASE = 0xF0000  # Supplementary Private Use Area-A; never produced for ASCII input
+# Batch fast path. The batch is joined with newlines into one string; every
+# multi-character token is replaced by ONE character whose code point is 128 + its id
+# (bracket atoms and %nn ring closures by one regex pass, then "Cl" and "Br" by
+# str.replace, which is safe once the brackets are gone because the replacement
+# characters are not ASCII). What is left are single-character tokens, so one NumPy
+# lookup table over code points gives all ids at once. The bracket class excludes the
+# newline so that an unclosed "[" cannot swallow the next molecule. The path is taken
+# only for pure-ASCII batches without embedded newlines (no input character can then
+# collide with a replacement character), which makes the result identical to tokenising
+# each SMILES on its own; tests check both paths against each other.
+_BRACKET_RE = re.compile(r"\[[^\]\n]+]|%[0-9]{2}")
+_CODE_BASE = 128  # replacement code point = _CODE_BASE + token id
+_MAX_FAST_VOCAB = 0xD800 - _CODE_BASE  # keeps every replacement one UTF-16 code unit
+_CHUNK = 1024  # molecules per fast-path pass inside batch_encode
 _SEP_SENTINEL = -1  # lookup-table value of the newline that separates molecules
 _UNK_SENTINEL = -2  # lookup-table value of an ASCII character missing from the vocabulary
 
@@ -153,14 +158,15 @@ class SmilesTokenizer:
             tok: i for i, tok in enumerate(self.tokens) if i not in self.special_ids
         }
         self._id_to_token = tuple(self.tokens)
-        self._pua_of = {
-            tok: chr(_PUA_BASE + i) for tok, i in self._encode_map.items() if len(tok) > 1
+        self._code_of = {
+            tok: chr(_CODE_BASE + i) for tok, i in self._encode_map.items() if len(tok) > 1
         }
-        lut = np.full(128, _UNK_SENTINEL, dtype=np.int64)
-        for code in range(128):
+        lut = np.full(_CODE_BASE + self.vocab_size, _UNK_SENTINEL, dtype=np.int64)
+        for code in range(_CODE_BASE):
             lut[code] = self._encode_map.get(chr(code), _UNK_SENTINEL)
         lut[ord("\n")] = _SEP_SENTINEL
-        self._ascii_lut = lut
+        lut[_CODE_BASE:] = np.arange(self.vocab_size)
+        self._code_lut = lut
 
     @classmethod
     def from_file(cls, path: str | Path) -> SmilesTokenizer:
@@ -243,9 +249,10 @@ class SmilesTokenizer:
         """
         _check_str(smiles)
         limit = _content_limit(max_length, add_special_tokens)
-        found: Counter[str] = Counter()
-        ids = self._ids_of(smiles, found)
-        self._record_unknown(found, strict, where=f"SMILES {smiles!r}")
+        tokens = _TOKEN_RE.findall(smiles)
+        ids, unknown = self._lookup(tokens)
+        if unknown:
+            self._record_unknown(Counter(unknown), strict, where=f"SMILES {smiles!r}")
         if limit is not None:
             del ids[limit:]
         if add_special_tokens:
@@ -295,9 +302,30 @@ class SmilesTokenizer:
                 f"pad_to_multiple_of must be a positive int, got {pad_to_multiple_of!r}"
             )
         found: Counter[str] = Counter()
-        flat, counts = self._batch_ids(smiles, found)
+        # chunks keep the temporaries small (cache-resident) for large batches
+        pieces = [
+            self._batch_ids(smiles[start : start + _CHUNK], found)
+            for start in range(0, len(smiles), _CHUNK)
+        ]
         self._record_unknown(found, strict, where="the batch")
-        return self._pack(flat, counts, limit, add_special_tokens, pad_to_multiple_of)
+
+        offset = 1 if add_special_tokens else 0
+        counts = np.concatenate([c for _, c in pieces]) if pieces else np.zeros(0, np.int64)
+        kept = counts if limit is None else np.minimum(counts, limit)
+        lengths = kept + 2 * offset
+        width = int(lengths.max()) if len(smiles) else 2 * offset
+        if pad_to_multiple_of:
+            width = -(-width // pad_to_multiple_of) * pad_to_multiple_of
+        input_ids = np.full((len(smiles), width), self.pad_id, dtype=np.int64)  # [B, N]
+        first_row = 0
+        for flat, piece_counts in pieces:
+            rows = input_ids[first_row : first_row + piece_counts.size]
+            _scatter(rows, flat, piece_counts, limit, offset)
+            first_row += piece_counts.size
+        if add_special_tokens:
+            input_ids[:, 0] = self.bos_id
+            input_ids[np.arange(len(smiles)), kept + 1] = self.eos_id
+        return EncodedBatch(input_ids, lengths)
 
     # ------------------------------------------------------------------ decoding
     def decode(self, ids: Iterable[int], skip_special_tokens: bool = True) -> str:
@@ -333,84 +361,66 @@ class SmilesTokenizer:
         self.unknown_token_counts.update(found)
 
     # ------------------------------------------------------------------ internals
-    def _ids_of(self, smiles: str, found: Counter[str]) -> list[int]:
-        tokens = _TOKEN_RE.findall(smiles)
-        ids = list(map(self._encode_map.get, tokens))
-        if None in ids:
+    def _lookup(self, tokens: list[str]) -> tuple[list[int], list[str]]:
+        """Ids of ``tokens`` (unknown -> ``unk_id``) and the unknown tokens, in order."""
+        try:  # the common case, without a per-token Python step
+            return list(map(self._encode_map.__getitem__, tokens)), []
+        except KeyError:
+            known = self._encode_map
             unk = self.unk_id
-            for pos, value in enumerate(ids):
-                if value is None:
-                    found[tokens[pos]] += 1
-                    ids[pos] = unk
-        return ids
+            return [known.get(tok, unk) for tok in tokens], [t for t in tokens if t not in known]
 
     def _batch_ids(self, smiles: list[str], found: Counter[str]) -> tuple[np.ndarray, np.ndarray]:
         """Token ids of all molecules, concatenated (int64 [T]), and per-molecule counts [B]."""
         joined = "\n".join(smiles)
-        if not smiles or not joined.isascii() or joined.count("\n") != len(smiles) - 1:
+        if (
+            not smiles
+            or self.vocab_size > _MAX_FAST_VOCAB
+            or not joined.isascii()
+            or joined.count("\n") != len(smiles) - 1
+        ):
             # rare inputs (non-ASCII characters, embedded newlines): one SMILES at a time
-            rows = [self._ids_of(s, found) for s in smiles]
+            rows = []
+            for text in smiles:
+                ids, unknown = self._lookup(_TOKEN_RE.findall(text))
+                found.update(unknown)
+                rows.append(ids)
             counts = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
             flat = np.fromiter(
                 (i for row in rows for i in row), dtype=np.int64, count=int(counts.sum())
             )
             return flat, counts
 
-        pua_of = self._pua_of
-        unk_char = chr(_PUA_BASE + self.unk_id)
+        code_of = self._code_of
+        unk_char = chr(_CODE_BASE + self.unk_id)
 
         def replace(match: re.Match[str]) -> str:
             tok = match.group()
-            char = pua_of.get(tok)
+            char = code_of.get(tok)
             if char is None:
                 found[tok] += 1
                 return unk_char
             return char
 
-        coded = _MULTI_RE.sub(replace, joined)
-        codes = np.frombuffer(coded.encode("utf-32-le"), dtype=np.uint32)  # [chars]
-        # ASCII codes -> lookup table; private-use codes carry the id of a multi-char token
-        ids = np.where(
-            codes < 128, self._ascii_lut[codes & 127], codes.astype(np.int64) - _PUA_BASE
-        )
+        coded = _BRACKET_RE.sub(replace, joined)
+        for pair in ("Cl", "Br"):
+            char = code_of.get(pair)
+            if char is None:
+                seen = coded.count(pair)
+                if not seen:
+                    continue
+                found[pair] += seen
+                char = unk_char
+            coded = coded.replace(pair, char)
+        ids = self._code_lut[np.frombuffer(coded.encode("utf-16-le"), dtype=np.uint16)]
         unknown = ids == _UNK_SENTINEL
         if unknown.any():
-            found.update(chr(c) for c in codes[unknown].tolist())
+            found.update(coded[pos] for pos in np.flatnonzero(unknown).tolist())
             ids[unknown] = self.unk_id
         is_sep = ids == _SEP_SENTINEL
         bounds = np.flatnonzero(is_sep)  # [B - 1] separator positions
-        ends = np.append(bounds, ids.size)
-        starts = np.concatenate(([0], bounds + 1))
-        return ids[~is_sep], ends - starts
-
-    def _pack(
-        self,
-        flat: np.ndarray,
-        counts: np.ndarray,
-        limit: int | None,
-        add_special_tokens: bool,
-        pad_to_multiple_of: int | None,
-    ) -> EncodedBatch:
-        batch = counts.size
-        offset = 1 if add_special_tokens else 0
-        kept = counts if limit is None else np.minimum(counts, limit)
-        lengths = kept + 2 * offset
-        width = int(lengths.max()) if batch else 2 * offset
-        if pad_to_multiple_of:
-            width = -(-width // pad_to_multiple_of) * pad_to_multiple_of
-        input_ids = np.full((batch, width), self.pad_id, dtype=np.int64)
-        # row and within-molecule position of every token of the flat array
-        rows = np.repeat(np.arange(batch), counts)
-        firsts = np.cumsum(counts) - counts
-        positions = np.arange(flat.size) - np.repeat(firsts, counts)
-        if limit is not None:
-            keep = positions < limit
-            rows, positions, flat = rows[keep], positions[keep], flat[keep]
-        input_ids[rows, positions + offset] = flat
-        if add_special_tokens:
-            input_ids[:, 0] = self.bos_id
-            input_ids[np.arange(batch), kept + 1] = self.eos_id
-        return EncodedBatch(input_ids, lengths.astype(np.int64))
+        counts = np.diff(bounds, prepend=-1, append=ids.size) - 1
+        return ids[~is_sep], counts
 
     def _checked_ids(self, ids: Iterable[int]) -> list[int]:
         values = ids.tolist() if hasattr(ids, "tolist") else list(ids)
@@ -485,6 +495,25 @@ def _parse_vocab(text: str, source: str) -> list[str]:
             f"in this order, found {list(head)}"
         )
     return lines
+
+
+def _scatter(
+    rows: np.ndarray, flat: np.ndarray, counts: np.ndarray, limit: int | None, offset: int
+) -> None:
+    """Write each molecule's ids (``flat``, concatenated) into its row, from column ``offset``.
+
+    ``rows`` is a C-contiguous [b, N] block; ``counts`` [b] holds the token count of each
+    molecule; tokens at position ``limit`` or later within their molecule are dropped.
+    """
+    batch, width = rows.shape
+    # flat index of token j: j - (index of its molecule's first token) + row start + offset
+    starts = np.arange(batch) * width + offset  # [b]
+    firsts = np.cumsum(counts) - counts  # [b]
+    dest = np.arange(flat.size) + np.repeat(starts - firsts, counts)  # [T]
+    if limit is not None:
+        keep = dest - np.repeat(starts, counts) < limit
+        dest, flat = dest[keep], flat[keep]
+    np.put(rows, dest, flat)  # flat indices into rows, written in place
 
 
 def _check_str(smiles: object) -> None:

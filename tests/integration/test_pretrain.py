@@ -46,28 +46,38 @@ def corpus(pretrain_dir):
 
 
 @pytest.mark.slow
-def test_tiny_exlm_learns_on_a_few_hundred_smiles(corpus, tmp_path):
-    result = pretrain(_args(corpus, tmp_path))
-    assert result["step"] == 300
+def test_tiny_exlm_learns_on_real_smiles(corpus, tmp_path):
+    args = _args(
+        corpus,
+        tmp_path,
+        max_steps=400,
+        max_tokens=2048,
+        corpus_limit=2000,
+        valid_size=100,
+        log_every=1,
+    )
+    result = pretrain(args)
+    assert result["step"] == 400
     losses = [r["loss"] for r in _log(tmp_path) if "loss" in r]
-    first, last = sum(losses[:2]) / 2, sum(losses[-3:]) / 3
-    assert first / last > 2.5, (first, last)
+    first, last = sum(losses[:3]) / 3, sum(losses[-20:]) / 20
+    assert first / last > 3.0, (first, last)
     val = result["last_validation"]
     assert val["valid_invalid_paths"] == 0 and result["invalid_paths"] == 0
-    # beat the "always predict the most frequent token" baseline of the corpus
+    # chance: a uniform guess over the vocabulary; the stronger bar is always guessing the
+    # corpus's most frequent token (about 30%: "C")
     tok = SmilesTokenizer()
-    counts = Counter(t for s in read_smiles_file(corpus, limit=400) for t in tok.tokenize(s))
+    counts = Counter(t for s in read_smiles_file(corpus, limit=2000) for t in tok.tokenize(s))
     majority = counts.most_common(1)[0][1] / sum(counts.values())
-    assert val["valid_accuracy"] > majority + 0.05, (val, majority)
+    assert val["valid_accuracy"] > majority > 50 / len(tok), (val, majority)
 
 
 def test_mlm_twin_reads_the_same_batches(corpus, tmp_path):
     a = pretrain(_args(corpus, tmp_path / "exlm", max_steps=6, log_every=1))
     b = pretrain(_args(corpus, tmp_path / "mlm", objective="mlm", max_steps=6, log_every=1))
     assert a["tokens_seen"] == b["tokens_seen"] > 0
-    assert [r["epoch"] for r in _log(tmp_path / "exlm")] == [
-        r["epoch"] for r in _log(tmp_path / "mlm")
-    ]
+    steps_a = [(r["step"], r["epoch"]) for r in _log(tmp_path / "exlm") if "loss" in r]
+    steps_b = [(r["step"], r["epoch"]) for r in _log(tmp_path / "mlm") if "loss" in r]
+    assert steps_a == steps_b
 
 
 @pytest.mark.parametrize("objective", ["exlm", "mlm"])

@@ -356,6 +356,21 @@ def test_custom_vocabulary(tmp_path: Path) -> None:
     assert small.encode("CO[NH4+]N") == [0, 5, 6, 7, 3, 2]
     assert small.batch_encode(["CO[NH4+]N"]).input_ids.tolist() == [[0, 5, 6, 7, 3, 2]]
     assert small.unknown_token_counts == Counter({"N": 2})
+    small.reset_unknown_counts()
+    # multi-character tokens missing from the vocabulary, on both batch paths
+    rows = ["ClCBr", "C[Cl-]%12O", "CCl"]
+    expected = [small.encode(s) for s in rows]
+    assert expected[0] == [0, 3, 5, 3, 2]
+    assert small.unknown_token_counts == Counter({"Cl": 2, "Br": 1, "[Cl-]": 1, "%12": 1})
+    for batch_rows in (rows, [*rows, "é"]):
+        small.reset_unknown_counts()
+        batch = small.batch_encode(batch_rows)
+        for row, ids in enumerate(expected):
+            assert batch.input_ids[row, : len(ids)].tolist() == ids
+        extra = Counter({"é": 1}) if len(batch_rows) > 3 else Counter()
+        assert (
+            small.unknown_token_counts == Counter({"Cl": 2, "Br": 1, "[Cl-]": 1, "%12": 1}) + extra
+        )
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,90 @@
+"""The command line as a user runs it (subprocesses, real files)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from exlm_chem.cli import main
+
+CLI = [sys.executable, "-m", "exlm_chem.cli"]
+
+
+def _env(moleculenet_dir: Path) -> dict[str, str]:
+    return {**os.environ, "EXLM_CHEM_DATA": str(moleculenet_dir), "OMP_NUM_THREADS": "1"}
+
+
+def _pretrain_cmd(corpus: Path, out: Path, steps: int) -> list[str]:
+    return [
+        "pretrain", "--corpus", str(corpus), "--out", str(out), "--preset", "tiny",
+        "--max-steps", str(steps), "--max-tokens", "1024", "--corpus-limit", "400",
+        "--valid-size", "20", "--checkpoint-every", "5", "--valid-every", "1000",
+        "--log-every", "1", "--no-hygiene", "--warmup-steps", "10",
+    ]  # fmt: skip
+
+
+def test_data_summary_prints_the_table(moleculenet_dir, capsys, monkeypatch):
+    monkeypatch.setenv("EXLM_CHEM_DATA", str(moleculenet_dir))
+    assert main(["data", "summary", "--datasets", "bbbp", "sider"]) == 0
+    out = capsys.readouterr().out
+    assert "| bbbp | s3 | 2050 | 2039 | 11 | 1 |" in out
+    assert "| sider | s3 | 1427 | 1427 | 0 | 27 |" in out
+    assert "1631/204/204" in out  # BBBP's default split equals the paper's Table 9
+
+
+def test_unknown_dataset_is_a_clear_error(moleculenet_dir, monkeypatch):
+    monkeypatch.setenv("EXLM_CHEM_DATA", str(moleculenet_dir))
+    with pytest.raises(ValueError, match="bbbp"):
+        main(["data", "summary", "--datasets", "nope"])
+
+
+@pytest.mark.slow
+def test_pretrain_survives_a_kill_and_resumes(pretrain_dir, moleculenet_dir, tmp_path):
+    corpus = pretrain_dir / "moses_train.smi.gz"
+    out = tmp_path / "run"
+    cmd = CLI + _pretrain_cmd(corpus, out, steps=400)
+    proc = subprocess.Popen(cmd, env=_env(moleculenet_dir), stderr=subprocess.PIPE, text=True)
+    state = out / "checkpoint" / "training_state.json"
+    deadline = time.monotonic() + 120
+    while not state.exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert state.exists(), "no checkpoint was written before the kill"
+    saved_step = json.loads(state.read_text())["progress"]["step"]
+    assert 0 < saved_step < 400
+    # no half-written checkpoint is left behind next to the real one
+    assert [p.name for p in out.iterdir() if p.name.startswith(".checkpoint")] == []
+    done = subprocess.run(
+        CLI + _pretrain_cmd(corpus, out, steps=saved_step + 10) + ["--resume"],
+        env=_env(moleculenet_dir),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert f"resumed at step {saved_step}" in done.stderr
+    final = json.loads(state.read_text())["progress"]["step"]
+    assert final == saved_step + 10
+
+
+@pytest.mark.slow
+def test_pretrain_under_torchrun_with_two_cpu_processes(pretrain_dir, moleculenet_dir, tmp_path):
+    torchrun = Path(sys.executable).with_name("torchrun")
+    out = tmp_path / "ddp"
+    cmd = [str(torchrun), "--standalone", "--nproc_per_node", "2", "-m", "exlm_chem.cli"]
+    cmd += _pretrain_cmd(pretrain_dir / "moses_train.smi.gz", out, steps=6)
+    done = subprocess.run(cmd, env=_env(moleculenet_dir), capture_output=True, text=True,
+                          timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    records = [json.loads(x) for x in (out / "log.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in records if "loss" in r] == [1, 2, 3, 4, 5, 6]
+    meta = json.loads((out / "checkpoint" / "metadata.json").read_text())
+    assert meta["steps"] == 6
