@@ -132,32 +132,37 @@ class Pretrainer:
             logger.info("corpus: %d train / %d valid molecules", len(self.train), len(self.valid))
 
     def _apply_hygiene(self, smiles: list[str]) -> list[str]:
-        from exlm_chem.hygiene import benchmark_heldout_molecules, exclude_molecules
+        """Drop benchmark valid/test molecules; the result is cached per corpus checksum."""
+        import hashlib
 
-        cache = self.out / "hygiene.json"
-        key = {"corpus": self.corpus_checksums, "limit": self.args.corpus_limit}
+        from exlm_chem.hygiene import benchmark_heldout_molecules, exclude_molecules
+        from exlm_chem.moleculenet import default_cache_dir
+
+        key = {"corpus": self.corpus_checksums, "limit": self.args.corpus_limit, "version": 1}
+        digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+        cache = default_cache_dir().parent / "hygiene" / f"{digest}.json"
         if cache.exists():
             saved = json.loads(cache.read_text())
-            if saved.get("key") == key:
-                removed = set(saved["removed_lines"])
-                self.hygiene_summary.update(saved["summary"])
-                return [s for i, s in enumerate(smiles) if i not in removed]
-        report = exclude_molecules(
-            smiles, benchmark_heldout_molecules(), n_jobs=os.cpu_count() or 1
-        )
+            removed = set(saved["removed_lines"])
+            self.hygiene_summary.update(saved["summary"])
+            logger.info("corpus hygiene (cached in %s): %s", cache, saved["summary"])
+            return [s for i, s in enumerate(smiles) if i not in removed]
+        heldout = benchmark_heldout_molecules(n_jobs=os.cpu_count() or 1)
+        report = exclude_molecules(smiles, heldout, n_jobs=os.cpu_count() or 1)
         self.hygiene_summary.update(
             removed=report.n_removed,
             canonicalised=report.n_candidates,
+            heldout_molecules={k: len(v) for k, v in heldout.items()},
             removed_by_task=report.removed_by_task,
         )
         if self.rank == 0:
-            self.out.mkdir(parents=True, exist_ok=True)
+            cache.parent.mkdir(parents=True, exist_ok=True)
             payload = {
                 "key": key,
                 "summary": self.hygiene_summary,
                 "removed_lines": np.flatnonzero(~report.keep).tolist(),
             }
-            tmp = cache.with_suffix(".tmp")
+            tmp = cache.with_suffix(f".tmp{os.getpid()}")
             tmp.write_text(json.dumps(payload))
             os.replace(tmp, cache)
         return [s for s, keep in zip(smiles, report.keep, strict=True) if keep]

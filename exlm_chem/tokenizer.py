@@ -157,6 +157,7 @@ class SmilesTokenizer:
         self._encode_map = {
             tok: i for i, tok in enumerate(self.tokens) if i not in self.special_ids
         }
+        self._encode_getitem = self._encode_map.__getitem__
         self._id_to_token = tuple(self.tokens)
         self._code_of = {
             tok: chr(_CODE_BASE + i) for tok, i in self._encode_map.items() if len(tok) > 1
@@ -248,10 +249,12 @@ class SmilesTokenizer:
             ``max_length`` is too small, or ``strict`` and a token is unknown.
         """
         _check_str(smiles)
-        limit = _content_limit(max_length, add_special_tokens)
+        limit = None if max_length is None else _content_limit(max_length, add_special_tokens)
         tokens = _TOKEN_RE.findall(smiles)
-        ids, unknown = self._lookup(tokens)
-        if unknown:
+        try:  # the common case: every token known, no per-token Python step
+            ids = list(map(self._encode_getitem, tokens))
+        except KeyError:
+            ids, unknown = self._lookup(tokens)
             self._record_unknown(Counter(unknown), strict, where=f"SMILES {smiles!r}")
         if limit is not None:
             del ids[limit:]

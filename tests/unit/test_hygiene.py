@@ -27,3 +27,23 @@ def test_exclude_molecules_matches_canonical_forms_and_counts_per_task():
 def test_exclude_molecules_with_nothing_to_exclude_keeps_all():
     report = exclude_molecules(["CCO", "CCN"], {})
     assert np.all(report.keep) and report.n_removed == 0
+
+
+def test_heldout_molecules_of_a_real_task_are_removed_from_a_corpus(moleculenet_dir, monkeypatch):
+    from exlm_chem.hygiene import benchmark_heldout_molecules
+    from exlm_chem.moleculenet import load_moleculenet
+    from exlm_chem.splits import scaffold_split
+
+    monkeypatch.setenv("EXLM_CHEM_DATA", str(moleculenet_dir))
+    held = benchmark_heldout_molecules(["bbbp"])
+    data = load_moleculenet("bbbp")
+    split = scaffold_split(data.smiles)
+    assert len(held["bbbp"]) <= len(split.valid) + len(split.test)
+    # a corpus holding 5 test molecules (re-written from RDKit's canonical form),
+    # 5 training molecules and 2 MOSES-like others
+    test_mols = [data.smiles[i] for i in split.test[:5]]
+    train_mols = [data.smiles[i] for i in split.train[:5]]
+    corpus = [canonical_smiles(s) for s in test_mols] + train_mols + ["CCOC(=O)c1ccccc1", "CCN"]
+    report = exclude_molecules(corpus, held)
+    assert report.keep.tolist() == [False] * 5 + [True] * 7
+    assert report.removed_by_task == {"bbbp": 5}

@@ -1,0 +1,98 @@
+"""From user SMILES to pooled encoder states: input checks, batching, pooling.
+
+Shared by fine-tuning, the estimators and embedding export. Bad rows are never dropped:
+:func:`check_smiles` returns a mask and a reason per row so that callers can keep their
+outputs aligned with their inputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+import torch
+
+from exlm_chem.collate import SpecialIds, expand_for_inference
+from exlm_chem.tokenizer import SmilesTokenizer
+
+MAX_SMILES_CHARS = 2000  # longer strings are rejected: no molecule of interest is that long
+
+
+class CheckedSmiles(NamedTuple):
+    valid: np.ndarray  # [N] bool
+    reasons: list[str | None]  # None for valid rows, else why the row was rejected
+
+
+class InvalidSmilesError(ValueError):
+    """Raised by ``on_invalid="raise"``; ``rows`` lists ``(row, value, reason)``."""
+
+    def __init__(self, rows: list[tuple[int, Any, str]]) -> None:
+        self.rows = rows
+        shown = "\n".join(f"  row {r}: {v!r:.80} ({why})" for r, v, why in rows[:50])
+        more = f"\n  ... and {len(rows) - 50} more" if len(rows) > 50 else ""
+        super().__init__(f"{len(rows)} invalid SMILES:\n{shown}{more}")
+
+
+def check_smiles(smiles: Sequence[Any], max_chars: int = MAX_SMILES_CHARS) -> CheckedSmiles:
+    """Validate each entry: a non-empty string RDKit can parse, at most ``max_chars`` long."""
+    from rdkit import Chem, RDLogger
+
+    RDLogger.DisableLog("rdApp.*")
+    valid = np.zeros(len(smiles), dtype=bool)
+    reasons: list[str | None] = []
+    for i, s in enumerate(smiles):
+        if not isinstance(s, str):
+            reason = f"not a string ({type(s).__name__})"
+        elif not s.strip():
+            reason = "empty SMILES"
+        elif len(s) > max_chars:
+            reason = f"too long ({len(s)} characters > {max_chars})"
+        elif Chem.MolFromSmiles(s) is None:
+            reason = "RDKit could not parse the SMILES"
+        else:
+            reason = None
+            valid[i] = True
+        reasons.append(reason)
+    return CheckedSmiles(valid, reasons)
+
+
+def raise_for_invalid(smiles: Sequence[Any], checked: CheckedSmiles) -> None:
+    if not checked.valid.all():
+        bad = np.flatnonzero(~checked.valid)
+        raise InvalidSmilesError([(int(i), smiles[i], checked.reasons[i]) for i in bad])
+
+
+def length_sorted_batches(lengths: Sequence[int], batch_size: int) -> Iterator[np.ndarray]:
+    """Index batches of similar lengths (less padding); every index appears once."""
+    order = np.argsort(np.asarray(lengths), kind="stable")
+    for start in range(0, len(order), batch_size):
+        yield order[start : start + batch_size]
+
+
+def pool(hidden: torch.Tensor, padding_mask: torch.Tensor, pooling: str) -> torch.Tensor:
+    """``bos``: the first BOS copy (position 0); ``mean``: mean over real tokens."""
+    if pooling == "bos":
+        return hidden[:, 0]
+    if pooling == "mean":
+        weights = padding_mask.unsqueeze(-1).to(hidden.dtype)  # [B, X, 1]
+        return (hidden * weights).sum(1) / weights.sum(1).clamp_min(1.0)
+    raise ValueError(f"pooling must be 'bos' or 'mean', got {pooling!r}")
+
+
+def encode_pooled(
+    model: torch.nn.Module,
+    tokenizer: SmilesTokenizer,
+    smiles: Sequence[str],
+    k_states: int,
+    pooling: str = "bos",
+    max_length: int = 256,
+    device: torch.device | str = "cpu",
+) -> torch.Tensor:
+    """Pooled encoder states [B, d] for already-validated SMILES (gradients flow)."""
+    special = SpecialIds(tokenizer.bos_id, tokenizer.pad_id, tokenizer.eos_id, tokenizer.mask_id)
+    ids = [np.asarray(tokenizer.encode(s, max_length=max_length)) for s in smiles]
+    tensors = [t.to(device) for t in expand_for_inference(ids, k_states, special)]
+    input_ids, pos_original, pos_copy, padding_mask = tensors
+    hidden = model(input_ids, pos_original, pos_copy, padding_mask)  # [B, X, d]
+    return pool(hidden, padding_mask, pooling)
