@@ -95,3 +95,8 @@ def test_resume_continues_exactly(corpus, tmp_path, objective):
         assert torch.equal(straight[name], resumed[name]), name
     tail = [r["loss"] for r in _log(tmp_path / "resumed") if "loss" in r][-(n - k) :]
     assert tail == [r["loss"] for r in _log(tmp_path / "straight") if "loss" in r][k:]
+
+
+def test_fragment_masking_trains(corpus, tmp_path):
+    result = pretrain(_args(corpus, tmp_path, max_steps=4, masking="fragment", corpus_limit=100))
+    assert result["step"] == 4 and result["invalid_paths"] == 0
