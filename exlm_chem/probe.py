@@ -1,0 +1,65 @@
+"""Probe mode: frozen embeddings + one logistic regression per task.
+
+A cheap, CPU-friendly reading of what a pretrained encoder knows: embed every molecule
+once, then fit a logistic regression per task on the training split and score the test
+split (ROC-AUC per task, unweighted mean; MUV also PRC-AUC).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from exlm_chem.metrics import mean_prc_auc, mean_roc_auc
+
+
+class ProbeResult(NamedTuple):
+    dataset: str
+    roc_auc: float  # mean over scored test tasks
+    prc_auc: float  # mean PRC-AUC over scored test tasks
+    per_task_roc_auc: np.ndarray  # [T], NaN for tasks that could not be fitted or scored
+    n_train: int
+    n_test: int
+
+
+def probe_scores(
+    embeddings: np.ndarray,
+    labels: np.ndarray,
+    train: np.ndarray,
+    test: np.ndarray,
+    C: float = 1.0,
+    seed: int = 0,
+) -> np.ndarray:
+    """Test-set probabilities [len(test), T] from per-task logistic regressions.
+
+    Features are standardised on the training rows. A task with a single class among
+    its labelled training rows gets NaN scores (it cannot be fitted).
+    """
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import StandardScaler
+
+    scaler = StandardScaler().fit(embeddings[train])
+    x_train, x_test = scaler.transform(embeddings[train]), scaler.transform(embeddings[test])
+    scores = np.full((len(test), labels.shape[1]), np.nan)
+    for t in range(labels.shape[1]):
+        y = labels[train, t]
+        labelled = ~np.isnan(y)
+        if np.unique(y[labelled]).size < 2:
+            continue
+        model = LogisticRegression(C=C, max_iter=2000, random_state=seed)
+        model.fit(x_train[labelled], y[labelled].astype(int))
+        scores[:, t] = model.predict_proba(x_test)[:, 1]
+    return scores
+
+
+def probe_dataset(name: str, embeddings: np.ndarray, labels: np.ndarray, split) -> ProbeResult:
+    """Score one dataset; tasks whose test labels or fit were unusable are skipped."""
+    scores = probe_scores(embeddings, labels, split.train, split.test)
+    fitted = ~np.isnan(scores).all(axis=0)
+    truth = labels[split.test][:, fitted]
+    roc = mean_roc_auc(truth, scores[:, fitted])
+    prc = mean_prc_auc(truth, scores[:, fitted])
+    per_task = np.full(labels.shape[1], np.nan)
+    per_task[fitted] = roc.per_task
+    return ProbeResult(name, roc.mean, prc.mean, per_task, len(split.train), len(split.test))
