@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from exlm_chem.collate import SpecialIds, expand_for_inference
+from exlm_chem.errors import InvalidRow, InvalidSmilesError
 from exlm_chem.tokenizer import SmilesTokenizer
 
 MAX_SMILES_CHARS = 2000  # longer strings are rejected: no molecule of interest is that long
@@ -22,16 +23,6 @@ MAX_SMILES_CHARS = 2000  # longer strings are rejected: no molecule of interest 
 class CheckedSmiles(NamedTuple):
     valid: np.ndarray  # [N] bool
     reasons: list[str | None]  # None for valid rows, else why the row was rejected
-
-
-class InvalidSmilesError(ValueError):
-    """Raised by ``on_invalid="raise"``; ``rows`` lists ``(row, value, reason)``."""
-
-    def __init__(self, rows: list[tuple[int, Any, str]]) -> None:
-        self.rows = rows
-        shown = "\n".join(f"  row {r}: {v!r:.80} ({why})" for r, v, why in rows[:50])
-        more = f"\n  ... and {len(rows) - 50} more" if len(rows) > 50 else ""
-        super().__init__(f"{len(rows)} invalid SMILES:\n{shown}{more}")
 
 
 def check_smiles(smiles: Sequence[Any], max_chars: int = MAX_SMILES_CHARS) -> CheckedSmiles:
@@ -60,7 +51,7 @@ def check_smiles(smiles: Sequence[Any], max_chars: int = MAX_SMILES_CHARS) -> Ch
 def raise_for_invalid(smiles: Sequence[Any], checked: CheckedSmiles) -> None:
     if not checked.valid.all():
         bad = np.flatnonzero(~checked.valid)
-        raise InvalidSmilesError([(int(i), smiles[i], checked.reasons[i]) for i in bad])
+        raise InvalidSmilesError([InvalidRow(int(i), smiles[i], checked.reasons[i]) for i in bad])
 
 
 def length_sorted_batches(lengths: Sequence[int], batch_size: int) -> Iterator[np.ndarray]:

@@ -37,6 +37,7 @@ from exlm_chem.download import (
     download_verified,
     read_verified,
 )
+from exlm_chem.errors import InvalidRow  # row = 0-based data row in the file
 
 __all__ = [
     "DATASETS",
@@ -98,17 +99,6 @@ class DatasetSpec(NamedTuple):
     @property
     def n_tasks(self) -> int:
         return len(self.task_columns)
-
-
-class InvalidRow(NamedTuple):
-    """A data row left out because its SMILES is empty or RDKit rejects it.
-
-    ``row`` is the 0-based data-row index in the file (the header is not a row).
-    """
-
-    row: int
-    smiles: str
-    reason: str
 
 
 class MoleculeDataset(NamedTuple):

@@ -35,6 +35,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from exlm_chem.errors import InvalidRow, InvalidSmilesError
+
 __all__ = [
     "InvalidRow",
     "InvalidSmilesError",
@@ -52,7 +54,6 @@ Fractions = tuple[float, float, float]
 # than it saves, so n_jobs > 1 silently runs in-process.
 _MIN_PER_WORKER = 2000
 # How many bad rows the error message spells out; all of them are in ``.rows``.
-_MAX_ROWS_IN_MESSAGE = 50
 
 
 class SplitIndices(NamedTuple):
@@ -61,37 +62,6 @@ class SplitIndices(NamedTuple):
     train: np.ndarray
     valid: np.ndarray
     test: np.ndarray
-
-
-class InvalidRow(NamedTuple):
-    """One input row that cannot be split: its 0-based position, its value and why.
-
-    Same fields as :class:`exlm_chem.moleculenet.InvalidRow`.
-    """
-
-    row: int
-    smiles: Any
-    reason: str
-
-
-class InvalidSmilesError(ValueError):
-    """Raised when some input rows are not valid SMILES; ``.rows`` lists every one."""
-
-    def __init__(self, rows: Sequence[InvalidRow]) -> None:
-        self.rows: tuple[InvalidRow, ...] = tuple(rows)
-        shown = "\n".join(
-            f"  row {r.row}: {r.smiles!r}: {r.reason}" for r in self.rows[:_MAX_ROWS_IN_MESSAGE]
-        )
-        more = len(self.rows) - _MAX_ROWS_IN_MESSAGE
-        tail = f"\n  ... and {more} more (see the error's .rows)" if more > 0 else ""
-        super().__init__(
-            f"{len(self.rows)} invalid SMILES cannot be split; remove or fix these rows "
-            f"(0-based positions in the input):\n{shown}{tail}"
-        )
-
-    def __reduce__(self) -> tuple[type, tuple[tuple[InvalidRow, ...]]]:
-        # Keeps the error picklable (it may cross a process boundary).
-        return (type(self), (self.rows,))
 
 
 # --------------------------------------------------------------------------- validation
@@ -274,7 +244,7 @@ def _checked_scaffolds(values: list[Any], include_chirality: bool | None, n_jobs
             InvalidRow(i, values[i], reasons[k]) for i, k in enumerate(slots) if k in rejected
         )
     if bad:
-        raise InvalidSmilesError(sorted(bad, key=lambda r: r.row))
+        raise InvalidSmilesError(sorted(bad, key=lambda r: r.row), action="cannot be split")
     return [scaffolds[k] for k in slots]  # type: ignore[misc]
 
 

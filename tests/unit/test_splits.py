@@ -41,9 +41,11 @@ PINNED_TEST_SHA = {
     "toxcast": "5217ff96a081e7a8",
     "muv": "8467254fa1d85353",
 }
-# (train, valid, test) sizes of that split. ExLM paper Table 9 for comparison (older RDKit,
-# current S3 files): BACE 1210/151/151, BBBP 1631/204/204, ClinTox 1182/148/148,
-# Tox21 6264/783/783, ToxCast 6860/858/858, SIDER 1141/143/143, MUV 74469/9309/9309.
+# (train, valid, test) sizes of that split. ExLM paper Table 9 for comparison: BACE
+# 1210/151/151, BBBP 1631/204/204, ClinTox 1182/148/148, Tox21 6264/783/783, ToxCast
+# 6860/858/858, SIDER 1141/143/143, MUV 74469/9309/9309. The gaps come from the RDKit
+# version (which rows parse) and, for ToxCast and MUV, the older DeepChem file revisions
+# in the mirror (duplicate rows kept: 8597 and 93127 valid rows).
 PINNED_SIZES = {
     "bace": (1210, 151, 152),
     "bbbp": (1631, 204, 204),
