@@ -24,6 +24,15 @@ _LAZY = {
     "ExLMConfig": "exlm_chem.model.config",
     "dag_logprob": "exlm_chem.dag",
     "dag_best_alignment": "exlm_chem.dag",
+    "dataset_names": "exlm_chem.moleculenet",
+    "InvalidSmilesError": "exlm_chem.errors",
+    "ExLMMoleculeClassifier": "exlm_chem.estimator",
+    "ExLMMoleculeRegressor": "exlm_chem.estimator",
+    "FinetuneSettings": "exlm_chem.finetune_settings",
+    "finetune_preset": "exlm_chem.finetune_settings",
+    "mean_roc_auc": "exlm_chem.metrics",
+    "mean_prc_auc": "exlm_chem.metrics",
+    "embed": "exlm_chem.embed",
 }
 
 __all__ = ["__version__", *_LAZY]

@@ -55,3 +55,12 @@ def _single_thread_torch():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(previous)
+
+
+@pytest.fixture(scope="session")
+def tiny_checkpoint(tmp_path_factory, pretrain_dir) -> Path:
+    """A tiny-preset checkpoint pre-trained for a few seconds on real MOSES SMILES."""
+    from tiny_checkpoint import make_tiny_checkpoint
+
+    out = tmp_path_factory.mktemp("tiny_pretrain")
+    return make_tiny_checkpoint(out, pretrain_dir / "moses_train.smi.gz")

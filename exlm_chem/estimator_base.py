@@ -1,0 +1,219 @@
+"""What the two scikit-learn estimators share: parameters, fit, batched outputs, I/O.
+
+The public classes live in :mod:`exlm_chem.estimator`.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from dataclasses import fields
+from typing import Any, ClassVar, Self
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted
+
+from exlm_chem.estimator_inputs import Targets, as_smiles_list
+from exlm_chem.estimator_io import PersistenceMixin, resolve_device
+from exlm_chem.featurize import check_smiles, raise_for_invalid
+from exlm_chem.finetune_settings import FinetuneSettings
+
+_FIT_POLICIES = ("raise", "drop")
+_PREDICT_POLICIES = ("nan", "raise")
+_POOLINGS = ("bos", "mean")
+
+
+class ExLMEstimatorBase(PersistenceMixin, BaseEstimator):
+    """Fine-tunes a pre-trained ExLM encoder plus a head on SMILES (see subclasses)."""
+
+    _task: ClassVar[str]
+
+    def __init__(
+        self,
+        pretrained: str | os.PathLike[str] | None = "default",
+        *,
+        preset: str = "small",
+        epochs: int = 30,
+        batch_size: int = 32,
+        lr: float = 1e-4,
+        warmup_ratio: float = 0.06,
+        dropout: float = 0.1,
+        pooler_dropout: float = 0.1,
+        weight_decay: float = 0.0,
+        clip_norm: float = 1.0,
+        validation_fraction: float = 0.1,
+        pooling: str = "bos",
+        max_length: int = 256,
+        random_state: int | np.random.RandomState | None = None,
+        device: str = "auto",
+        on_invalid: str = "raise",
+        max_minutes: float | None = None,
+        progress: bool = False,
+    ) -> None:
+        self.pretrained = pretrained
+        self.preset = preset
+        self.epochs = epochs
+        self.batch_size = batch_size
+        self.lr = lr
+        self.warmup_ratio = warmup_ratio
+        self.dropout = dropout
+        self.pooler_dropout = pooler_dropout
+        self.weight_decay = weight_decay
+        self.clip_norm = clip_norm
+        self.validation_fraction = validation_fraction
+        self.pooling = pooling
+        self.max_length = max_length
+        self.random_state = random_state
+        self.device = device
+        self.on_invalid = on_invalid
+        self.max_minutes = max_minutes
+        self.progress = progress
+
+    # ---- hooks for subclasses -------------------------------------------------------------
+    def _targets(self, y: Any, n: int) -> Targets:
+        raise NotImplementedError
+
+    def _set_targets(self, targets: Targets) -> None:
+        """Store target facts learned in fit (e.g. ``classes_``)."""
+
+    def _fitted_metadata(self) -> dict[str, Any]:
+        return {}
+
+    def _restore_metadata(self, fitted: dict[str, Any]) -> None:
+        """Inverse of :meth:`_fitted_metadata`."""
+
+    # ---- fit -------------------------------------------------------------------------------
+    def _settings(self) -> FinetuneSettings:
+        problems = []
+        if self.on_invalid not in _FIT_POLICIES:
+            problems.append(f"on_invalid must be one of {_FIT_POLICIES} in fit (predict "
+                            f"methods take on_invalid='nan'|'raise'), got {self.on_invalid!r}")
+        if self.pooling not in _POOLINGS:
+            problems.append(f"pooling must be one of {_POOLINGS}, got {self.pooling!r}")
+        vf = self.validation_fraction
+        if not isinstance(vf, int | float) or isinstance(vf, bool) or not 0 <= vf < 1:
+            problems.append(f"validation_fraction must be in [0, 1), got {vf!r}")
+        ml = self.max_length
+        if not isinstance(ml, int | np.integer) or isinstance(ml, bool) or ml < 3:
+            problems.append(f"max_length must be an integer >= 3, got {ml!r}")
+        mm = self.max_minutes
+        if mm is not None and (not isinstance(mm, int | float) or not mm > 0):
+            problems.append(f"max_minutes must be None or > 0, got {mm!r}")
+        settings = None
+        try:
+            settings = FinetuneSettings(**{f.name: getattr(self, f.name)
+                                           for f in fields(FinetuneSettings)})
+        except ValueError as err:
+            problems.insert(0, str(err))
+        if problems:  # every problem at once, not one per attempt
+            raise ValueError("; ".join(problems))
+        return settings
+
+    def fit(self, X: Any, y: Any) -> Self:
+        """Fine-tune on SMILES ``X`` and labels ``y``; returns ``self``.
+
+        With ``on_invalid="raise"`` any unusable SMILES raises one
+        :class:`~exlm_chem.featurize.InvalidSmilesError` listing every bad row; with
+        ``"drop"`` those rows are left out with a warning and marked in
+        ``fit_invalid_mask_``. A share ``validation_fraction`` of the molecules (random,
+        seeded by ``random_state``) picks the best epoch.
+        """
+        import torch
+
+        from exlm_chem.estimator_io import load_backbone
+        from exlm_chem.finetune import LabelledSmiles, build_finetune_net, finetune
+
+        settings = self._settings()
+        smiles = as_smiles_list(X)
+        targets = self._targets(y, len(smiles))
+        checked = check_smiles(smiles)
+        if self.on_invalid == "raise":
+            raise_for_invalid(smiles, checked)
+        keep = checked.valid
+        if not keep.any():
+            raise ValueError("none of the SMILES in X is valid; nothing to train on")
+        if not keep.all():
+            warnings.warn(f"{int((~keep).sum())} invalid SMILES left out of training "
+                          "(rows marked in fit_invalid_mask_)", UserWarning, stacklevel=2)
+        rows = np.flatnonzero(keep)
+        smiles, labels = [smiles[i] for i in rows], targets.labels[rows]
+        seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
+        order = np.random.default_rng(seed).permutation(len(smiles))
+        n_valid = round(self.validation_fraction * len(smiles))
+        n_valid = n_valid if 0 < n_valid < len(smiles) else 0
+
+        def part(idx: np.ndarray) -> LabelledSmiles:
+            return LabelledSmiles([smiles[i] for i in idx], labels[idx])
+
+        train, valid = part(order[n_valid:]), part(order[:n_valid]) if n_valid else None
+
+        device = resolve_device(self.device)
+        cuda = [device.index or 0] if device.type == "cuda" else []
+        with torch.random.fork_rng(devices=cuda):  # reproducible without touching global RNG
+            torch.manual_seed(seed)
+            backbone = load_backbone(self.pretrained, self.preset, settings.dropout)
+            net = build_finetune_net(backbone.config, backbone.tokenizer, labels.shape[1],
+                                     backbone.encoder_state, settings.pooler_dropout,
+                                     self.pooling, int(self.max_length)).to(device)
+            result = finetune(net, train, settings, self._task, valid, bool(self.progress),
+                              self.max_minutes, seed)
+        self.__dict__.pop("invalid_mask_", None)  # belongs to the previous model's outputs
+        self._set_targets(targets)
+        self.n_tasks_ = labels.shape[1]
+        self.multitask_ = targets.multitask
+        self.task_names_ = targets.task_names
+        self.fit_invalid_mask_ = ~keep
+        self.model_, self.config_, self.tokenizer_ = net, backbone.config, backbone.tokenizer
+        self.pretrained_source_ = backbone.source
+        self.history_ = result.history
+        self.best_epoch_ = result.best_epoch
+        self.best_score_ = result.best_score
+        self.selection_metric_ = result.metric
+        self.stopped_early_ = result.stopped_early
+        return self
+
+    # ---- outputs ---------------------------------------------------------------------------
+    def _outputs(self, X: Any, on_invalid: str, embed: bool = False) -> np.ndarray:
+        """Network outputs [N, n_tasks] (or embeddings [N, d]); NaN rows for bad SMILES."""
+        from exlm_chem.finetune import predict_batched
+
+        check_is_fitted(self, "model_")
+        if on_invalid not in _PREDICT_POLICIES:
+            raise ValueError(f"on_invalid must be one of {_PREDICT_POLICIES}, got {on_invalid!r}")
+        smiles = as_smiles_list(X)
+        checked = check_smiles(smiles)
+        if on_invalid == "raise":
+            raise_for_invalid(smiles, checked)
+        self.invalid_mask_ = ~checked.valid
+        net = self.model_.to(resolve_device(self.device))
+        width = self.config_.d_model if embed else self.n_tasks_
+        out = np.full((len(smiles), width), np.nan, dtype=np.float32)
+        rows = np.flatnonzero(checked.valid)
+        out[rows] = predict_batched(net, [smiles[i] for i in rows], 2 * self.batch_size, embed)
+        return out
+
+    def transform(self, X: Any, on_invalid: str = "nan") -> np.ndarray:
+        """Pooled encoder states [N, d] (float32) of the fitted encoder; NaN rows for
+        invalid SMILES (``invalid_mask_``), or raise with ``on_invalid="raise"``."""
+        return self._outputs(X, on_invalid, embed=True)
+
+    def _scored_rows(self) -> np.ndarray:
+        """Rows of the last outputs that can be scored; warns about the others."""
+        if self.invalid_mask_.any():
+            warnings.warn(f"{int(self.invalid_mask_.sum())} invalid SMILES left out of the "
+                          "score", UserWarning, stacklevel=3)
+        return np.flatnonzero(~self.invalid_mask_)
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.input_tags.one_d_array = True
+        tags.input_tags.two_d_array = False
+        tags.input_tags.string = True
+        tags.target_tags.required = True
+        tags.target_tags.multi_output = True
+        return tags
+
+    def _more_tags(self) -> dict[str, Any]:  # scikit-learn < 1.6
+        return {"X_types": ["string"], "requires_y": True, "multioutput": True}

@@ -1,0 +1,266 @@
+"""Where the estimators' weights come from and go to.
+
+* :func:`resolve_pretrained` / :func:`load_backbone`: the pre-trained encoder to start
+  from (a checkpoint directory, the shipped default, or a random preset).
+* :func:`save_finetuned` / :func:`load_finetuned`: a fitted estimator as a directory of
+  config.json, model.safetensors (encoder and head), vocab.txt and metadata.json,
+  written atomically and read back without unpickling.
+* :func:`net_to_bytes` / :func:`net_from_bytes`: the same weights as safetensors bytes,
+  for pickling.
+* :class:`PersistenceMixin`: the estimators' ``save``/``load`` and pickling on top of these.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any, NamedTuple, Self
+
+import numpy as np
+import safetensors.torch
+import torch
+from sklearn.utils.validation import check_is_fitted
+
+from exlm_chem.finetune_net import FinetuneNet, build_finetune_net
+from exlm_chem.model.checkpoint import atomic_directory, load_checkpoint
+from exlm_chem.model.config import ExLMConfig
+from exlm_chem.tokenizer import SmilesTokenizer
+
+__all__ = [
+    "ESTIMATOR_FORMAT", "MODEL_ENV", "Backbone", "PersistenceMixin", "default_model_dir",
+    "load_backbone", "load_finetuned", "net_from_bytes", "net_to_bytes", "resolve_device",
+    "resolve_pretrained", "save_finetuned",
+]  # fmt: skip
+
+MODEL_ENV = "EXLM_CHEM_MODEL"
+ESTIMATOR_FORMAT = "exlm_chem-estimator-1"
+_FILES = ("config.json", "model.safetensors", "vocab.txt", "metadata.json")
+
+
+class Backbone(NamedTuple):
+    config: ExLMConfig  # with the fine-tuning dropout applied
+    tokenizer: SmilesTokenizer
+    encoder_state: dict[str, torch.Tensor] | None  # None: random initialisation
+    source: str  # checkpoint path, or "random:<preset>"
+
+
+def default_model_dir() -> Path:
+    """The shipped checkpoint's place in a source checkout: ``<repo>/models/exlm-small``."""
+    import exlm_chem
+
+    return Path(exlm_chem.__file__).resolve().parents[1] / "models" / "exlm-small"
+
+
+def resolve_pretrained(pretrained: str | os.PathLike[str]) -> Path:
+    """The checkpoint directory meant by ``pretrained`` (``"default"`` or a path).
+
+    ``"default"`` is ``$EXLM_CHEM_MODEL`` when set, else :func:`default_model_dir`.
+    """
+    if isinstance(pretrained, str) and pretrained == "default":
+        env = os.environ.get(MODEL_ENV)
+        path = Path(env).expanduser() if env else default_model_dir()
+        if not (path / "config.json").is_file():
+            where = f"${MODEL_ENV}={env}" if env else f"{path} (the shipped default)"
+            raise FileNotFoundError(
+                f"no pre-trained ExLM checkpoint at {where}. Put a checkpoint directory "
+                f"(config.json, model.safetensors, vocab.txt, metadata.json; e.g. the "
+                f"'checkpoint' folder written by `exlm-chem pretrain`) at {default_model_dir()} "
+                f"or point ${MODEL_ENV} at one, pass pretrained=<directory>, or pass "
+                "pretrained=None to fine-tune a randomly initialised model.")
+        return path
+    path = Path(pretrained).expanduser()
+    if not path.is_dir():
+        raise FileNotFoundError(f"pretrained={str(pretrained)!r} is not a directory")
+    return path
+
+
+def load_backbone(pretrained: str | os.PathLike[str] | None, preset: str,
+                  dropout: float) -> Backbone:
+    """Encoder weights, config and tokenizer to fine-tune from."""
+    if pretrained is None:
+        tokenizer = SmilesTokenizer()
+        config = ExLMConfig.preset(preset, vocab_size=len(tokenizer), objective="mlm",
+                                   dropout=dropout)
+        return Backbone(config, tokenizer, None, f"random:{preset}")
+    path = resolve_pretrained(pretrained)
+    if (path / "metadata.json").is_file():
+        meta = json.loads((path / "metadata.json").read_text(encoding="utf-8"))
+        if meta.get("format") == ESTIMATOR_FORMAT:
+            raise ValueError(f"{path} holds a fitted {meta.get('estimator')}; restore it "
+                             "with its .load(path), not as pretrained=")
+    model, config, _ = load_checkpoint(path)
+    tokenizer = SmilesTokenizer.from_file(path / "vocab.txt")
+    config = dataclasses.replace(config, dropout=dropout)
+    return Backbone(config, tokenizer, model.encoder.state_dict(), str(path))
+
+
+def net_to_bytes(net: FinetuneNet) -> bytes:
+    """The network's weights (encoder and head) as safetensors bytes."""
+    state = {k: v.detach().cpu().contiguous() for k, v in net.state_dict().items()}
+    return safetensors.torch.save(state, metadata={"format": ESTIMATOR_FORMAT})
+
+
+def _net_from_tensors(tensors: dict[str, torch.Tensor], config: ExLMConfig,
+                      tokenizer: SmilesTokenizer, n_out: int, where: str,
+                      **net_kwargs: Any) -> FinetuneNet:
+    with torch.random.fork_rng(devices=[]):  # the throw-away init must not touch the caller's RNG
+        net = build_finetune_net(config, tokenizer, n_out, **net_kwargs)
+    expected = set(net.state_dict())
+    missing, unexpected = sorted(expected - set(tensors)), sorted(set(tensors) - expected)
+    if missing or unexpected:
+        raise ValueError(f"{where} does not match its config: missing "
+                         f"{missing[:5] or 'nothing'}; unexpected {unexpected[:5] or 'nothing'}")
+    net.load_state_dict(tensors)
+    return net.eval()
+
+
+def net_from_bytes(data: bytes, config: ExLMConfig, tokenizer: SmilesTokenizer, n_out: int,
+                   **net_kwargs: Any) -> FinetuneNet:
+    """Inverse of :func:`net_to_bytes` (on the CPU, in eval mode)."""
+    tensors = safetensors.torch.load(data)
+    return _net_from_tensors(tensors, config, tokenizer, n_out, "pickled weights",
+                             **net_kwargs)
+
+
+def save_finetuned(path: str | os.PathLike[str], net: FinetuneNet, config: ExLMConfig,
+                   metadata: dict[str, Any]) -> Path:
+    """Write a fitted network atomically; ``metadata`` must be JSON-serialisable."""
+    from exlm_chem import __version__
+
+    meta = {"format": ESTIMATOR_FORMAT, "package_version": __version__, **metadata}
+    text = json.dumps(meta, indent=2) + "\n"  # fail before touching the disk
+    state = {k: v.detach().cpu().contiguous() for k, v in net.state_dict().items()}
+    with atomic_directory(path) as tmp:
+        (tmp / "config.json").write_text(json.dumps(config.to_dict(), indent=2) + "\n",
+                                         encoding="utf-8")
+        safetensors.torch.save_file(state, str(tmp / "model.safetensors"),
+                                    metadata={"format": ESTIMATOR_FORMAT})
+        net.tokenizer.save_vocabulary(tmp / "vocab.txt")
+        (tmp / "metadata.json").write_text(text, encoding="utf-8")
+    return Path(path)
+
+
+def read_finetuned_metadata(path: str | os.PathLike[str], estimator: str) -> dict[str, Any]:
+    """metadata.json of a directory written by :func:`save_finetuned` for ``estimator``."""
+    path = Path(path)
+    missing = [f for f in _FILES if not (path / f).is_file()]
+    if missing:
+        raise FileNotFoundError(f"{path} is not a saved exlm_chem estimator: missing "
+                                f"{', '.join(missing)}")
+    meta = json.loads((path / "metadata.json").read_text(encoding="utf-8"))
+    if meta.get("format") != ESTIMATOR_FORMAT:
+        raise ValueError(f"{path} is not a saved estimator (format {meta.get('format')!r}); "
+                         "a pre-trained checkpoint goes to pretrained= instead")
+    if meta.get("estimator") != estimator:
+        raise ValueError(f"{path} holds a fitted {meta.get('estimator')}, not a {estimator}")
+    return meta
+
+
+def load_finetuned(path: str | os.PathLike[str], n_out: int,
+                   **net_kwargs: Any) -> tuple[FinetuneNet, ExLMConfig]:
+    """The network and config saved by :func:`save_finetuned` (CPU, eval mode)."""
+    path = Path(path)
+    config = ExLMConfig.from_json(path / "config.json")
+    tokenizer = SmilesTokenizer.from_file(path / "vocab.txt")
+    tensors = safetensors.torch.load_file(str(path / "model.safetensors"))
+    net = _net_from_tensors(tensors, config, tokenizer, n_out, str(path / "model.safetensors"),
+                            **net_kwargs)
+    return net, config
+
+
+def resolve_device(device: str) -> torch.device:
+    """``"auto"``: CUDA when available, else the CPU."""
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+def _json_number(value: float) -> float | None:
+    return None if value is None or math.isnan(value) else float(value)
+
+
+def _json_param(value: Any) -> Any:
+    if isinstance(value, os.PathLike):
+        return str(value)
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, str | int | float | bool | type(None)):
+        return value
+    return None  # e.g. a RandomState: not reproducible from JSON anyway
+
+
+class PersistenceMixin:
+    """``save``/``load`` and pickling for the estimators; weights travel as safetensors.
+
+    The host class provides the fitted attributes set by ``fit`` and the hooks
+    ``_fitted_metadata``/``_restore_metadata`` for its own (e.g. ``classes_``).
+    """
+
+    def _net_kwargs(self) -> dict[str, Any]:
+        net = self.model_
+        return {"pooler_dropout": net.head.dropout.p, "pooling": net.pooling,
+                "max_length": net.max_length}
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the fitted estimator to a directory (atomically): config.json,
+        model.safetensors (encoder and head), vocab.txt, metadata.json."""
+        check_is_fitted(self, "model_")
+        fitted = {
+            "n_tasks_": self.n_tasks_, "multitask_": self.multitask_,
+            "task_names_": self.task_names_, "best_epoch_": self.best_epoch_,
+            "best_score_": _json_number(self.best_score_),
+            "selection_metric_": self.selection_metric_, "stopped_early_": self.stopped_early_,
+            "pretrained_source_": self.pretrained_source_,
+            "fit_invalid_rows": np.flatnonzero(self.fit_invalid_mask_).tolist(),
+            "n_fit_rows": len(self.fit_invalid_mask_),
+            "history_": [{k: _json_number(v) if isinstance(v, float) else v
+                          for k, v in r._asdict().items()} for r in self.history_],
+            **self._fitted_metadata(),
+        }
+        params = {k: _json_param(v) for k, v in self.get_params().items()}
+        meta = {"estimator": type(self).__name__, "params": params, "fitted": fitted,
+                "net": self._net_kwargs()}
+        return save_finetuned(path, self.model_, self.config_, meta)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Self:
+        """Restore an estimator written by :meth:`save` (no unpickling)."""
+        from exlm_chem.finetune import EpochRecord
+
+        meta = read_finetuned_metadata(path, cls.__name__)
+        est = cls(**meta["params"])
+        fitted = meta["fitted"]
+        net, config = load_finetuned(path, fitted["n_tasks_"], **meta["net"])
+        est.model_ = net.to(resolve_device(est.device))
+        est.config_, est.tokenizer_ = config, net.tokenizer
+        for name in ("n_tasks_", "multitask_", "task_names_", "best_epoch_",
+                     "selection_metric_", "stopped_early_", "pretrained_source_"):
+            setattr(est, name, fitted[name])
+        nan = float("nan")
+        est.best_score_ = nan if fitted["best_score_"] is None else fitted["best_score_"]
+        est.history_ = [EpochRecord(**{k: nan if v is None else v for k, v in r.items()})
+                        for r in fitted["history_"]]
+        est.fit_invalid_mask_ = np.zeros(fitted["n_fit_rows"], dtype=bool)
+        est.fit_invalid_mask_[fitted["fit_invalid_rows"]] = True
+        est._restore_metadata(fitted)
+        return est
+
+    def __getstate__(self) -> dict[str, Any]:
+        # a copy: object.__getstate__ may hand back the live __dict__
+        state = dict(super().__getstate__())
+        net = state.pop("model_", None)
+        if net is not None:  # weights as safetensors bytes, not a pickled torch module
+            state["_model_safetensors"] = net_to_bytes(net)
+            state["_net_kwargs"] = self._net_kwargs()
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        state = dict(state)
+        data, kwargs = state.pop("_model_safetensors", None), state.pop("_net_kwargs", None)
+        super().__setstate__(state)
+        if data is not None:
+            net = net_from_bytes(data, self.config_, self.tokenizer_, self.n_tasks_, **kwargs)
+            self.model_ = net.to(resolve_device(self.device))

@@ -1,0 +1,222 @@
+"""Fine-tuning an ExLM encoder on labelled molecules: the paper's molecular protocol.
+
+Input ``[BOS] SMILES [EOS]`` with BOS and EOS expanded to ``k`` copies as in
+pre-training (no transition head is computed); the first BOS copy is pooled and fed to a
+:class:`~exlm_chem.model.heads.ClassificationHead`. Classification minimises
+binary cross-entropy over the labelled entries only (NaN = missing); regression minimises
+the squared error on targets standardised per task, and the standardisation is folded
+into the head's last layer at the end, so the returned network predicts in the original
+units. After every epoch the validation set is scored; the best epoch's weights are put
+back (classification: highest mean ROC-AUC over tasks with both classes; regression:
+lowest mean RMSE).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from exlm_chem.finetune_net import FinetuneNet, build_finetune_net, predict_batched
+from exlm_chem.finetune_settings import FinetuneSettings, finetune_preset
+from exlm_chem.metrics import mean_rmse, mean_roc_auc
+
+__all__ = [
+    "EpochRecord", "FinetuneNet", "FinetuneResult", "FinetuneSettings", "LabelledSmiles",
+    "build_finetune_net", "finetune", "finetune_preset", "predict_batched",
+]  # fmt: skip
+
+logger = logging.getLogger(__name__)
+
+ADAM_BETAS = (0.9, 0.99)  # Uni-Mol fine-tuning recipe; the paper's Table 8 leaves them out
+ADAM_EPS = 1e-6
+TASKS = ("classification", "regression")
+
+
+class LabelledSmiles(NamedTuple):
+    smiles: Sequence[str]  # N valid SMILES
+    labels: np.ndarray  # [N, T] float; NaN where missing
+
+
+class EpochRecord(NamedTuple):
+    epoch: int  # 1-based
+    train_loss: float  # mean over the epoch's steps
+    valid_loss: float  # NaN without a validation set
+    valid_score: float  # the selection metric (see FinetuneResult.metric); NaN if none
+    lr: float  # learning rate used by the epoch's last step
+    seconds: float
+
+
+class FinetuneResult(NamedTuple):
+    best_epoch: int  # epoch whose weights were restored; 0 = the initial weights
+    best_score: float  # its selection metric
+    metric: str  # "roc_auc" | "valid_loss" | "rmse" | "last_epoch" (no validation set)
+    history: list[EpochRecord]
+    n_steps: int  # optimiser steps taken
+    stopped_early: bool  # the max_minutes budget ran out
+
+
+def _masked_loss(outputs: torch.Tensor, targets: torch.Tensor, task: str) -> torch.Tensor | None:
+    """Mean loss over labelled entries; None when the batch has none."""
+    labelled = ~torch.isnan(targets)
+    if not labelled.any():
+        return None
+    if task == "classification":
+        return F.binary_cross_entropy_with_logits(outputs[labelled], targets[labelled])
+    return F.mse_loss(outputs[labelled], targets[labelled])
+
+
+def _lr_factor(step: int, warmup: int, total: int) -> float:
+    """Linear warm-up over ``warmup`` steps, then linear decay to 0 at ``total``."""
+    if step < warmup:
+        return (step + 1) / warmup
+    return max(0.0, (total - step) / max(1, total - warmup))
+
+
+def _selection_metric(task: str, valid: LabelledSmiles | None) -> str:
+    if valid is None or len(valid.smiles) == 0:
+        return "last_epoch"
+    if task == "regression":
+        return "rmse"
+    labels = np.asarray(valid.labels, dtype=np.float64)
+    two_class = any(np.unique(col[~np.isnan(col)]).size == 2 for col in labels.T)
+    return "roc_auc" if two_class else "valid_loss"  # AUC undefined on every task
+
+
+def _evaluate(net: FinetuneNet, valid: LabelledSmiles, task: str, metric: str,
+              mean: torch.Tensor, scale: torch.Tensor, batch_size: int) -> tuple[float, float]:
+    """(validation loss on the training scale, selection score) of the current weights."""
+    outputs = torch.from_numpy(predict_batched(net, valid.smiles, batch_size))  # [N, T]
+    targets = torch.as_tensor(np.asarray(valid.labels, dtype=np.float32))
+    loss = _masked_loss(outputs, (targets - mean) / scale, task)
+    loss_value = float(loss) if loss is not None else float("nan")
+    if metric == "valid_loss" or not torch.isfinite(outputs).all():
+        return loss_value, loss_value if metric == "valid_loss" else float("nan")
+    if metric == "roc_auc":
+        return loss_value, mean_roc_auc(valid.labels, outputs.numpy()).mean
+    return loss_value, mean_rmse(valid.labels, (outputs * scale + mean).numpy()).mean
+
+
+def _better(score: float, best: float, metric: str) -> bool:
+    if math.isnan(score):
+        return False
+    return math.isnan(best) or (score > best if metric == "roc_auc" else score < best)
+
+
+def finetune(
+    net: FinetuneNet,
+    train: LabelledSmiles,
+    settings: FinetuneSettings,
+    task: str = "classification",
+    valid: LabelledSmiles | None = None,
+    progress: bool = False,
+    max_minutes: float | None = None,
+    seed: int = 0,
+) -> FinetuneResult:
+    """Fine-tune ``net`` in place and restore its best epoch's weights.
+
+    Parameters
+    ----------
+    net : FinetuneNet
+        On the device to train on; its encoder dropout is whatever it was built with.
+    train, valid : LabelledSmiles
+        Valid SMILES and [N, T] labels with NaN for missing entries, T = ``n_out``.
+    settings : FinetuneSettings
+    task : {"classification", "regression"}
+    progress : bool
+        Show a tqdm bar over epochs.
+    max_minutes : float, optional
+        Stop after the step that exhausts this wall-time budget (the partial epoch is
+        still validated).
+    seed : int
+        Seeds the order of the training molecules. Dropout draws from torch's global
+        generator: seed it (or fork it) around this call for reproducible runs.
+    """
+    if task not in TASKS:
+        raise ValueError(f"task must be one of {TASKS}, got {task!r}")
+    n_out = net.head.out.out_features
+    for name, part in (("train", train), ("valid", valid)):
+        if part is not None and np.shape(part.labels) != (len(part.smiles), n_out):
+            raise ValueError(f"{name} labels must be [{len(part.smiles)}, {n_out}], got "
+                             f"{np.shape(part.labels)}")
+    device = net.device
+    labels = torch.as_tensor(np.asarray(train.labels, dtype=np.float32))  # [N, T]
+    mean, scale = torch.zeros(n_out), torch.ones(n_out)
+    if task == "regression" and len(train.smiles):
+        mean = torch.nan_to_num(labels.nanmean(0))
+        spread = (labels - mean).square().nanmean(0).sqrt()
+        scale = torch.where(torch.isfinite(spread) & (spread > 0), spread, torch.ones(n_out))
+    targets = ((labels - mean) / scale).to(device)
+
+    n, bs = len(train.smiles), settings.batch_size
+    total_steps = settings.epochs * math.ceil(n / bs)
+    warmup = round(settings.warmup_ratio * total_steps)
+    optimizer = torch.optim.AdamW(net.parameters(), lr=settings.lr, betas=ADAM_BETAS,
+                                  eps=ADAM_EPS, weight_decay=settings.weight_decay)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: _lr_factor(step, warmup, total_steps))
+    metric = _selection_metric(task, valid)
+    order_rng = np.random.default_rng(seed)
+    best_epoch, best_score = 0, float("nan")
+    best_state = {k: v.detach().clone() for k, v in net.state_dict().items()}
+    history: list[EpochRecord] = []
+    n_steps, stopped_early, started = 0, False, time.monotonic()
+    epochs = range(1, settings.epochs + 1)
+    if progress:
+        from tqdm.auto import tqdm
+
+        epochs = tqdm(epochs, desc=f"fine-tune ({metric})")
+    for epoch in epochs:
+        epoch_start, losses, last_lr = time.monotonic(), [], float("nan")
+        net.train()
+        perm = order_rng.permutation(n)
+        for start in range(0, n, bs):
+            idx = perm[start : start + bs]
+            loss = _masked_loss(net([train.smiles[i] for i in idx]), targets[idx], task)
+            optimizer.zero_grad(set_to_none=True)
+            if loss is not None:  # a batch without labels still advances the schedule
+                loss.backward()
+                if settings.clip_norm > 0:
+                    nn.utils.clip_grad_norm_(net.parameters(), settings.clip_norm)
+                optimizer.step()
+                losses.append(float(loss.detach()))
+            last_lr = optimizer.param_groups[0]["lr"]
+            scheduler.step()
+            n_steps += 1
+            if max_minutes is not None and time.monotonic() - started > 60 * max_minutes:
+                stopped_early = True
+                break
+        valid_loss, score = float("nan"), float("nan")
+        if valid is not None and metric != "last_epoch":
+            valid_loss, score = _evaluate(net, valid, task, metric, mean, scale, 2 * bs)
+        history.append(EpochRecord(epoch, float(np.mean(losses)) if losses else float("nan"),
+                                   valid_loss, score, last_lr, time.monotonic() - epoch_start))
+        if metric == "last_epoch" or _better(score, best_score, metric):
+            best_epoch, best_score = epoch, score
+            best_state = {k: v.detach().clone() for k, v in net.state_dict().items()}
+        if progress:
+            epochs.set_postfix(loss=f"{history[-1].train_loss:.4f}", valid=f"{score:.4f}")
+        logger.debug("epoch %s", history[-1])
+        if stopped_early:
+            logger.info("fine-tuning stopped after epoch %d: max_minutes=%s spent",
+                        epoch, max_minutes)
+            break
+    net.load_state_dict(best_state)
+    net.eval()
+    if task == "regression":
+        _fold_scaling(net.head.out, mean.to(device), scale.to(device))
+    return FinetuneResult(best_epoch, best_score, metric, history, n_steps, stopped_early)
+
+
+@torch.no_grad()
+def _fold_scaling(layer: nn.Linear, mean: torch.Tensor, scale: torch.Tensor) -> None:
+    """Make ``layer`` output ``y * scale + mean``: predictions in the original units."""
+    layer.weight.mul_(scale[:, None])
+    layer.bias.mul_(scale).add_(mean)
