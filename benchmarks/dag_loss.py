@@ -38,12 +38,13 @@ import os
 import platform
 import re
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
+
+from _provenance import cpu_model, git_commit
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -232,31 +233,8 @@ def environment(device: str) -> dict[str, str]:
     if device == "cuda":
         name = torch.cuda.get_device_name()
     else:
-        name = platform.processor() or "cpu"
-        try:
-            cpuinfo = Path("/proc/cpuinfo").read_text()
-            name = re.search(r"model name\s*:\s*(.+)", cpuinfo).group(1).strip()
-        except (OSError, AttributeError):
-            pass
-        name = f"CPU ({name}, {os.cpu_count()} cores), Triton interpreter"
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        commit += "+dirty" if dirty else ""
-    except (OSError, subprocess.CalledProcessError):
-        commit = "no commit"
+        name = f"CPU ({cpu_model()}, {os.cpu_count()} cores), Triton interpreter"
+    commit = git_commit()
     return {
         "device": name,
         "torch": torch.__version__,

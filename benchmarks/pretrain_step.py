@@ -11,12 +11,12 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import subprocess
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
+from _provenance import git_commit
 
 from exlm_chem.collate import SpecialIds, collate_exlm, collate_mlm, mask_tokens
 from exlm_chem.corpus import read_smiles_file
@@ -80,8 +80,7 @@ def main() -> None:
             times[objective] = time_steps(module, batch, args.repeats)
         rows.append((preset, times["mlm"], times["exlm"], expanded))
 
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()  # fmt: skip
+    commit = git_commit()
     print(
         f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
         f"torch {torch.__version__} ({torch.get_num_threads()} threads), commit {commit}"

@@ -17,45 +17,14 @@ import argparse
 import logging
 import os
 import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+from _provenance import cpu_model, git_commit, load_average
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def _git_head() -> str:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        return out.stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown (no commit yet)"
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def _load() -> str:
-    try:
-        return " ".join(f"{x:.2f}" for x in os.getloadavg())
-    except OSError:
-        return "n/a"
 
 
 def _cpu_seconds() -> float:
@@ -89,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     smiles = data.smiles
     dataset = dc.data.NumpyDataset(X=np.zeros((len(smiles), 1)), ids=np.array(smiles))
     splitter = dc.splits.ScaffoldSplitter()
-    load_before = _load()
+    load_before = load_average()
 
     def run_deepchem():
         return splitter.split(dataset, frac_train=0.8, frac_valid=0.1, frac_test=0.1)
@@ -146,11 +115,11 @@ def main(argv: list[str] | None = None) -> int:
         "",
         f"- indices identical to deepchem (order included): {equal}",
         f"- sizes train/valid/test: {[len(p) for p in reference]}",
-        f"- machine: {_cpu_model()}, {os.cpu_count()} logical CPUs, {platform.platform()}",
-        f"- load average before / after: {load_before} / {_load()}",
+        f"- machine: {cpu_model()}, {os.cpu_count()} logical CPUs, {platform.platform()}",
+        f"- load average before / after: {load_before} / {load_average()}",
         f"- python {platform.python_version()}, rdkit {rdkit.__version__}, "
         f"deepchem {dc.__version__}, numpy {np.__version__}",
-        f"- git HEAD: {_git_head()}",
+        f"- git HEAD: {git_commit()}",
     ]
     table = "\n".join(lines)
     print(table)

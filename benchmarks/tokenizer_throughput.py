@@ -32,7 +32,6 @@ import gzip
 import io
 import os
 import platform
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -44,6 +43,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run from a checkout without installing
 
 import numpy as np  # noqa: E402
+from _provenance import git_commit, load_average  # noqa: E402
 
 import exlm_chem  # noqa: E402
 from exlm_chem.tokenizer import SmilesTokenizer  # noqa: E402
@@ -100,18 +100,9 @@ def best_time(run: Callable[[], Any]) -> float:
 def machine_info() -> list[str]:
     import deepchem
 
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        commit = "unknown (no commit or no git)"
+    commit = git_commit()
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else "n/a"
-    load = ", ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
+    load = load_average()
     return [
         f"- platform: {platform.platform()} ({platform.machine()}, {platform.processor() or '?'})",
         f"- CPUs: {os.cpu_count()} (usable by this process: {usable}); load average {load}",
