@@ -73,7 +73,7 @@ def _masked_loss(outputs: torch.Tensor, targets: torch.Tensor, task: str) -> tor
     return F.mse_loss(outputs[labelled], targets[labelled])
 
 
-def _lr_factor(step: int, warmup: int, total: int) -> float:
+def lr_factor(step: int, warmup: int, total: int) -> float:
     """Linear warm-up over ``warmup`` steps, then linear decay to 0 at ``total``."""
     if step < warmup:
         return (step + 1) / warmup
@@ -161,7 +161,7 @@ def finetune(
     optimizer = torch.optim.AdamW(net.parameters(), lr=settings.lr, betas=ADAM_BETAS,
                                   eps=ADAM_EPS, weight_decay=settings.weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda step: _lr_factor(step, warmup, total_steps))
+        optimizer, lambda step: lr_factor(step, warmup, total_steps))
     metric = _selection_metric(task, valid)
     order_rng = np.random.default_rng(seed)
     best_epoch, best_score = 0, float("nan")

@@ -53,6 +53,9 @@ class PretrainArgs:
     clip_norm: float = 1.0
     mask_ratio: float = 0.15
     masking: str = "token"  # token | fragment (whole BRICS fragments)
+    repeat_k: int = (
+        1  # Repeated MLM (paper sec. 3): each token k times, each copy masked w.p. mask_ratio
+    )
     max_length: int = 256  # tokens per molecule incl. BOS/EOS; longer ones are truncated
     corpus_limit: int | None = None  # read only the first N lines of each corpus file
     valid_size: int = 2000  # held-out molecules for validation loss/accuracy
@@ -107,6 +110,8 @@ class Pretrainer:
         self.rank = int(os.environ.get("RANK", "0"))
         self.world = int(os.environ.get("WORLD_SIZE", "1"))
         self.device = resolve_device(args.device)
+        if args.repeat_k < 1 or (args.repeat_k > 1 and args.masking != "token"):
+            raise ValueError("--repeat-k must be >= 1, and > 1 only with --masking token")
         if self.world > 1 and self.device.type == "cuda":
             self.device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
 
@@ -168,6 +173,15 @@ class Pretrainer:
         return [s for s, keep in zip(smiles, report.keep, strict=True) if keep]
 
     def make_batch(self, corpus: TokenizedCorpus, indices: np.ndarray, rng: np.random.Generator):
+        if self.args.repeat_k > 1:  # Repeated MLM: per-copy Bernoulli masking
+            from exlm_chem.analysis.repeated_mlm import repeated_mlm_collate
+
+            rows = [corpus.get(int(i)) for i in indices]
+            batch = repeated_mlm_collate(
+                rows, self.args.repeat_k, self.args.mask_ratio, rng, self.special,
+                self.args.objective, self.config.k_states,
+            ).batch  # fmt: skip
+            return type(batch)(*(t.to(self.device, non_blocking=True) for t in batch))
         groups = None
         samples = []
         for i in indices:
@@ -231,6 +245,10 @@ class Pretrainer:
         with atomic_directory(self.checkpoint_dir()) as tmp:
             save_checkpoint(tmp, self.model, self.config, self.tokenizer.tokens, metadata)
             write_training_state(tmp, self.optimizer, progress)
+            self.checkpoint_files(tmp)
+
+    def checkpoint_files(self, directory: Path) -> None:
+        """Extra files for the checkpoint being assembled (the text path adds its tokenizer)."""
 
     # ----- loop -------------------------------------------------------------------
     @torch.no_grad()

@@ -100,3 +100,10 @@ def test_resume_continues_exactly(corpus, tmp_path, objective):
 def test_fragment_masking_trains(corpus, tmp_path):
     result = pretrain(_args(corpus, tmp_path, max_steps=4, masking="fragment", corpus_limit=100))
     assert result["step"] == 4 and result["invalid_paths"] == 0
+
+
+@pytest.mark.parametrize("objective", ["exlm", "mlm"])
+def test_repeated_mlm_pretrains(corpus, tmp_path, objective):
+    args = _args(corpus, tmp_path, max_steps=3, repeat_k=3, objective=objective, corpus_limit=100)
+    result = pretrain(args)
+    assert result["step"] == 3 and result["invalid_paths"] == 0

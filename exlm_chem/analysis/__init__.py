@@ -1,0 +1,89 @@
+"""The paper's analyses as tools: case-study figure, prediction entropy, Repeated MLM.
+
+* :mod:`exlm_chem.analysis.explain`: the transition matrix between the expanded states
+  of a SMILES with ``[MASK]`` tokens, their top-k tokens, visit probabilities and the
+  best path (paper, Figures 7, 10, 11).
+* :mod:`exlm_chem.analysis.entropy`: entropy of the predictions at masked positions for
+  ExLM and MLM checkpoints at several mask ratios (paper, appendices E and Q.1).
+* :mod:`exlm_chem.analysis.repeated_mlm`: the Repeated MLM data transform and its
+  statistics (paper, section 3 and appendices C and E.1).
+
+Attributes are imported lazily: importing this package imports neither torch nor
+matplotlib.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from pathlib import Path
+from typing import Any, NamedTuple
+
+# public name -> module that defines it
+_LAZY = {
+    "Explanation": "exlm_chem.analysis.explain",
+    "StateInfo": "exlm_chem.analysis.explain",
+    "explain": "exlm_chem.analysis.explain",
+    "plot_explanation": "exlm_chem.analysis.explain",
+    "parse_masked_smiles": "exlm_chem.analysis.explain",
+    "EntropyRow": "exlm_chem.analysis.entropy",
+    "TargetEntropies": "exlm_chem.analysis.entropy",
+    "batch_entropies": "exlm_chem.analysis.entropy",
+    "masked_entropy": "exlm_chem.analysis.entropy",
+    "plot_entropy": "exlm_chem.analysis.entropy",
+    "entropy_markdown": "exlm_chem.analysis.entropy",
+    "repeat_tokens": "exlm_chem.analysis.repeated_mlm",
+    "mask_repeated": "exlm_chem.analysis.repeated_mlm",
+    "repeated_mlm_collate": "exlm_chem.analysis.repeated_mlm",
+    "corruption_stats": "exlm_chem.analysis.repeated_mlm",
+    "fully_masked_entropy": "exlm_chem.analysis.repeated_mlm",
+}
+
+__all__ = ["LoadedModel", "load_model", *_LAZY]
+
+
+class LoadedModel(NamedTuple):
+    """A checkpoint ready for analysis."""
+
+    model: Any  # ExLMModel, float32, eval mode
+    config: Any  # ExLMConfig
+    tokenizer: Any  # SmilesTokenizer built from the checkpoint's vocab.txt
+    path: Path  # the checkpoint directory
+
+
+def load_model(model: str | os.PathLike[str] = "default", device: str = "cpu") -> LoadedModel:
+    """Load a checkpoint directory (or ``"default"``) with its own vocabulary.
+
+    Parameters
+    ----------
+    model : str or PathLike
+        Checkpoint directory, or ``"default"``: ``$EXLM_CHEM_MODEL``, then the shipped
+        ``models/exlm-small``.
+    device : str
+        Torch device to load onto.
+
+    Returns
+    -------
+    LoadedModel
+    """
+    from exlm_chem.estimator_io import resolve_pretrained
+    from exlm_chem.model.checkpoint import load_checkpoint
+    from exlm_chem.tokenizer import SmilesTokenizer
+
+    path = resolve_pretrained(model)
+    net, config, _ = load_checkpoint(path, map_location=device)
+    tokenizer = SmilesTokenizer.from_file(path / "vocab.txt")
+    return LoadedModel(net, config, tokenizer, path)
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'exlm_chem.analysis' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
