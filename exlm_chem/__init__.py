@@ -33,6 +33,10 @@ _LAZY = {
     "mean_roc_auc": "exlm_chem.metrics",
     "mean_prc_auc": "exlm_chem.metrics",
     "embed": "exlm_chem.embed",
+    "iter_embeddings": "exlm_chem.embed",
+    "Embedder": "exlm_chem.embed",
+    "explain": "exlm_chem.analysis",
+    "masked_entropy": "exlm_chem.analysis",
 }
 
 __all__ = ["__version__", *_LAZY]

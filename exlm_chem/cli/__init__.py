@@ -8,11 +8,19 @@ import sys
 from collections.abc import Sequence
 
 from exlm_chem import __version__
+from exlm_chem.cli.analysis import EntropyCommand, ExplainCommand
 from exlm_chem.cli.base import Subcommand
 from exlm_chem.cli.data import DataSummaryCommand
+from exlm_chem.cli.embed import EmbedCommand
+from exlm_chem.cli.fit import FitCommand
+from exlm_chem.cli.predict import PredictCommand
 from exlm_chem.cli.pretrain import PretrainCommand
+from exlm_chem.cli.text import TextGlueCommand, TextPretrainCommand
 
-COMMANDS: list[type[Subcommand]] = [DataSummaryCommand, PretrainCommand]
+COMMANDS: list[type[Subcommand]] = [
+    DataSummaryCommand, PretrainCommand, EmbedCommand, FitCommand, PredictCommand,
+    ExplainCommand, EntropyCommand, TextPretrainCommand, TextGlueCommand,
+]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -45,5 +53,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     return int(args.handler.run(args) or 0)
 
 
+def console_main() -> int:
+    """The installed ``exlm-chem`` command: user errors as one line, exit code 2."""
+    try:
+        return main()
+    except (ValueError, FileNotFoundError, TypeError) as error:
+        print(f"exlm-chem: error: {error}", file=sys.stderr)
+        return 2
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(console_main())

@@ -2,6 +2,6 @@
 
 import sys
 
-from exlm_chem.cli import main
+from exlm_chem.cli import console_main
 
-sys.exit(main())
+sys.exit(console_main())

@@ -1,0 +1,100 @@
+"""``exlm-chem fit``: fine-tune a molecule classifier or regressor on a CSV and save it.
+
+Targets are always passed to the estimator as a table (one column per target, empty
+cells = missing label), so the saved model knows their names and ``exlm-chem predict``
+writes one column per target. Classification targets hold 0/1.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import asdict
+
+from exlm_chem.cli.base import Subcommand
+
+TASKS = ("classification", "regression")
+
+
+class FitCommand(Subcommand):
+    name = "fit"
+    help = "fine-tune a classifier/regressor on a CSV of SMILES and targets; save it"
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("train", help="training CSV (.csv or .csv.gz)")
+        parser.add_argument("--smiles-column", default="smiles")
+        parser.add_argument("--target-columns", nargs="+", required=True,
+                            help="one or more label columns (empty cell = missing)")
+        parser.add_argument("--out", required=True, help="directory to save the model to")
+        parser.add_argument("--task", choices=TASKS, default="classification")
+        parser.add_argument("--pretrained", default="default",
+                            help="checkpoint directory to fine-tune (default: "
+                                 "$EXLM_CHEM_MODEL, then models/exlm-small); 'none' for a "
+                                 "randomly initialised --preset")
+        parser.add_argument("--preset", default="small", help="model size with --pretrained none")
+        parser.add_argument("--settings", default=None, metavar="DATASET",
+                            help="start from the paper's fine-tuning settings for a "
+                                 "MoleculeNet set (bbbp, bace, ...); flags below override")
+        parser.add_argument("--epochs", type=int)
+        parser.add_argument("--lr", type=float)
+        parser.add_argument("--batch-size", type=int)
+        parser.add_argument("--validation-fraction", type=float,
+                            help="share held out to pick the best epoch (default 0.1)")
+        parser.add_argument("--pooling", choices=("bos", "mean"))
+        parser.add_argument("--max-length", type=int)
+        parser.add_argument("--random-state", type=int, default=0)
+        parser.add_argument("--on-invalid", choices=("raise", "drop"), default="raise",
+                            help="invalid training SMILES: stop with a list of them, or "
+                                 "leave them out with a warning")
+        parser.add_argument("--max-minutes", type=float)
+        parser.add_argument("--device", default="auto", help="auto | cpu | cuda[:i]")
+        parser.add_argument("--no-progress", dest="progress", action="store_false")
+
+    @classmethod
+    def run(cls, args: argparse.Namespace) -> int:
+        import pandas as pd
+
+        from exlm_chem.cli.embed import require_columns
+        from exlm_chem.estimator import ExLMMoleculeClassifier, ExLMMoleculeRegressor
+
+        targets = list(dict.fromkeys(args.target_columns))
+        require_columns(args.train, [args.smiles_column], "--smiles-column")
+        require_columns(args.train, targets, "--target-columns")
+        if args.smiles_column in targets:
+            raise ValueError(f"--smiles-column {args.smiles_column!r} is also a target column")
+        frame = pd.read_csv(args.train, usecols=[args.smiles_column, *targets],
+                            dtype={args.smiles_column: str})
+        smiles = [s if isinstance(s, str) else "" for s in frame[args.smiles_column]]
+        y = frame[targets].apply(pd.to_numeric, errors="coerce")
+        unparsable = frame[targets].notna() & y.isna()
+        if unparsable.any().any():
+            col = str(unparsable.any()[lambda s: s].index[0])
+            row = int(unparsable[col].to_numpy().argmax())
+            raise ValueError(f"target column {col!r} holds a non-numeric value at data row "
+                             f"{row}: {frame[col].iloc[row]!r}")
+
+        params = asdict(_settings(args.settings)) if args.settings else {}
+        chosen = {"epochs": args.epochs, "lr": args.lr, "batch_size": args.batch_size,
+                  "validation_fraction": args.validation_fraction, "pooling": args.pooling,
+                  "max_length": args.max_length, "max_minutes": args.max_minutes}
+        params.update({k: v for k, v in chosen.items() if v is not None})
+        pretrained = None if args.pretrained.lower() == "none" else args.pretrained
+        estimator_class = (ExLMMoleculeClassifier if args.task == "classification"
+                           else ExLMMoleculeRegressor)
+        est = estimator_class(pretrained, preset=args.preset, random_state=args.random_state,
+                              on_invalid=args.on_invalid, device=args.device,
+                              progress=args.progress, **params)
+        est.fit(smiles, y)
+        est.save(args.out)
+        dropped = int(est.fit_invalid_mask_.sum())
+        print(f"saved {type(est).__name__} ({est.n_tasks_} task(s): {', '.join(targets)}) to "
+              f"{args.out}; best epoch {est.best_epoch_} ({est.selection_metric_} "
+              f"{est.best_score_:.4f})" + (f"; {dropped} invalid SMILES left out"
+                                           if dropped else ""))
+        return 0
+
+
+def _settings(name: str):
+    from exlm_chem.finetune_settings import finetune_preset
+
+    return finetune_preset(name)

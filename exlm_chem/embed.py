@@ -1,0 +1,334 @@
+"""SMILES -> fixed-size vectors from a pretrained ExLM encoder, aligned with the input.
+
+Every input row gets an output row: rows that fail :func:`~exlm_chem.featurize.check_smiles`
+get NaN and ``valid=False``, nothing is dropped or shifted. Valid rows are batched by
+token length (less padding) and scattered back into input order.
+
+Two entry points: :func:`embed` returns one ``[N, d]`` array; :func:`iter_embeddings`
+streams fixed-size chunks so that a large file never sits in memory as one float array.
+
+Examples
+--------
+>>> X, valid = embed(["CCO", "not a smiles"], model="models/exlm-small")  # doctest: +SKIP
+>>> X.shape, valid.tolist()  # doctest: +SKIP
+((2, 256), [True, False])
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import islice
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+import torch
+
+from exlm_chem.collate import SpecialIds, expand_for_inference
+from exlm_chem.featurize import check_smiles, length_sorted_batches, pool
+from exlm_chem.tokenizer import SmilesTokenizer
+
+POOLINGS = ("bos", "mean")
+DEFAULT_BATCH_SIZE = 128  # molecules per forward pass; length sorting keeps padding small
+DEFAULT_CHUNK_SIZE = 8192  # rows per streamed chunk: [8192, d] float32 is 8 MB at d=256
+_TOKENIZE_SLICE = 4096  # molecules per batch_encode call (bounds the padded id matrix)
+
+
+class EmbeddingResult(NamedTuple):
+    embeddings: np.ndarray  # [N, d] float32; NaN rows where ``valid`` is False
+    valid: np.ndarray  # [N] bool
+
+
+class EmbeddingChunk(NamedTuple):
+    start: int  # index of the chunk's first row in the whole input
+    embeddings: np.ndarray  # [n, d] float32; NaN rows where ``valid`` is False
+    valid: np.ndarray  # [n] bool
+    reasons: list[str | None]  # why each invalid row was rejected; None for valid rows
+
+
+def resolve_device(device: str | torch.device) -> torch.device:
+    """``"auto"`` -> CUDA when available, else CPU."""
+    if isinstance(device, str) and device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+@contextlib.contextmanager
+def _eval_mode(model: torch.nn.Module) -> Iterator[None]:
+    """Eval mode for the duration (no dropout), restoring a training model afterwards."""
+    was_training = model.training
+    model.eval()
+    try:
+        yield
+    finally:
+        model.train(was_training)
+
+
+class Embedder:
+    """A loaded encoder, its tokenizer and config, ready to embed SMILES.
+
+    Parameters
+    ----------
+    model : ExLMModel
+        The encoder (any module with ExLMModel's ``forward`` signature).
+    tokenizer : SmilesTokenizer
+        The tokenizer whose ids the model was trained on.
+    k_states : int
+        Copies of BOS and EOS in the expanded input (the model's ``config.k_states``).
+    device : str or torch.device
+        Where to run; ``"auto"`` picks CUDA when available. The model is moved there.
+    metadata : dict, optional
+        The checkpoint's metadata, kept for reference.
+    """
+
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        tokenizer: SmilesTokenizer,
+        k_states: int,
+        device: str | torch.device = "auto",
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
+        self.device = resolve_device(device)
+        self.model = model.to(self.device)
+        self.tokenizer = tokenizer
+        self.k_states = int(k_states)
+        self.metadata = dict(metadata or {})
+        self.special = SpecialIds(tokenizer.bos_id, tokenizer.pad_id, tokenizer.eos_id,
+                                  tokenizer.mask_id)
+
+    @classmethod
+    def from_checkpoint(
+        cls, path: str | os.PathLike[str] = "default", device: str | torch.device = "auto"
+    ) -> Embedder:
+        """Load a checkpoint directory, or ``"default"``: ``$EXLM_CHEM_MODEL``, then
+        ``<repo>/models/exlm-small`` (the estimators' rule, shared with them)."""
+        from exlm_chem.model.checkpoint import VOCAB_FILE, load_checkpoint
+
+        if isinstance(path, str) and path == "default":
+            from exlm_chem.estimator_io import resolve_pretrained
+
+            directory = resolve_pretrained(path)
+        else:  # load_checkpoint names the missing files of an incomplete directory
+            directory = Path(path).expanduser()
+            if not directory.is_dir():
+                raise FileNotFoundError(f"model {str(path)!r} is not a directory; pass an "
+                                        "exlm_chem checkpoint directory or 'default'")
+        model, config, metadata = load_checkpoint(directory)
+        tokenizer = SmilesTokenizer(Path(directory) / VOCAB_FILE)
+        metadata = {**metadata, "checkpoint": str(directory)}
+        return cls(model, tokenizer, config.k_states, device=device, metadata=metadata)
+
+    @property
+    def dim(self) -> int:
+        """Width d of the embeddings."""
+        return int(self.model.config.d_model)
+
+    def to(self, device: str | torch.device) -> Embedder:
+        self.device = resolve_device(device)
+        self.model.to(self.device)
+        return self
+
+    def encode_valid(
+        self,
+        smiles: Sequence[str],
+        pooling: str = "bos",
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        max_length: int = 256,
+        on_batch: Callable[[int], None] | None = None,
+    ) -> np.ndarray:
+        """Pooled embeddings [n, d] float32 of already-validated SMILES, in input order.
+
+        ``on_batch(n)`` is called after each forward pass with its number of molecules
+        (for progress bars).
+        """
+        _check_options(pooling, batch_size, max_length)
+        smiles = list(smiles)
+        out = np.empty((len(smiles), self.dim), dtype=np.float32)  # [n, d]
+        if not len(smiles):
+            return out
+        rows = self._token_rows(smiles, max_length)
+        lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))  # [n]
+        with _eval_mode(self.model), torch.inference_mode():
+            for batch in length_sorted_batches(lengths, batch_size):
+                out[batch] = self.pooled_batch([rows[i] for i in batch], pooling)
+                if on_batch is not None:
+                    on_batch(len(batch))
+        return out
+
+    def _token_rows(self, smiles: Sequence[str], max_length: int) -> list[np.ndarray]:
+        """Ragged id rows ``[BOS, ..., EOS]``: one padded matrix for a million molecules
+        would hold mostly padding (and 2 GB at 256 columns)."""
+        rows: list[np.ndarray] = []
+        for start in range(0, len(smiles), _TOKENIZE_SLICE):
+            part = self.tokenizer.batch_encode(smiles[start : start + _TOKENIZE_SLICE],
+                                               max_length=max_length)
+            rows.extend(r[:n].copy() for r, n in zip(part.input_ids, part.lengths, strict=True))
+        return rows
+
+    def pooled_batch(self, rows: Sequence[np.ndarray], pooling: str = "bos") -> np.ndarray:
+        """One forward pass: token id rows ``[BOS, ..., EOS]`` -> pooled [B, d] float32.
+
+        The caller sets eval/inference mode (see :meth:`encode_valid`).
+        """
+        tensors = expand_for_inference(rows, self.k_states, self.special)
+        input_ids, pos_original, pos_copy, padding_mask = (
+            t.to(self.device) for t in tensors)
+        hidden = self.model(input_ids, pos_original, pos_copy, padding_mask)  # [B, X, d]
+        return pool(hidden, padding_mask, pooling).float().cpu().numpy()  # [B, d]
+
+    def embed_rows(
+        self,
+        smiles: Sequence[Any],
+        pooling: str = "bos",
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        max_length: int = 256,
+        on_batch: Callable[[int], None] | None = None,
+    ) -> EmbeddingChunk:
+        """Check then embed arbitrary input rows; invalid rows get NaN (``start`` is 0)."""
+        _check_options(pooling, batch_size, max_length)
+        smiles = list(smiles)
+        checked = check_smiles(smiles)
+        valid_rows = np.flatnonzero(checked.valid)
+        out = np.full((len(smiles), self.dim), np.nan, dtype=np.float32)  # [n, d]
+        out[valid_rows] = self.encode_valid(
+            [smiles[i] for i in valid_rows], pooling, batch_size, max_length, on_batch)
+        if on_batch is not None and len(valid_rows) < len(smiles):
+            on_batch(len(smiles) - len(valid_rows))  # invalid rows are done too
+        return EmbeddingChunk(0, out, checked.valid, checked.reasons)
+
+
+def _check_options(pooling: str, batch_size: int, max_length: int) -> None:
+    if pooling not in POOLINGS:
+        raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+    if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 3:
+        raise ValueError(f"max_length must be an integer >= 3 (BOS, a token, EOS), "
+                         f"got {max_length!r}")
+
+
+def as_embedder(
+    model: str | os.PathLike[str] | Embedder, device: str | torch.device = "auto"
+) -> Embedder:
+    """An :class:`Embedder` from a checkpoint name/path, or the given one.
+
+    A given Embedder is moved only when ``device`` is not ``"auto"``.
+    """
+    if isinstance(model, Embedder):
+        if not (isinstance(device, str) and device == "auto"):
+            model.to(device)
+        return model
+    if isinstance(model, str | os.PathLike):
+        return Embedder.from_checkpoint(model, device=device)
+    raise TypeError(f"model must be a checkpoint path/name or an Embedder, "
+                    f"got {type(model).__name__}")
+
+
+def embed(
+    smiles: Iterable[Any],
+    model: str | os.PathLike[str] | Embedder = "default",
+    pooling: str = "bos",
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    max_length: int = 256,
+    device: str | torch.device = "auto",
+    progress: bool = False,
+) -> EmbeddingResult:
+    """Embed SMILES with a pretrained encoder; one output row per input row.
+
+    Parameters
+    ----------
+    smiles : iterable
+        SMILES strings (list, NumPy array, pandas Series, ...). Entries that are not a
+        non-empty, RDKit-parsable string of at most 2000 characters are invalid.
+    model : str, path or Embedder
+        Checkpoint directory, ``"default"`` (``$EXLM_CHEM_MODEL``, then
+        ``<repo>/models/exlm-small``) or an already loaded :class:`Embedder`.
+    pooling : {"bos", "mean"}
+        ``bos``: the first BOS copy, the state fine-tuning trains; ``mean``: mean over
+        all real (expanded) tokens.
+    batch_size : int
+        Molecules per forward pass.
+    max_length : int
+        Tokens per molecule including BOS/EOS; longer SMILES are truncated (EOS kept).
+    device : str or torch.device
+        ``"auto"``: CUDA when available, else CPU.
+    progress : bool
+        Show a tqdm bar (molecules).
+
+    Returns
+    -------
+    EmbeddingResult
+        ``(embeddings [N, d] float32, valid [N] bool)``; invalid rows are NaN.
+    """
+    _check_options(pooling, batch_size, max_length)  # before loading a model
+    embedder = as_embedder(model, device)
+    rows = list(smiles)
+    with _progress_bar(progress, total=len(rows)) as bar:
+        chunk = embedder.embed_rows(rows, pooling, batch_size, max_length,
+                                    on_batch=bar.update if bar is not None else None)
+    return EmbeddingResult(chunk.embeddings, chunk.valid)
+
+
+def iter_embeddings(
+    smiles: Iterable[Any],
+    model: str | os.PathLike[str] | Embedder = "default",
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+    pooling: str = "bos",
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    max_length: int = 256,
+    device: str | torch.device = "auto",
+    progress: bool = False,
+) -> Iterator[EmbeddingChunk]:
+    """Stream embeddings chunk by chunk; only one chunk of input and output is held.
+
+    Takes the same options as :func:`embed`. The chunks, concatenated, are
+    :func:`embed`'s result (up to float rounding: batches are formed within a chunk).
+
+    Returns
+    -------
+    iterator of EmbeddingChunk
+        ``start`` (row offset), ``embeddings`` [n, d] float32 (NaN where invalid),
+        ``valid`` [n] bool and ``reasons`` (None for valid rows). Every chunk but the
+        last has ``chunk_size`` rows.
+    """
+    # checked here, not at the first next(): a bad argument fails where it is passed
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
+        raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}")
+    _check_options(pooling, batch_size, max_length)
+    embedder = as_embedder(model, device)
+    total = len(smiles) if hasattr(smiles, "__len__") else None
+    return _stream(embedder, iter(smiles), chunk_size, total, pooling, batch_size, max_length,
+                   progress)
+
+
+def _stream(
+    embedder: Embedder,
+    iterator: Iterator[Any],
+    chunk_size: int,
+    total: int | None,
+    pooling: str,
+    batch_size: int,
+    max_length: int,
+    progress: bool,
+) -> Iterator[EmbeddingChunk]:
+    start = 0
+    with _progress_bar(progress, total=total) as bar:
+        while rows := list(islice(iterator, chunk_size)):
+            chunk = embedder.embed_rows(rows, pooling, batch_size, max_length,
+                                        on_batch=bar.update if bar is not None else None)
+            yield chunk._replace(start=start)
+            start += len(rows)
+
+
+@contextlib.contextmanager
+def _progress_bar(enabled: bool, total: int | None) -> Iterator[Any]:
+    if not enabled:
+        yield None
+        return
+    from tqdm.auto import tqdm
+
+    with tqdm(total=total, unit="mol", desc="embed") as bar:
+        yield bar
