@@ -15,11 +15,11 @@ from exlm_chem.finetune import (
     FinetuneSettings,
     LabelledSmiles,
     _fold_scaling,
-    _lr_factor,
     _masked_loss,
     build_finetune_net,
     finetune,
     finetune_preset,
+    lr_factor,
     predict_batched,
 )
 from exlm_chem.finetune_settings import PRESETS_FILE, finetune_presets
@@ -76,10 +76,10 @@ def test_settings_reject_bad_values():
 
 
 def test_lr_schedule_warms_up_then_decays_linearly():
-    factors = [_lr_factor(step, warmup=3, total=10) for step in range(11)]
+    factors = [lr_factor(step, warmup=3, total=10) for step in range(11)]
     expected = [1 / 3, 2 / 3, 1.0, 1.0, 6 / 7, 5 / 7, 4 / 7, 3 / 7, 2 / 7, 1 / 7, 0.0]
     assert factors == pytest.approx(expected)
-    assert _lr_factor(0, warmup=0, total=4) == 1.0
+    assert lr_factor(0, warmup=0, total=4) == 1.0
 
 
 def test_masked_loss_uses_labelled_entries_only():
