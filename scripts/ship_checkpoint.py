@@ -51,7 +51,9 @@ def run_probe(model_dir: Path, names: list[str]) -> dict:
     return results
 
 
-def card(name: str, meta: dict, config: dict, probe: dict | None) -> str:
+def card(
+    name: str, meta: dict, config: dict, probe: dict | None, control: dict | None = None
+) -> str:
     args = meta.get("pretrain_args", {})
     valid = meta.get("last_validation") or {}
     hygiene = meta.get("hygiene", {})
@@ -93,16 +95,25 @@ def card(name: str, meta: dict, config: dict, probe: dict | None) -> str:
             "## Probe-mode benchmark (frozen BOS embedding + logistic regression per "
             "task; deterministic scaffold split with chirality, test set; 1 seed)",
             "",
-            "| task | ROC-AUC | PRC-AUC | train / test |",
-            "|---|---|---|---|",
+            "| task | ROC-AUC | PRC-AUC | random-init encoder ROC-AUC | train / test |",
+            "|---|---|---|---|---|",
         ]
+        control = control or {}
         for task, r in probe.items():
             if isinstance(r, dict):
+                floor = control.get(task, {}).get("roc_auc", float("nan"))
                 lines.append(
-                    f"| {task} | {r['roc_auc']:.4f} | {r['prc_auc']:.4f} | "
+                    f"| {task} | {r['roc_auc']:.4f} | {r['prc_auc']:.4f} | {floor:.4f} | "
                     f"{r['n_train']} / {r['n_test']} |"
                 )
-        lines.append(f"| **mean** | **{probe['mean_roc_auc']:.4f}** | | |")
+        floor_mean = control.get("mean_roc_auc", float("nan"))
+        lines.append(f"| **mean** | **{probe['mean_roc_auc']:.4f}** | | {floor_mean:.4f} | |")
+        lines += [
+            "",
+            f"Tasks probed: {', '.join(t for t in probe if t != 'mean_roc_auc')}. The "
+            "random-init column probes the same `small` architecture with random weights "
+            "(seed 0): the floor a pretrained encoder has to beat.",
+        ]
     lines += [
         "",
         "Produced by `python scripts/ship_checkpoint.py` from the run's own metadata; "
@@ -113,13 +124,32 @@ def card(name: str, meta: dict, config: dict, probe: dict | None) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--run", type=Path, required=True, help="pre-training run directory")
+    parser.add_argument("--run", type=Path, help="pre-training run directory")
     parser.add_argument("--name", required=True)
     parser.add_argument("--status", default="CPU-trained, interim")
     parser.add_argument("--probe", action="store_true")
     parser.add_argument("--tasks", nargs="+", default=None)
+    parser.add_argument(
+        "--control",
+        type=Path,
+        default=None,
+        help="probe results (JSON) of a random-init encoder, shown beside",
+    )
+    parser.add_argument(
+        "--card-only",
+        action="store_true",
+        help="rewrite MODEL_CARD.md from the shipped metadata.json",
+    )
     args = parser.parse_args()
 
+    out = REPO / "models" / args.name
+    control = json.loads(args.control.read_text()) if args.control else None
+    if args.card_only:
+        _, config, saved = load_checkpoint(out)
+        text = card(args.name, saved, config.to_dict(), saved.get("probe"), control)
+        (out / "MODEL_CARD.md").write_text(text)
+        print(text)
+        return
     model, config, meta = load_checkpoint(args.run / "checkpoint")
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True, cwd=REPO).stdout.strip()  # fmt: skip
@@ -130,7 +160,6 @@ def main() -> None:
     )
     for key in ("format", "package_version", "objective", "num_parameters", "dtype"):
         meta.pop(key, None)  # save_checkpoint writes these itself
-    out = REPO / "models" / args.name
     vocab = (args.run / "checkpoint" / "vocab.txt").read_text().splitlines()
     save_checkpoint(out, model, config, vocab, meta, dtype=torch.float16)
     if args.probe:
@@ -139,8 +168,9 @@ def main() -> None:
         meta["probe"] = run_probe(out, args.tasks or list(dataset_names()))
         save_checkpoint(out, model, config, vocab, meta, dtype=torch.float16)
     saved = json.loads((out / "metadata.json").read_text())
-    (out / "MODEL_CARD.md").write_text(card(args.name, saved, config.to_dict(), meta.get("probe")))
-    print((out / "MODEL_CARD.md").read_text())
+    text = card(args.name, saved, config.to_dict(), meta.get("probe"), control)
+    (out / "MODEL_CARD.md").write_text(text)
+    print(text)
 
 
 if __name__ == "__main__":
