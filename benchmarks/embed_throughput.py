@@ -27,12 +27,13 @@ import argparse
 import gzip
 import json
 import os
-import platform
 import resource
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from _provenance import cpu_model, git_commit
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_CORPUS = REPO.parent / "shared" / "data" / "pretrain" / "moses_test.smi.gz"
@@ -136,27 +137,6 @@ def worker(spec: dict) -> dict:
 
 
 # ---- driver ---------------------------------------------------------------------------------
-def _git_commit() -> str:
-    try:
-        head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
-                              capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain"],
-                               capture_output=True, text=True, check=True).stdout.strip()
-        return head + ("+uncommitted" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
-def _cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def _versions() -> tuple[str, str]:
     import torch
 
@@ -185,8 +165,8 @@ def format_table(results: list[dict], args: argparse.Namespace) -> str:
         f"{args.batch_size}, {args.threads} torch thread(s), random weights, BOS pooling, "
         "eval + inference_mode, fp32 CPU.",
         "",
-        f"- machine: {_cpu_name()}, {os.cpu_count()} cores visible{args.note}",
-        f"- torch {torch_version}, transformers {hf_version}, exlm_chem commit {_git_commit()}",
+        f"- machine: {cpu_model()}, {os.cpu_count()} cores visible{args.note}",
+        f"- torch {torch_version}, transformers {hf_version}, exlm_chem commit {git_commit()}",
         f"- time limit {args.time_limit:g} s per configuration (molecules actually timed in "
         "the `mol` columns; batches in seeded random order)",
         "",

@@ -6,8 +6,7 @@ imported only when the object that needs them is first used (PEP 562 lazy attrib
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from exlm_chem._lazy import lazy_attributes
 
 __version__ = "0.1.0"
 
@@ -42,14 +41,4 @@ _LAZY = {
 __all__ = ["__version__", *_LAZY]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'exlm_chem' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_attributes("exlm_chem", _LAZY, globals())

@@ -80,6 +80,20 @@ def lr_factor(step: int, warmup: int, total: int) -> float:
     return max(0.0, (total - step) / max(1, total - warmup))
 
 
+
+def make_optimizer(
+    net: torch.nn.Module, settings: FinetuneSettings, total_steps: int,
+    betas: tuple[float, float] = ADAM_BETAS,
+) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
+    """AdamW with warm-up (``settings.warmup_ratio``) then linear decay over ``total_steps``."""
+    warmup = round(settings.warmup_ratio * total_steps)
+    optimizer = torch.optim.AdamW(net.parameters(), lr=settings.lr, betas=betas,
+                                  eps=ADAM_EPS, weight_decay=settings.weight_decay)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: lr_factor(step, warmup, total_steps))
+    return optimizer, scheduler
+
+
 def _selection_metric(task: str, valid: LabelledSmiles | None) -> str:
     if valid is None or len(valid.smiles) == 0:
         return "last_epoch"
@@ -157,11 +171,7 @@ def finetune(
 
     n, bs = len(train.smiles), settings.batch_size
     total_steps = settings.epochs * math.ceil(n / bs)
-    warmup = round(settings.warmup_ratio * total_steps)
-    optimizer = torch.optim.AdamW(net.parameters(), lr=settings.lr, betas=ADAM_BETAS,
-                                  eps=ADAM_EPS, weight_decay=settings.weight_decay)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda step: lr_factor(step, warmup, total_steps))
+    optimizer, scheduler = make_optimizer(net, settings, total_steps, ADAM_BETAS)
     metric = _selection_metric(task, valid)
     order_rng = np.random.default_rng(seed)
     best_epoch, best_score = 0, float("nan")

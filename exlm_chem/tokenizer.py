@@ -98,7 +98,18 @@ class EncodedBatch(NamedTuple):
     lengths: np.ndarray
 
 
-class SmilesTokenizer:
+class SpecialTokenIds:
+    """The special-token ids every exlm_chem tokenizer shares (SMILES and text)."""
+
+    bos_id = 0  # [CLS]
+    pad_id = 1  # [PAD]
+    eos_id = 2  # [SEP]
+    unk_id = 3  # [UNK]
+    mask_id = 4  # [MASK]
+    special_ids = frozenset(range(len(SPECIAL_TOKENS)))
+
+
+class SmilesTokenizer(SpecialTokenIds):
     """Atom-level SMILES tokenizer with a fixed vocabulary.
 
     Parameters
@@ -124,13 +135,6 @@ class SmilesTokenizer:
         How often each out-of-vocabulary token string was seen by ``encode`` and
         ``batch_encode`` (counted before truncation). Clear with ``reset_unknown_counts``.
     """
-
-    bos_id = 0
-    pad_id = 1
-    eos_id = 2
-    unk_id = 3
-    mask_id = 4
-    special_ids = frozenset(range(len(SPECIAL_TOKENS)))
 
     def __init__(self, vocab_file: str | Path | None = None) -> None:
         if vocab_file is None:

@@ -14,10 +14,11 @@ matplotlib.
 
 from __future__ import annotations
 
-import importlib
 import os
 from pathlib import Path
 from typing import Any, NamedTuple
+
+from exlm_chem._lazy import lazy_attributes
 
 # public name -> module that defines it
 _LAZY = {
@@ -76,14 +77,4 @@ def load_model(model: str | os.PathLike[str] = "default", device: str = "cpu") -
     return LoadedModel(net, config, tokenizer, path)
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'exlm_chem.analysis' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_attributes("exlm_chem.analysis", _LAZY, globals())

@@ -6,8 +6,7 @@ cheap to reach through this package.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from exlm_chem._lazy import lazy_attributes
 
 # public name -> module that defines it
 _LAZY = {
@@ -28,14 +27,4 @@ _LAZY = {
 __all__ = list(_LAZY)
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'exlm_chem.model' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_attributes("exlm_chem.model", _LAZY, globals())

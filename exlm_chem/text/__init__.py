@@ -11,8 +11,7 @@ Attributes are imported lazily: ``import exlm_chem.text`` needs neither torch no
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from exlm_chem._lazy import lazy_attributes
 
 # public name -> module that defines it
 _LAZY = {
@@ -42,14 +41,4 @@ _LAZY = {
 __all__ = list(_LAZY)
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'exlm_chem.text' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_attributes("exlm_chem.text", _LAZY, globals())

@@ -32,7 +32,7 @@ from torch import nn
 
 from exlm_chem.collate import SpecialIds, expand_for_inference
 from exlm_chem.featurize import length_sorted_batches, pool
-from exlm_chem.finetune import ADAM_EPS, EpochRecord, lr_factor
+from exlm_chem.finetune import EpochRecord, make_optimizer
 from exlm_chem.finetune_net import FinetuneNet
 from exlm_chem.finetune_settings import FinetuneSettings
 from exlm_chem.model.config import ExLMConfig
@@ -186,11 +186,7 @@ def finetune_glue(
                              else torch.long)
     n, bs = len(train.ids), settings.batch_size
     total_steps = settings.epochs * math.ceil(n / bs)
-    warmup = round(settings.warmup_ratio * total_steps)
-    optimizer = torch.optim.AdamW(net.parameters(), lr=settings.lr, betas=TEXT_ADAM_BETAS,
-                                  eps=ADAM_EPS, weight_decay=settings.weight_decay)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda step: lr_factor(step, warmup, total_steps))
+    optimizer, scheduler = make_optimizer(net, settings, total_steps, TEXT_ADAM_BETAS)
     first = next(iter(evals))
     order_rng = np.random.default_rng(seed)
     best_epoch, best_score, best_state, best_scores = 0, -math.inf, None, {}

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from exlm_chem.tokenizer import SPECIAL_TOKENS
+from exlm_chem.tokenizer import SPECIAL_TOKENS, SpecialTokenIds
 
 __all__ = ["TOKENIZER_FILE", "TextTokenizer", "pair_lengths"]
 
@@ -61,7 +61,7 @@ def pair_lengths(len_a: int, len_b: int, budget: int) -> tuple[int, int]:
     return keep_a, budget - keep_a
 
 
-class TextTokenizer:
+class TextTokenizer(SpecialTokenIds):
     """WordPiece tokenizer with the fixed special ids of the ExLM models.
 
     Build one with :meth:`train` or :meth:`from_file`; save it with :meth:`save`.
@@ -77,13 +77,6 @@ class TextTokenizer:
         Text pieces that became ``[UNK]`` in ``encode``/``encode_pair``/``encode_batch``,
         counted before truncation. Clear with ``reset_unknown_counts``.
     """
-
-    bos_id = 0
-    pad_id = 1
-    eos_id = 2
-    unk_id = 3
-    mask_id = 4
-    special_ids = frozenset(range(len(SPECIAL_TOKENS)))
 
     def __init__(self, backend: Any, source: str = "<memory>") -> None:
         """Wrap a ``tokenizers.Tokenizer`` whose ids 0-4 are the five special tokens."""

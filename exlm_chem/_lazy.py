@@ -1,0 +1,29 @@
+"""PEP 562 lazy attributes, so package imports stay cheap (no torch/RDKit until used)."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+
+def lazy_attributes(
+    package: str, names: dict[str, str], namespace: dict[str, Any]
+) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """``__getattr__`` and ``__dir__`` for ``package`` resolving ``names`` (name -> module).
+
+    A resolved attribute is cached in ``namespace`` (the package's ``globals()``).
+    """
+
+    def __getattr__(name: str) -> Any:
+        module = names.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module), name)
+        namespace[name] = value
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted(namespace.get("__all__", names))
+
+    return __getattr__, __dir__
