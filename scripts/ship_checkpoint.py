@@ -106,8 +106,12 @@ def card(
                     f"| {task} | {r['roc_auc']:.4f} | {r['prc_auc']:.4f} | {floor:.4f} | "
                     f"{r['n_train']} / {r['n_test']} |"
                 )
-        floor_mean = control.get("mean_roc_auc", float("nan"))
-        lines.append(f"| **mean** | **{probe['mean_roc_auc']:.4f}** | | {floor_mean:.4f} | |")
+        tasks = [t for t in probe if t != "mean_roc_auc"]
+        floors = [control[t]["roc_auc"] for t in tasks if t in control]
+        floor_mean = f"{np.mean(floors):.4f}" if floors else "n/a"
+        if floors and len(floors) < len(tasks):
+            floor_mean += f" ({len(floors)} of {len(tasks)} tasks)"
+        lines.append(f"| **mean** | **{probe['mean_roc_auc']:.4f}** | | {floor_mean} | |")
         lines += [
             "",
             f"Tasks probed: {', '.join(t for t in probe if t != 'mean_roc_auc')}. The "
