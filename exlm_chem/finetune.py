@@ -81,6 +81,28 @@ def lr_factor(step: int, warmup: int, total: int) -> float:
 
 
 
+def optimizer_step(
+    net: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    scheduler: torch.optim.lr_scheduler.LRScheduler,
+    loss: torch.Tensor | None,
+    clip_norm: float,
+) -> float:
+    """Backward, clip, update and advance the schedule; returns the lr the step used.
+
+    A ``None`` loss (a batch without labels) still advances the schedule.
+    """
+    optimizer.zero_grad(set_to_none=True)
+    if loss is not None:
+        loss.backward()
+        if clip_norm > 0:
+            nn.utils.clip_grad_norm_(net.parameters(), clip_norm)
+        optimizer.step()
+    lr = optimizer.param_groups[0]["lr"]
+    scheduler.step()
+    return lr
+
+
 def make_optimizer(
     net: torch.nn.Module, settings: FinetuneSettings, total_steps: int,
     betas: tuple[float, float] = ADAM_BETAS,
@@ -190,15 +212,9 @@ def finetune(
         for start in range(0, n, bs):
             idx = perm[start : start + bs]
             loss = _masked_loss(net([train.smiles[i] for i in idx]), targets[idx], task)
-            optimizer.zero_grad(set_to_none=True)
-            if loss is not None:  # a batch without labels still advances the schedule
-                loss.backward()
-                if settings.clip_norm > 0:
-                    nn.utils.clip_grad_norm_(net.parameters(), settings.clip_norm)
-                optimizer.step()
+            last_lr = optimizer_step(net, optimizer, scheduler, loss, settings.clip_norm)
+            if loss is not None:
                 losses.append(float(loss.detach()))
-            last_lr = optimizer.param_groups[0]["lr"]
-            scheduler.step()
             n_steps += 1
             if max_minutes is not None and time.monotonic() - started > 60 * max_minutes:
                 stopped_early = True

@@ -28,11 +28,10 @@ from typing import NamedTuple
 import numpy as np
 import torch
 import torch.nn.functional as F
-from torch import nn
 
 from exlm_chem.collate import SpecialIds, expand_for_inference
 from exlm_chem.featurize import length_sorted_batches, pool
-from exlm_chem.finetune import EpochRecord, make_optimizer
+from exlm_chem.finetune import EpochRecord, make_optimizer, optimizer_step
 from exlm_chem.finetune_net import FinetuneNet
 from exlm_chem.finetune_settings import FinetuneSettings
 from exlm_chem.model.config import ExLMConfig
@@ -204,14 +203,8 @@ def finetune_glue(
             idx = perm[start : start + bs]
             outputs = net([train.ids[i] for i in idx])  # [B, n_out]
             loss = _loss(outputs, labels[idx].to(device), task)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            if settings.clip_norm > 0:
-                nn.utils.clip_grad_norm_(net.parameters(), settings.clip_norm)
-            optimizer.step()
+            last_lr = optimizer_step(net, optimizer, scheduler, loss, settings.clip_norm)
             losses.append(float(loss.detach()))
-            last_lr = optimizer.param_groups[0]["lr"]
-            scheduler.step()
         scores, valid_loss = {}, float("nan")
         for name, data in evals.items():
             loss_value, scores[name] = _score(net, data, task, 2 * bs)
