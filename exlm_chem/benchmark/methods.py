@@ -1,0 +1,76 @@
+"""Turn method names from the command line into benchmark rows (:class:`MethodSpec`)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from exlm_chem.benchmark.runner import MethodSpec
+
+#: exlm: the --model checkpoint; twin: its MLM twin (--twin); rf: random forest on ECFP4;
+#: attentivefp: AttentiveFP graph network trained from scratch.
+METHODS = ("exlm", "twin", "rf", "attentivefp")
+
+
+def default_twin(model: str | os.PathLike[str]) -> Path | None:
+    """The MLM twin shipped next to an ExLM checkpoint: ``exlm-X`` → ``mlm-X``."""
+    model = Path(model)
+    if not model.name.startswith("exlm-"):
+        return None
+    twin = model.with_name("mlm-" + model.name[len("exlm-"):])
+    return twin if (twin / "config.json").is_file() else None
+
+
+def _objective(path: Path) -> str:
+    try:
+        meta = json.loads((path / "metadata.json").read_text(encoding="utf-8"))
+        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return "unknown"
+    return str(meta.get("objective") or config.get("objective") or "unknown")
+
+
+def encoder_spec(method: str, path: str | os.PathLike[str], mode: str,
+                 cache_dir: str | os.PathLike[str] | None, device: str = "auto") -> MethodSpec:
+    """A checkpoint as a row, labelled by its objective, directory name and mode."""
+    from exlm_chem.benchmark.encoders import EncoderMethod
+
+    path = Path(path)
+    run = EncoderMethod(path, mode, cache_dir=cache_dir, device=device)
+    kind = {"exlm": "ExLM", "mlm": "MLM"}.get(_objective(path), "encoder")
+    return MethodSpec(method, f"{kind} {path.resolve().name} ({mode})", run.model_id, mode,
+                      run, uses_budget=mode == "finetune")
+
+
+def build_methods(names: Sequence[str], model: str | os.PathLike[str] | None,
+                  twin: str | os.PathLike[str] | None, mode: str,
+                  cache_dir: str | os.PathLike[str] | None = None,
+                  device: str = "auto") -> list[MethodSpec]:
+    """Rows in the order asked; an encoder row without a checkpoint is an error."""
+    unknown = sorted(set(names) - set(METHODS))
+    if unknown:
+        raise ValueError(f"unknown method(s) {unknown}; choose from {list(METHODS)}")
+    specs = []
+    for name in dict.fromkeys(names):  # drop repeats, keep order
+        if name == "exlm":
+            if model is None:
+                raise ValueError("method 'exlm' needs --model (a checkpoint directory)")
+            specs.append(encoder_spec("exlm", model, mode, cache_dir, device))
+        elif name == "twin":
+            if twin is None:
+                raise ValueError("method 'twin' needs --twin (the MLM twin's checkpoint "
+                                 "directory); none was given or found next to --model")
+            specs.append(encoder_spec("twin", twin, mode, cache_dir, device))
+        elif name == "rf":
+            from exlm_chem.benchmark.rf import rf_method
+
+            specs.append(MethodSpec("rf_ecfp4", "RF on ECFP4", None, "supervised",
+                                    rf_method, uses_budget=False))
+        else:
+            from exlm_chem.benchmark.attentivefp import attentivefp_method
+
+            specs.append(MethodSpec("attentivefp", "AttentiveFP", None, "supervised",
+                                    attentivefp_method, uses_budget=True))
+    return specs

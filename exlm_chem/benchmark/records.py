@@ -1,0 +1,156 @@
+"""The records a benchmark cell reads and writes, and the append-only results file.
+
+Every finished (method, task, seed) cell is one JSON line in ``results.jsonl``, written
+and flushed as soon as the cell ends, so an interrupted run loses at most the cell it was
+in; a rerun skips every cell whose :func:`cell_key` is already in the file.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+
+RESULTS_FILE = "results.jsonl"
+
+
+class Budget(NamedTuple):
+    """What one trained cell may spend; None = no limit (the paper's protocol)."""
+
+    max_epochs: int | None = None  # caps the preset's epochs (the LR schedule is fitted to it)
+    max_minutes: float | None = None  # wall-time cap per cell, training only
+
+    def describe(self) -> str:
+        epochs = "preset" if self.max_epochs is None else str(self.max_epochs)
+        minutes = "none" if self.max_minutes is None else f"{self.max_minutes:g}"
+        return f"max epochs {epochs}, max minutes {minutes}"
+
+
+class TaskData(NamedTuple):
+    """One MoleculeNet task as every method sees it."""
+
+    name: str  # dataset name, lower case ("bace")
+    smiles: list[str]  # [N] valid molecules, loader order
+    labels: np.ndarray  # [N, T] float64, 0/1, NaN where missing
+    train: np.ndarray  # int64 row indices into smiles
+    valid: np.ndarray
+    test: np.ndarray
+
+
+class MethodOutput(NamedTuple):
+    """What a method returns for one cell."""
+
+    test_scores: np.ndarray  # [len(test), T] scores (higher = positive); NaN = task not fitted
+    epochs: int | None = None  # epochs trained (None: not an epoch-based method)
+    best_epoch: int | None = None  # epoch whose weights scored the test set
+    stopped_early: bool = False  # the max_minutes budget ran out
+    settings: dict[str, Any] | None = None  # hyper-parameters actually used
+
+
+class CellRecord(NamedTuple):
+    """One line of ``results.jsonl``."""
+
+    method: str  # "exlm" | "twin" | "rf_ecfp4" | "attentivefp"
+    label: str  # row name in the report, e.g. "ExLM exlm-small (probe)"
+    model: str | None  # checkpoint id "name@sha12" for encoder methods, else None
+    mode: str  # "probe" | "finetune" | "supervised" (baselines)
+    task: str
+    seed: int
+    split: str  # "scaffold" | "deepchem_scaffold" | "scaffold_balanced"
+    roc_auc: float  # unweighted mean over scored test tasks
+    prc_auc: float  # same, area under precision-recall (trapezoid)
+    n_tasks_scored: int
+    per_task_roc_auc: list[float | None]  # None where a task was not scored
+    n_train: int
+    n_valid: int
+    n_test: int
+    epochs: int | None
+    best_epoch: int | None
+    stopped_early: bool
+    budget: dict[str, Any]  # Budget._asdict()
+    settings: dict[str, Any]
+    wall_s: float  # the whole cell: features/embeddings, training, scoring
+    commit: str
+    machine: str
+    finished_at: str  # ISO 8601, UTC
+
+    def key(self) -> tuple:
+        return cell_key(self.method, self.model, self.mode, self.task, self.seed, self.split,
+                        self.budget)
+
+
+def cell_key(method: str, model: str | None, mode: str, task: str, seed: int, split: str,
+             budget: dict[str, Any]) -> tuple:
+    """What makes two cells the same experiment (used to skip finished cells)."""
+    return (method, model, mode, task, int(seed), split,
+            budget.get("max_epochs"), budget.get("max_minutes"))
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, float | np.floating):
+        return None if not math.isfinite(float(value)) else float(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | np.ndarray):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def _from_json(row: dict[str, Any]) -> CellRecord:
+    row = dict(row)
+    for name in ("roc_auc", "prc_auc"):
+        row[name] = float("nan") if row[name] is None else row[name]
+    return CellRecord(**{f: row[f] for f in CellRecord._fields})
+
+
+class ResultsFile:
+    """Append-only JSON-lines file of :class:`CellRecord` rows."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+
+    def __iter__(self) -> Iterator[CellRecord]:
+        if not self.path.is_file():
+            return
+        with self.path.open(encoding="utf-8") as handle:
+            for number, line in enumerate(handle, 1):
+                if not line.strip():
+                    continue
+                try:
+                    yield _from_json(json.loads(line))
+                except (json.JSONDecodeError, KeyError, TypeError) as error:
+                    # a run killed mid-write leaves a torn last line; anything else is damage
+                    if handle.readline() == "":
+                        return
+                    raise ValueError(f"{self.path}: line {number} is not a cell record "
+                                     f"({error})") from None
+
+    def records(self) -> list[CellRecord]:
+        return list(self)
+
+    def done(self) -> set[tuple]:
+        return {record.key() for record in self}
+
+    def append(self, record: CellRecord) -> None:
+        """Write one line and fsync it, so a crash right after loses nothing."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._drop_torn_tail()
+        line = json.dumps(_jsonable(record._asdict()), allow_nan=False)
+        with self.path.open("a", encoding="utf-8") as handle:
+            handle.write(line + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    def _drop_torn_tail(self) -> None:
+        if not self.path.is_file():
+            return
+        data = self.path.read_bytes()
+        if data and not data.endswith(b"\n"):
+            self.path.write_bytes(data[: data.rfind(b"\n") + 1])

@@ -1,0 +1,142 @@
+"""Run benchmark cells one by one and append each result as soon as it exists.
+
+A cell is (method, task, seed). Cells already in ``results.jsonl`` (same method, model,
+mode, task, seed, split and budget) are skipped, so rerunning the same command resumes an
+interrupted run where it stopped.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import os
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+
+from exlm_chem.benchmark.records import (
+    RESULTS_FILE,
+    Budget,
+    CellRecord,
+    MethodOutput,
+    ResultsFile,
+    TaskData,
+    cell_key,
+)
+from exlm_chem.benchmark.tasks import load_task, split_depends_on_seed
+from exlm_chem.metrics import mean_prc_auc, mean_roc_auc
+
+logger = logging.getLogger(__name__)
+
+MethodFn = Callable[[TaskData, int, Budget, bool], MethodOutput]
+
+
+class MethodSpec(NamedTuple):
+    """A row of the benchmark: what it is called and how it scores a cell."""
+
+    method: str  # "exlm" | "twin" | "rf_ecfp4" | "attentivefp"
+    label: str  # row name in the report
+    model: str | None  # checkpoint id for encoders
+    mode: str  # "probe" | "finetune" | "supervised"
+    run: MethodFn
+    uses_budget: bool  # False: the budget is not recorded as part of the cell
+
+
+def score_cell(data: TaskData, output: MethodOutput) -> tuple[float, float, np.ndarray]:
+    """(mean ROC-AUC, mean PRC-AUC, per-task ROC-AUC [T]) on the test rows.
+
+    Tasks the method could not fit (NaN score column) and tasks whose test labels hold a
+    single class are left out of both means.
+    """
+    truth = data.labels[data.test]  # [n_test, T]
+    scores = np.asarray(output.test_scores, dtype=np.float64)
+    if scores.shape != truth.shape:
+        raise ValueError(f"{data.name}: method returned scores {scores.shape}, "
+                         f"expected {truth.shape}")
+    fitted = ~np.isnan(scores).all(axis=0)
+    per_task = np.full(truth.shape[1], np.nan)
+    if not fitted.any():
+        return float("nan"), float("nan"), per_task
+    roc = mean_roc_auc(truth[:, fitted], scores[:, fitted])
+    prc = mean_prc_auc(truth[:, fitted], scores[:, fitted])
+    per_task[fitted] = roc.per_task
+    return roc.mean, prc.mean, per_task
+
+
+def _cell_budget(spec: MethodSpec, budget: Budget) -> dict:
+    return budget._asdict() if spec.uses_budget else Budget()._asdict()
+
+
+def run_benchmark(
+    methods: Sequence[MethodSpec],
+    tasks: Sequence[str],
+    seeds: Sequence[int],
+    split: str,
+    budget: Budget,
+    out_dir: str | os.PathLike[str],
+    data_path: str | os.PathLike[str] | None = None,
+    progress: bool = True,
+    on_cell: Callable[[CellRecord], None] | None = None,
+) -> list[CellRecord]:
+    """Run every missing cell; returns the records written by this call.
+
+    Cells run task by task (each dataset is loaded and split once per seed-independent
+    split), then method by method, then seed by seed.
+    """
+    from exlm_chem.provenance import git_commit, machine
+
+    results = ResultsFile(Path(out_dir) / RESULTS_FILE)
+    done = results.done()
+    commit, host = git_commit(), machine()
+    pending = [(task, spec, seed) for task in tasks for spec in methods for seed in seeds
+               if cell_key(spec.method, spec.model, spec.mode, task, seed, split,
+                           _cell_budget(spec, budget)) not in done]
+    skipped = len(tasks) * len(methods) * len(seeds) - len(pending)
+    if skipped:
+        logger.info("resuming: %d of %d cells already in %s", skipped,
+                    skipped + len(pending), results.path)
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(pending), desc="benchmark cells", unit="cell")
+    written, loaded = [], {}
+    for task, spec, seed in pending:
+        split_seed = seed if split_depends_on_seed(split) else 0
+        if (task, split_seed) not in loaded:
+            loaded = {(task, split_seed): load_task(task, split, split_seed, data_path)}
+        data = loaded[(task, split_seed)]
+        if bar is not None:
+            bar.set_postfix_str(f"{spec.label} | {task} | seed {seed}")
+        started = time.monotonic()
+        output = spec.run(data, seed, budget, progress)
+        roc, prc, per_task = score_cell(data, output)
+        record = CellRecord(
+            method=spec.method, label=spec.label, model=spec.model, mode=spec.mode,
+            task=task, seed=int(seed), split=split, roc_auc=roc, prc_auc=prc,
+            n_tasks_scored=int(np.isfinite(per_task).sum()),
+            per_task_roc_auc=[None if np.isnan(v) else round(float(v), 6) for v in per_task],
+            n_train=len(data.train), n_valid=len(data.valid), n_test=len(data.test),
+            epochs=output.epochs, best_epoch=output.best_epoch,
+            stopped_early=bool(output.stopped_early), budget=_cell_budget(spec, budget),
+            settings=dict(output.settings or {}), wall_s=round(time.monotonic() - started, 2),
+            commit=commit, machine=host,
+            finished_at=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        )
+        results.append(record)
+        written.append(record)
+        message = (f"{spec.label} | {task} | seed {seed}: ROC-AUC {roc:.4f}, "
+                   f"PRC-AUC {prc:.4f}, {record.wall_s:.0f} s")
+        if bar is not None:
+            bar.write(message)
+            bar.update(1)
+        else:
+            logger.info(message)
+        if on_cell is not None:
+            on_cell(record)
+    if bar is not None:
+        bar.close()
+    return written

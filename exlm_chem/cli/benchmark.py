@@ -1,0 +1,113 @@
+"""``exlm-chem benchmark``: MoleculeNet cells side by side, resumable, with a report."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+
+from exlm_chem.cli.base import Subcommand
+
+
+def parse_budget(text: str):
+    """``"epochs=5,minutes=3"`` (either part optional) or ``"none"`` → Budget."""
+    from exlm_chem.benchmark.records import Budget
+
+    if text.strip().lower() in ("", "none"):
+        return Budget()
+    values: dict = {}
+    for part in text.split(","):
+        key, _, value = part.partition("=")
+        key = key.strip().lower()
+        try:
+            if key == "epochs":
+                values["max_epochs"] = int(value)
+                ok = values["max_epochs"] >= 1
+            elif key == "minutes":
+                values["max_minutes"] = float(value)
+                ok = values["max_minutes"] > 0
+            else:
+                ok = False
+        except ValueError:
+            ok = False
+        if not ok:
+            raise ValueError(f"--budget {text!r}: expected epochs=N (N >= 1) and/or "
+                             f"minutes=M (M > 0), comma-separated, or 'none'")
+    return Budget(**values)
+
+
+class BenchmarkCommand(Subcommand):
+    name = "benchmark"
+    help = "MoleculeNet benchmark: methods x tasks x seeds, resumable, report with plot"
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        from exlm_chem.benchmark.methods import METHODS
+        from exlm_chem.benchmark.tasks import SPLITS
+
+        parser.add_argument("--tasks", nargs="+", default=["all"],
+                            help="dataset names or 'all' (the 7 classification sets)")
+        parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+        parser.add_argument("--model", default="default",
+                            help="ExLM checkpoint directory ('default': the shipped one)")
+        parser.add_argument("--twin", default=None,
+                            help="MLM twin checkpoint (default: mlm-X next to exlm-X)")
+        parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+        parser.add_argument("--mode", choices=("finetune", "probe"), default="finetune",
+                            help="how encoders are evaluated (baselines always train)")
+        parser.add_argument("--split", choices=SPLITS, default="scaffold")
+        parser.add_argument("--budget", default="none",
+                            help="per trained cell, e.g. 'epochs=10,minutes=5' (default: "
+                                 "the paper's epochs, no time limit)")
+        parser.add_argument("--out", required=True, help="results folder (resumes if it exists)")
+        parser.add_argument("--data", default=None,
+                            help="MoleculeNet folder (default: $EXLM_CHEM_DATA, data/, cache)")
+        parser.add_argument("--device", default="auto")
+        parser.add_argument("--report-only", action="store_true",
+                            help="only rebuild the report from the results file")
+        parser.add_argument("--no-progress", action="store_true")
+
+    @classmethod
+    def run(cls, args: argparse.Namespace) -> int:
+        from pathlib import Path
+
+        from exlm_chem.benchmark.records import RESULTS_FILE, ResultsFile
+        from exlm_chem.moleculenet import dataset_names
+
+        tasks = list(dataset_names()) if args.tasks == ["all"] else [t.lower() for t in args.tasks]
+        unknown = sorted(set(tasks) - set(dataset_names()))
+        if unknown:
+            raise ValueError(f"unknown task(s) {unknown}; choose from {list(dataset_names())}")
+        if any(seed < 0 for seed in args.seeds):
+            raise ValueError(f"--seeds must be non-negative, got {args.seeds}")
+        budget = parse_budget(args.budget)
+        out = Path(args.out)
+        command = "exlm-chem " + shlex.join(sys.argv[1:]) if sys.argv[0].endswith(
+            "exlm-chem") else None
+        if not args.report_only:
+            cls._run_cells(args, tasks, budget, out)
+        from exlm_chem.benchmark.report import markdown_report, write_report
+
+        records = ResultsFile(out / RESULTS_FILE).records()
+        if not records:
+            raise ValueError(f"no results in {out / RESULTS_FILE}")
+        paths = write_report(records, out, command=command)
+        print(markdown_report(records, command=command))
+        print("report: " + ", ".join(str(p) for p in paths.values()))
+        return 0
+
+    @classmethod
+    def _run_cells(cls, args: argparse.Namespace, tasks: list[str], budget, out) -> None:
+        from exlm_chem.benchmark.methods import build_methods, default_twin
+        from exlm_chem.benchmark.runner import run_benchmark
+
+        model = twin = None
+        if {"exlm", "twin"} & set(args.methods):
+            from exlm_chem.estimator_io import resolve_pretrained
+
+            model = resolve_pretrained(args.model)
+            twin = args.twin if args.twin is not None else default_twin(model)
+        methods = build_methods(args.methods, model, twin, args.mode,
+                                cache_dir=out / "embeddings", device=args.device)
+        run_benchmark(methods, tasks, args.seeds, args.split, budget, out,
+                      data_path=args.data, progress=not args.no_progress)
