@@ -64,3 +64,12 @@ def tiny_checkpoint(tmp_path_factory, pretrain_dir) -> Path:
 
     out = tmp_path_factory.mktemp("tiny_pretrain")
     return make_tiny_checkpoint(out, pretrain_dir / "moses_train.smi.gz")
+
+
+@pytest.fixture(scope="session")
+def tiny_mlm_checkpoint(tmp_path_factory, pretrain_dir) -> Path:
+    """The MLM twin of :func:`tiny_checkpoint`: same corpus, steps and seed."""
+    from tiny_checkpoint import make_tiny_checkpoint
+
+    out = tmp_path_factory.mktemp("tiny_pretrain_mlm")
+    return make_tiny_checkpoint(out, pretrain_dir / "moses_train.smi.gz", objective="mlm")

@@ -17,6 +17,7 @@ def make_tiny_checkpoint(
     n_smiles: int = 300,
     steps: int = 40,
     seed: int = 0,
+    objective: str = "exlm",
 ) -> Path:
     """Pre-train the tiny preset on ``n_smiles`` SMILES of ``corpus`` into ``out_dir``.
 
@@ -45,6 +46,7 @@ def make_tiny_checkpoint(
         progress=False,
         device="cpu",
         seed=seed,
+        objective=objective,
     )
     pretrain(args)
     checkpoint = Path(out_dir) / "checkpoint"

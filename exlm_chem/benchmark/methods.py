@@ -7,6 +7,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from exlm_chem.benchmark.records import Budget
 from exlm_chem.benchmark.runner import MethodSpec
 
 #: exlm: the --model checkpoint; twin: its MLM twin (--twin); rf: random forest on ECFP4;
@@ -47,8 +48,21 @@ def encoder_spec(method: str, path: str | os.PathLike[str], mode: str,
 def build_methods(names: Sequence[str], model: str | os.PathLike[str] | None,
                   twin: str | os.PathLike[str] | None, mode: str,
                   cache_dir: str | os.PathLike[str] | None = None,
-                  device: str = "auto") -> list[MethodSpec]:
-    """Rows in the order asked; an encoder row without a checkpoint is an error."""
+                  device: str = "auto", budget: Budget | None = None) -> list[MethodSpec]:
+    """Rows in the order asked; an encoder row without a checkpoint is an error.
+
+    Rows that train under a budget carry it in their label ("AttentiveFP [<=3 min]"), so
+    runs of one results folder under different budgets stay apart in the report.
+    """
+    specs = _specs(names, model, twin, mode, cache_dir, device)
+    tag = budget.tag() if budget is not None else ""
+    return [spec._replace(label=f"{spec.label} [{tag}]") if spec.uses_budget and tag else spec
+            for spec in specs]
+
+
+def _specs(names: Sequence[str], model: str | os.PathLike[str] | None,
+           twin: str | os.PathLike[str] | None, mode: str,
+           cache_dir: str | os.PathLike[str] | None, device: str) -> list[MethodSpec]:
     unknown = sorted(set(names) - set(METHODS))
     if unknown:
         raise ValueError(f"unknown method(s) {unknown}; choose from {list(METHODS)}")

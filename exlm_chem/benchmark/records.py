@@ -30,6 +30,12 @@ class Budget(NamedTuple):
         minutes = "none" if self.max_minutes is None else f"{self.max_minutes:g}"
         return f"max epochs {epochs}, max minutes {minutes}"
 
+    def tag(self) -> str:
+        """Short form for row labels ("" without limits), e.g. "<=5 ep, <=3 min"."""
+        parts = ([f"<={self.max_epochs} ep"] if self.max_epochs is not None else []) + (
+            [f"<={self.max_minutes:g} min"] if self.max_minutes is not None else [])
+        return ", ".join(parts)
+
 
 class TaskData(NamedTuple):
     """One MoleculeNet task as every method sees it."""

@@ -108,6 +108,7 @@ class BenchmarkCommand(Subcommand):
             model = resolve_pretrained(args.model)
             twin = args.twin if args.twin is not None else default_twin(model)
         methods = build_methods(args.methods, model, twin, args.mode,
-                                cache_dir=out / "embeddings", device=args.device)
+                                cache_dir=out / "embeddings", device=args.device,
+                                budget=budget)
         run_benchmark(methods, tasks, args.seeds, args.split, budget, out,
                       data_path=args.data, progress=not args.no_progress)

@@ -1,0 +1,457 @@
+"""Turn finished benchmark cells into a markdown report, CSV tables and a bar chart.
+
+Input is the list of :class:`~.records.CellRecord` rows from ``results.jsonl``
+(``ResultsFile(path).records()``). One report row is one ``label``; its cells are the
+(label, task) groups, averaged over seeds. The ExLM paper's Table 1 is shown beside our
+rows as quoted numbers (``exlm_chem/data/paper_table1.json``), never mixed with ours.
+
+pandas and matplotlib are imported inside the functions that need them, so importing this
+module costs only numpy.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from exlm_chem.benchmark.records import Budget, CellRecord
+
+__all__ = [
+    "PAPER_PLOT_ROWS",
+    "TASKS",
+    "TASK_TITLES",
+    "markdown_report",
+    "paper_table",
+    "plot_report",
+    "summarize",
+    "write_cells_csv",
+    "write_csv",
+    "write_report",
+]
+
+# Column order of the paper's Table 1, so our table reads side by side with it
+TASKS: tuple[str, ...] = ("bace", "bbbp", "tox21", "sider", "muv", "clintox", "toxcast")
+TASK_TITLES: dict[str, str] = {
+    "bace": "BACE", "bbbp": "BBBP", "tox21": "Tox21", "sider": "SIDER", "muv": "MUV",
+    "clintox": "ClinTox", "toxcast": "ToxCast",
+}
+# Quoted rows drawn on the chart: the method itself and its same-data MLM twin
+PAPER_PLOT_ROWS: tuple[str, ...] = ("EXLM", "SMILES-BERT*")
+_PAPER_FILE = "data/paper_table1.json"
+_MISSING = "–"
+
+SUMMARY_COLUMNS = [
+    "label", "method", "mode", "model", "task", "split", "n_seeds", "seeds",
+    "roc_auc_mean", "roc_auc_std", "prc_auc_mean", "prc_auc_std",
+    "wall_s_mean", "wall_s_max", "epochs_mean", "n_stopped_early", "budget",
+    "commit", "machine",
+]
+
+_SEEDS_SCAFFOLD = (
+    "The scaffold split is deterministic, so a seed changes only model initialisation and "
+    "data order (and the random forest's bootstrap), not which molecules are tested; "
+    "probe mode (frozen encoder, deterministic classifier) is expected to show std 0. "
+)
+_SEEDS_OTHER = (
+    "On a non-scaffold split the seed may also change which molecules are tested, so the "
+    "std includes split variance. "
+)
+_FOOTNOTE = (
+    "Notes. Cells are test-set ROC-AUC x100, mean ± sample standard deviation (ddof=1) "
+    "over seeds; \"(n=1)\" marks a single seed, \"–\" a cell not run. {seeds}"
+    "Mean = mean over the 7 tasks of the row's per-task means; \"(k/7)\" marks a mean "
+    "over only the k tasks that were run, which is not comparable with a full mean. "
+    "MUV PRC-AUC is the area under the precision-recall curve by the trapezoid rule, "
+    "averaged over the MUV sub-tasks scored (17 in all). Rows marked \"paper: ... "
+    "(quoted, Table 1)\" are copied from the ExLM paper (authors' split, 3 seeds, mean "
+    "only); they were not measured here."
+)
+
+
+def _footnote(splits: Sequence[str]) -> str:
+    scaffold_only = all("scaffold" in split for split in splits)
+    return _FOOTNOTE.format(seeds=_SEEDS_SCAFFOLD if scaffold_only else _SEEDS_OTHER)
+
+
+# ----------------------------------------------------------------------------- paper
+def paper_table() -> dict[str, Any]:
+    """The ExLM paper's Table 1, quoted (ROC-AUC in percent as printed).
+
+    Returns
+    -------
+    dict
+        ``{"_source": {...}, "rows": {name: {task: float | None, ..., "mean": ...}}}``;
+        row names as printed (``"EXLM"``, ``"SMILES-BERT*"``, ...), task keys lower case,
+        ``None`` where the paper prints "-".
+    """
+    text = resources.files("exlm_chem").joinpath(_PAPER_FILE).read_text("utf-8")
+    return json.loads(text)
+
+
+# ----------------------------------------------------------------------------- summary
+def _joined(values: Sequence[Any]) -> str:
+    """Unique non-empty values, first-appearance order, comma separated."""
+    seen: dict[str, None] = {}
+    for value in values:
+        if value is None or value == "":
+            continue
+        seen.setdefault(str(value), None)
+    return ", ".join(seen)
+
+
+def _budget_text(budget: dict[str, Any]) -> str:
+    limits = Budget(max_epochs=budget.get("max_epochs"), max_minutes=budget.get("max_minutes"))
+    if limits.max_epochs is None and limits.max_minutes is None:
+        return "none"
+    return limits.describe()
+
+
+def _mean_std(values: Sequence[float]) -> tuple[float, float, int]:
+    """Mean and sample std of the finite values; std is NaN below two values."""
+    finite = np.asarray([v for v in values if v is not None and math.isfinite(v)], float)
+    if finite.size == 0:
+        return math.nan, math.nan, 0
+    std = float(np.std(finite, ddof=1)) if finite.size > 1 else math.nan
+    return float(np.mean(finite)), std, int(finite.size)
+
+
+def _groups(records: Sequence[CellRecord]) -> dict[tuple[str, str], list[CellRecord]]:
+    """(label, task) -> records; labels in first-appearance order, tasks in Table 1 order."""
+    labels: dict[str, None] = {}
+    by_key: dict[tuple[str, str], list[CellRecord]] = {}
+    for record in records:
+        labels.setdefault(record.label, None)
+        by_key.setdefault((record.label, record.task), []).append(record)
+
+    def task_rank(task: str) -> int:
+        return TASKS.index(task) if task in TASKS else len(TASKS)
+
+    ordered: dict[tuple[str, str], list[CellRecord]] = {}
+    for label in labels:
+        tasks = [task for (lab, task) in by_key if lab == label]
+        for task in sorted(tasks, key=task_rank):  # stable: unknown tasks keep their order
+            ordered[(label, task)] = by_key[(label, task)]
+    return ordered
+
+
+def summarize(records: Sequence[CellRecord]) -> Any:
+    """One row per (label, task), aggregated over seeds.
+
+    Parameters
+    ----------
+    records
+        Finished cells, e.g. ``ResultsFile(path).records()``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns :data:`SUMMARY_COLUMNS`. Metrics stay fractions (0-1); ``*_std`` is the
+        sample std (ddof=1) over seeds, NaN for a single seed; non-finite metrics are left
+        out of mean and std. ``n_seeds`` counts cells, ``seeds`` lists them ("0 1 2").
+
+    Raises
+    ------
+    ValueError
+        If one (label, task) mixes splits, or holds the same seed twice (e.g. two budgets
+        under one label): such a group is not one experiment.
+    """
+    import pandas as pd
+
+    rows = []
+    for (label, task), group in _groups(records).items():
+        splits = sorted({r.split for r in group})
+        if len(splits) > 1:
+            raise ValueError(f"label {label!r}, task {task!r}: cells use different splits "
+                             f"{splits}; a report compares one split")
+        seeds = [int(r.seed) for r in group]
+        repeated = sorted({s for s in seeds if seeds.count(s) > 1})
+        if repeated:
+            raise ValueError(f"label {label!r}, task {task!r}: seed(s) {repeated} appear "
+                             "more than once (different budgets or models under one "
+                             "label?); filter the records or give them distinct labels")
+        roc_mean, roc_std, _ = _mean_std([r.roc_auc for r in group])
+        prc_mean, prc_std, _ = _mean_std([r.prc_auc for r in group])
+        walls = np.asarray([r.wall_s for r in group], float)
+        epochs = [r.epochs for r in group if r.epochs is not None]
+        rows.append({
+            "label": label,
+            "method": _joined([r.method for r in group]),
+            "mode": _joined([r.mode for r in group]),
+            "model": _joined([r.model for r in group]),
+            "task": task,
+            "split": splits[0],
+            "n_seeds": len(group),
+            "seeds": " ".join(str(s) for s in sorted(seeds)),
+            "roc_auc_mean": roc_mean,
+            "roc_auc_std": roc_std,
+            "prc_auc_mean": prc_mean,
+            "prc_auc_std": prc_std,
+            "wall_s_mean": float(walls.mean()),
+            "wall_s_max": float(walls.max()),
+            "epochs_mean": float(np.mean(epochs)) if epochs else math.nan,
+            "n_stopped_early": sum(bool(r.stopped_early) for r in group),
+            "budget": _joined([_budget_text(r.budget) for r in group]),
+            "commit": _joined([r.commit for r in group]),
+            "machine": _joined([r.machine for r in group]),
+        })
+    return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+
+
+# ----------------------------------------------------------------------------- markdown
+def _cell(mean: float, std: float, n_seeds: int) -> str:
+    if not math.isfinite(mean):
+        return _MISSING
+    if n_seeds == 1 or not math.isfinite(std):
+        return f"{100 * mean:.1f} (n=1)"
+    return f"{100 * mean:.1f} ± {100 * std:.1f}"
+
+
+def _row_mean(task_means: dict[str, float]) -> tuple[float, int]:
+    """Mean over the Table 1 tasks present with a finite mean, and how many there were."""
+    present = [task_means[t] for t in TASKS if math.isfinite(task_means.get(t, math.nan))]
+    return (float(np.mean(present)) if present else math.nan), len(present)
+
+
+def _mean_cell(task_means: dict[str, float]) -> str:
+    mean, count = _row_mean(task_means)
+    if count == 0:
+        return _MISSING
+    text = f"{100 * mean:.1f}"
+    return text if count == len(TASKS) else f"{text} ({count}/{len(TASKS)})"
+
+
+def _quoted(value: float | None) -> str:
+    return _MISSING if value is None else f"{value:.1f}"
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _md_table(header: Sequence[str], rows: Sequence[Sequence[str]],
+              text_columns: Sequence[int] = (0,)) -> list[str]:
+    align = ["---" if i in text_columns else "---:" for i in range(len(header))]
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(align) + "|"]
+    lines += ["| " + " | ".join(_md_escape(c) for c in row) + " |" for row in rows]
+    return lines
+
+
+def _fmt_number(value: float, digits: int = 1) -> str:
+    return _MISSING if not math.isfinite(value) else f"{value:.{digits}f}"
+
+
+def markdown_report(records: Sequence[CellRecord], title: str = "MoleculeNet benchmark",
+                    include_paper: bool = True, command: str | None = None) -> str:
+    """The benchmark as markdown: provenance header, ROC-AUC table, wall times, notes.
+
+    Parameters
+    ----------
+    records
+        Finished cells.
+    title
+        First-level heading.
+    include_paper
+        Append the paper's Table 1 rows, marked as quoted.
+    command
+        The command line that produced ``records``, shown in the header.
+
+    Returns
+    -------
+    str
+        Markdown text ending in a newline.
+    """
+    summary = summarize(records)
+    if summary.empty:
+        raise ValueError("no benchmark cells to report")
+    labels = list(dict.fromkeys(summary["label"]))
+    splits = list(dict.fromkeys(summary["split"]))
+    seeds = sorted({int(r.seed) for r in records})
+
+    lines = [f"# {title}", ""]
+    split_text = ", ".join(splits)
+    if len(splits) > 1:
+        split_text += " (MIXED: rows on different splits are not comparable)"
+    lines += [f"- split: {split_text}",
+              f"- seeds: {' '.join(str(s) for s in seeds)}",
+              f"- machine(s): {_joined(list(summary['machine']))}",
+              f"- commit(s): {_joined(list(summary['commit']))}"]
+    if command:
+        lines.append(f"- command: `{command}`")
+    lines.append("- budget per row:")
+    for label in labels:
+        part = summary[summary["label"] == label]
+        lines.append(f"  - {label}: {_joined(list(part['budget']))}")
+    lines.append("")
+
+    header = ["Method", *[TASK_TITLES[t] for t in TASKS], "Mean", "MUV PRC-AUC"]
+    table = []
+    for label in labels:
+        part = summary[summary["label"] == label].set_index("task")
+        cells, means = [], {}
+        for task in TASKS:
+            if task in part.index:
+                row = part.loc[task]
+                means[task] = float(row["roc_auc_mean"])
+                cells.append(_cell(row["roc_auc_mean"], row["roc_auc_std"], int(row["n_seeds"])))
+            else:
+                cells.append(_MISSING)
+        prc = (_cell(part.loc["muv", "prc_auc_mean"], part.loc["muv", "prc_auc_std"],
+                     int(part.loc["muv", "n_seeds"])) if "muv" in part.index else _MISSING)
+        table.append([label, *cells, _mean_cell(means), prc])
+    if include_paper:
+        for name, values in paper_table()["rows"].items():
+            table.append([f"paper: {name} (quoted, Table 1)",
+                          *[_quoted(values.get(t)) for t in TASKS],
+                          _quoted(values.get("mean")), _MISSING])
+    lines += ["## Test ROC-AUC (%)", "", *_md_table(header, table), ""]
+    others = [t for t in dict.fromkeys(summary["task"]) if t not in TASKS]
+    if others:
+        lines += [f"Tasks outside Table 1 (in summary.csv only): {', '.join(others)}", ""]
+
+    wall_header = ["Method", "Task", "Seeds", "Wall s (mean)", "Wall s (max)",
+                   "Epochs (mean)", "Stopped early", "Budget"]
+    wall_rows = [[row.label, row.task, row.seeds, _fmt_number(row.wall_s_mean),
+                  _fmt_number(row.wall_s_max), _fmt_number(row.epochs_mean),
+                  f"{row.n_stopped_early}/{row.n_seeds}", row.budget]
+                 for row in summary.itertuples(index=False)]
+    lines += ["## Wall time per cell", "", *_md_table(wall_header, wall_rows, (0, 1, 2, 7)), "",
+              _footnote(splits), ""]
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- files
+def _atomic_write(path: str | os.PathLike[str], write: Callable[[Path], None]) -> Path:
+    """Let ``write`` fill a temporary file beside ``path``, then rename it into place."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    handle, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp",
+                                        dir=target.parent)
+    os.close(handle)
+    tmp = Path(tmp_name)
+    try:
+        write(tmp)
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return target
+
+
+def write_csv(records: Sequence[CellRecord], path: str | os.PathLike[str]) -> Path:
+    """Write :func:`summarize` as CSV (atomically); returns the path."""
+    frame = summarize(records)
+    return _atomic_write(path, lambda tmp: frame.to_csv(tmp, index=False))
+
+
+def write_cells_csv(records: Sequence[CellRecord], path: str | os.PathLike[str]) -> Path:
+    """Write every cell as one CSV row (atomically); list/dict fields are JSON text."""
+    import pandas as pd
+
+    rows = []
+    for record in records:
+        row = record._asdict()
+        for name in ("per_task_roc_auc", "budget", "settings"):
+            row[name] = json.dumps(row[name], sort_keys=True, default=str)
+        rows.append(row)
+    frame = pd.DataFrame(rows, columns=list(CellRecord._fields))
+    return _atomic_write(path, lambda tmp: frame.to_csv(tmp, index=False))
+
+
+def _write_text(path: str | os.PathLike[str], text: str) -> Path:
+    return _atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+# ----------------------------------------------------------------------------- plot
+def plot_report(records: Sequence[CellRecord], path: str | os.PathLike[str],
+                include_paper: bool = True) -> Path:
+    """Grouped bar chart of test ROC-AUC x100 per task, saved as PNG (about 120 dpi).
+
+    One colour per label, error bars = std over seeds (none for a single seed); the last
+    group is each row's mean over tasks, annotated "k/7" when tasks are missing. With
+    ``include_paper``, the paper's EXLM and SMILES-BERT* values are hollow markers
+    labelled "(quoted)". Written atomically; returns the path.
+    """
+    # An explicit Agg canvas renders headless without switching a caller's pyplot backend
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    summary = summarize(records)
+    if summary.empty:
+        raise ValueError("no benchmark cells to plot")
+    labels = list(dict.fromkeys(summary["label"]))
+    groups = [*TASKS, "mean"]
+    x = np.arange(len(groups), dtype=float)
+    width = 0.8 / len(labels)
+
+    fig = Figure(figsize=(max(9.0, 1.3 * len(groups) + 0.4 * len(labels)), 5.6))
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot(1, 1, 1)
+    colours = [f"C{i % 10}" for i in range(len(labels))]
+    lowest = 100.0
+    for i, label in enumerate(labels):
+        part = summary[summary["label"] == label].set_index("task")
+        means = {t: float(part.loc[t, "roc_auc_mean"]) for t in TASKS if t in part.index}
+        heights = [100 * means.get(task, math.nan) for task in TASKS]
+        # NaN error = no error bar (a single seed has no spread to show)
+        errors = [100 * float(part.loc[task, "roc_auc_std"]) if task in part.index
+                  else math.nan for task in TASKS]
+        offset = x - 0.4 + width * (i + 0.5)
+        ax.bar(offset[:-1], heights, width, yerr=errors, capsize=2, color=colours[i],
+               label=label, error_kw={"elinewidth": 0.8})
+        row_mean, count = _row_mean(means)
+        # hatched: the mean group is derived from the bars, not a measured task
+        ax.bar(offset[-1:], [100 * row_mean], width, color=colours[i], hatch="//",
+               edgecolor="white", linewidth=0)
+        if 0 < count < len(TASKS):
+            ax.annotate(f"{count}/{len(TASKS)}", (offset[-1], 100 * row_mean),
+                        textcoords="offset points", xytext=(0, 3), ha="center", fontsize=7)
+        finite = [h for h in [*heights, 100 * row_mean] if math.isfinite(h)]
+        lowest = min([lowest, *finite])
+    if include_paper:
+        rows = paper_table()["rows"]
+        for name, marker in zip(PAPER_PLOT_ROWS, ("o", "s"), strict=True):
+            quoted = [rows[name].get(g) for g in groups]
+            values = [math.nan if v is None else float(v) for v in quoted]
+            ax.scatter(x, values, marker=marker, s=60, facecolors="none", edgecolors="black",
+                       linewidths=1.2, zorder=5, label=f"paper {name} (quoted)")
+            lowest = min([lowest, *[v for v in values if math.isfinite(v)]])
+    ax.set_xticks(x, [TASK_TITLES[t] for t in TASKS] + ["Mean"])
+    ax.set_ylabel("test ROC-AUC (%)")
+    ax.set_ylim(max(0.0, 10 * math.floor((lowest - 5) / 10)), 100)
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.08),
+              ncol=min(3, len(labels) + 2), frameon=False)
+    seeds = " ".join(str(s) for s in sorted({int(r.seed) for r in records}))
+    fig.suptitle("MoleculeNet test ROC-AUC, mean ± std over seeds", fontsize=12)
+    ax.set_title(f"split {', '.join(dict.fromkeys(summary['split']))} · seeds {seeds} · "
+                 f"commit {_joined(list(summary['commit']))} · "
+                 f"{_joined(list(summary['machine']))}\n"
+                 f"budget: {_joined(list(summary['budget']))}", fontsize=8)
+    return _atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=120,
+                                                       bbox_inches="tight"))
+
+
+# ----------------------------------------------------------------------------- all
+def write_report(records: Sequence[CellRecord], out_dir: str | os.PathLike[str],
+                 command: str | None = None) -> dict[str, Path]:
+    """Write report.md, summary.csv, cells.csv and report.png into ``out_dir``.
+
+    Each file is written to a temporary name and renamed, so a reader never sees a half
+    file. Returns ``{"markdown", "summary_csv", "cells_csv", "plot"}`` -> path.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    return {
+        "markdown": _write_text(out / "report.md", markdown_report(records, command=command)),
+        "summary_csv": write_csv(records, out / "summary.csv"),
+        "cells_csv": write_cells_csv(records, out / "cells.csv"),
+        "plot": plot_report(records, out / "report.png"),
+    }

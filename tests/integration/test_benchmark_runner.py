@@ -1,0 +1,103 @@
+"""The benchmark runner end to end on real MoleculeNet data: cells, resume, report."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from exlm_chem.benchmark.encoders import EncoderMethod, checkpoint_id
+from exlm_chem.benchmark.records import Budget, ResultsFile
+from exlm_chem.benchmark.rf import RandomForestSettings, rf_method
+from exlm_chem.benchmark.runner import MethodSpec, run_benchmark
+from exlm_chem.benchmark.tasks import load_task
+
+
+def small_rf(data, seed, budget, progress):
+    return rf_method(data, seed, budget, settings=RandomForestSettings(n_estimators=10))
+
+
+class Interrupt(Exception):
+    pass
+
+
+def test_interrupted_run_resumes_without_repeating_cells(tmp_path, moleculenet_dir):
+    calls = []
+
+    def counted(data, seed, budget, progress):
+        calls.append((data.name, seed))
+        if len(calls) == 3 and not resumed:
+            raise Interrupt  # e.g. Ctrl-C inside the third cell
+        return small_rf(data, seed, budget, progress)
+
+    spec = MethodSpec("rf_ecfp4", "RF", None, "supervised", counted, uses_budget=False)
+    args = ([spec], ["bace", "clintox"], [0, 1], "scaffold", Budget(), tmp_path)
+    resumed = False
+    with pytest.raises(Interrupt):
+        run_benchmark(*args, data_path=moleculenet_dir, progress=False)
+    assert [(r.task, r.seed) for r in ResultsFile(tmp_path / "results.jsonl")] == [
+        ("bace", 0), ("bace", 1)]
+    resumed = True
+    written = run_benchmark(*args, data_path=moleculenet_dir, progress=False)
+    assert [(r.task, r.seed) for r in written] == [("clintox", 0), ("clintox", 1)]
+    assert calls[3:] == [("clintox", 0), ("clintox", 1)]  # finished cells were not rerun
+    records = ResultsFile(tmp_path / "results.jsonl").records()
+    assert len(records) == 4 and len({r.key() for r in records}) == 4
+    assert run_benchmark(*args, data_path=moleculenet_dir, progress=False) == []
+    clintox = [r for r in records if r.task == "clintox"]
+    assert all(r.n_tasks_scored == 2 and 0.5 < r.roc_auc <= 1 for r in clintox)
+    assert records[0].n_train + records[0].n_valid + records[0].n_test == 1513
+
+
+def test_rf_fits_its_training_set(moleculenet_dir):
+    data = load_task("bbbp", "scaffold", 0, moleculenet_dir)
+    rows = data.train[:200]
+    overfit = data._replace(test=rows)
+    from exlm_chem.benchmark.runner import score_cell
+
+    roc, _, _ = score_cell(overfit, small_rf(overfit, 0, Budget(), False))
+    assert roc > 0.99
+
+
+def test_splits_follow_the_requested_protocol(moleculenet_dir):
+    paper = load_task("bace", "scaffold", 0, moleculenet_dir)
+    deepchem = load_task("bace", "deepchem_scaffold", 0, moleculenet_dir)
+    balanced = [load_task("bace", "scaffold_balanced", s, moleculenet_dir) for s in (0, 1)]
+    assert (len(paper.train), len(paper.valid), len(paper.test)) == (1210, 151, 152)
+    assert not np.array_equal(balanced[0].test, balanced[1].test)  # the seed moves it
+    assert sorted(np.concatenate([deepchem.train, deepchem.valid, deepchem.test])) == list(
+        range(1513))
+    with pytest.raises(ValueError, match="split must be one of"):
+        load_task("bace", "random", 0, moleculenet_dir)
+
+
+def test_probe_is_cached_and_deterministic(tmp_path, moleculenet_dir, tiny_checkpoint,
+                                           monkeypatch):
+    data = load_task("bace", "scaffold", 0, moleculenet_dir)
+    probe = EncoderMethod(tiny_checkpoint, "probe", cache_dir=tmp_path)
+    first = probe(data, 0, Budget(), False)
+    cached = list(tmp_path.rglob("*.npy"))
+    assert len(cached) == 1 and checkpoint_id(tiny_checkpoint).split("@")[1] in str(cached[0])
+
+    from exlm_chem import embed as embed_module
+
+    def no_embedding(*args, **kwargs):
+        raise AssertionError("the cached embeddings should have been used")
+
+    monkeypatch.setattr(embed_module, "embed", no_embedding)
+    again = EncoderMethod(tiny_checkpoint, "probe", cache_dir=tmp_path)(data, 1, Budget(), False)
+    np.testing.assert_array_equal(first.test_scores, again.test_scores)
+    assert first.test_scores.shape == (len(data.test), 1)
+
+
+def test_finetune_cell_respects_the_budget(moleculenet_dir, tiny_checkpoint):
+    data = load_task("bace", "scaffold", 0, moleculenet_dir)
+    small = data._replace(train=data.train[:256], valid=data.valid[:64])
+    method = EncoderMethod(tiny_checkpoint, "finetune")
+    out = method(small, 0, Budget(max_epochs=2), False)
+    assert out.epochs == 2 and out.settings["epochs"] == 2 and out.best_epoch in (0, 1, 2)
+    assert out.settings["lr"] == 1e-4  # the paper's BACE setting (Table 8)
+    assert np.isfinite(out.test_scores).all() and out.test_scores.shape == (len(data.test), 1)
+    again = method(small, 0, Budget(max_epochs=2), False)
+    np.testing.assert_allclose(again.test_scores, out.test_scores, rtol=1e-5)
+    timed = method(small, 0, Budget(max_minutes=1e-4), False)
+    assert timed.stopped_early and timed.epochs == 1

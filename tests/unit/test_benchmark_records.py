@@ -1,0 +1,105 @@
+"""Benchmark records, the results file, cell scoring and the budget/method parsing."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from exlm_chem.benchmark.methods import build_methods, default_twin
+from exlm_chem.benchmark.records import Budget, CellRecord, MethodOutput, ResultsFile, TaskData
+from exlm_chem.benchmark.rf import ecfp4_bits
+from exlm_chem.benchmark.runner import score_cell
+from exlm_chem.cli.benchmark import parse_budget
+
+
+def record(task: str = "bace", seed: int = 0, roc: float = 0.75, **changes) -> CellRecord:
+    values = dict(
+        method="rf_ecfp4", label="RF on ECFP4", model=None, mode="supervised", task=task,
+        seed=seed, split="scaffold", roc_auc=roc, prc_auc=0.5, n_tasks_scored=1,
+        per_task_roc_auc=[roc], n_train=8, n_valid=1, n_test=1, epochs=None,
+        best_epoch=None, stopped_early=False, budget=Budget()._asdict(), settings={},
+        wall_s=1.0, commit="abc", machine="test", finished_at="2026-11-22T00:00:00+00:00")
+    values.update(changes)
+    return CellRecord(**values)
+
+
+def test_results_file_round_trip_and_keys(tmp_path):
+    results = ResultsFile(tmp_path / "out" / "results.jsonl")
+    assert results.records() == [] and results.done() == set()
+    results.append(record(seed=0))
+    results.append(record(seed=1, roc=float("nan")))  # NaN is stored as null, read as NaN
+    back = results.records()
+    assert [r.seed for r in back] == [0, 1]
+    assert back[0] == record(seed=0)
+    assert np.isnan(back[1].roc_auc)
+    assert results.done() == {record(seed=0).key(), record(seed=1).key()}
+    # a different budget is a different experiment
+    assert record(budget=Budget(3, None)._asdict()).key() not in results.done()
+
+
+def test_torn_last_line_is_ignored_then_dropped(tmp_path):
+    results = ResultsFile(tmp_path / "results.jsonl")
+    results.append(record(seed=0))
+    with results.path.open("a") as handle:
+        handle.write('{"method": "rf_ecfp4", "label": "RF')  # killed mid-write
+    assert [r.seed for r in results.records()] == [0]
+    results.append(record(seed=1))
+    lines = results.path.read_text().splitlines()
+    assert len(lines) == 2 and all(json.loads(line) for line in lines)
+
+
+def test_damaged_middle_line_is_an_error(tmp_path):
+    path = tmp_path / "results.jsonl"
+    good = json.dumps(record()._asdict())
+    path.write_text(good + "\n" + "garbage\n" + good + "\n")
+    with pytest.raises(ValueError, match="line 2 is not a cell record"):
+        ResultsFile(path).records()
+
+
+def test_score_cell_skips_unfitted_and_single_class_tasks():
+    labels = np.array([[0, 1, 0], [1, 1, np.nan], [0, 0, 1], [1, 0, 1], [0, 1, 1.0]])
+    data = TaskData("toy", ["C"] * 5, labels, np.arange(0), np.arange(0), np.arange(5))
+    scores = np.array([[0.1, np.nan, 0.2], [0.9, np.nan, 0.1], [0.2, np.nan, 0.3],
+                       [0.8, np.nan, 0.4], [0.7, np.nan, 0.5]])
+    roc, prc, per_task = score_cell(data, MethodOutput(scores))
+    # task 0 is perfectly ranked; task 1 not fitted; task 2: 3 of the 3 pairs right
+    assert per_task[0] == 1.0 and np.isnan(per_task[1]) and per_task[2] == 1.0
+    assert roc == 1.0 and 0 < prc <= 1
+    with pytest.raises(ValueError, match="expected"):
+        score_cell(data, MethodOutput(scores[:, :2]))
+
+
+def test_parse_budget():
+    assert parse_budget("none") == Budget()
+    assert parse_budget("epochs=5") == Budget(5, None)
+    assert parse_budget("epochs=5,minutes=2.5") == Budget(5, 2.5)
+    assert parse_budget("minutes=3").tag() == "<=3 min"
+    for bad in ("epochs=0", "minutes=-1", "hours=2", "epochs=x"):
+        with pytest.raises(ValueError, match="--budget"):
+            parse_budget(bad)
+
+
+def test_ecfp4_bits_exact():
+    bits = ecfp4_bits(["c1ccccc1", "CCO"])
+    assert bits.shape == (2, 2048) and bits.dtype == np.uint8
+    # benzene: one environment per radius 0, 1, 2 (all six atoms are equivalent)
+    assert bits[0].sum() == 3
+    with pytest.raises(ValueError, match="row 1"):
+        ecfp4_bits(["C", "C1CC"])
+
+
+def test_default_twin_and_method_errors(tmp_path):
+    (tmp_path / "exlm-small").mkdir()
+    assert default_twin(tmp_path / "exlm-small") is None  # no twin on disk
+    (tmp_path / "mlm-small").mkdir()
+    (tmp_path / "mlm-small" / "config.json").write_text("{}")
+    assert default_twin(tmp_path / "exlm-small") == tmp_path / "mlm-small"
+    assert default_twin(tmp_path / "mlm-small") is None
+    with pytest.raises(ValueError, match="unknown method"):
+        build_methods(["svm"], None, None, "probe")
+    with pytest.raises(ValueError, match="needs --twin"):
+        build_methods(["twin"], None, None, "probe")
+    specs = build_methods(["rf", "attentivefp"], None, None, "probe", budget=Budget(None, 2))
+    assert [s.label for s in specs] == ["RF on ECFP4", "AttentiveFP [<=2 min]"]
