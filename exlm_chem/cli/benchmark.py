@@ -47,12 +47,16 @@ class BenchmarkCommand(Subcommand):
 
         parser.add_argument("--tasks", nargs="+", default=["all"],
                             help="dataset names or 'all' (the 7 classification sets)")
-        parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+        parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2],
+                            help="one cell per seed (initialisation, batch order; the split "
+                                 "too for scaffold_balanced)")
         parser.add_argument("--model", default="default",
                             help="ExLM checkpoint directory ('default': the shipped one)")
         parser.add_argument("--twin", default=None,
                             help="MLM twin checkpoint (default: mlm-X next to exlm-X)")
-        parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+        parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS,
+                            help="rows to run: the checkpoint, its MLM twin, a random forest "
+                                 "on ECFP4, AttentiveFP (default: all)")
         parser.add_argument("--mode", choices=("finetune", "probe"), default="finetune",
                             help="how encoders are evaluated (baselines always train)")
         parser.add_argument("--split", choices=SPLITS, default="scaffold")
@@ -62,10 +66,11 @@ class BenchmarkCommand(Subcommand):
         parser.add_argument("--out", required=True, help="results folder (resumes if it exists)")
         parser.add_argument("--data", default=None,
                             help="MoleculeNet folder (default: $EXLM_CHEM_DATA, data/, cache)")
-        parser.add_argument("--device", default="auto")
+        parser.add_argument("--device", default="auto", help="for the encoders: auto, cpu, cuda")
         parser.add_argument("--report-only", action="store_true",
                             help="only rebuild the report from the results file")
-        parser.add_argument("--no-progress", action="store_true")
+        parser.add_argument("--no-progress", action="store_true",
+                            help="log one line per cell instead of progress bars")
 
     @classmethod
     def run(cls, args: argparse.Namespace) -> int:
