@@ -84,9 +84,21 @@ def test_probe_is_cached_and_deterministic(tmp_path, moleculenet_dir, tiny_check
         raise AssertionError("the cached embeddings should have been used")
 
     monkeypatch.setattr(embed_module, "embed", no_embedding)
-    again = EncoderMethod(tiny_checkpoint, "probe", cache_dir=tmp_path)(data, 1, Budget(), False)
+    reloaded = EncoderMethod(tiny_checkpoint, "probe", cache_dir=tmp_path)
+    again = reloaded(data, 1, Budget(), False)
     np.testing.assert_array_equal(first.test_scores, again.test_scores)
     assert first.test_scores.shape == (len(data.test), 1)
+
+    from exlm_chem import probe as probe_module
+
+    def no_refit(*args, **kwargs):
+        raise AssertionError("a deterministic probe must not be refitted for another seed")
+
+    monkeypatch.setattr(probe_module, "probe_scores", no_refit)
+    np.testing.assert_array_equal(reloaded(data, 2, Budget(), False).test_scores,
+                                  first.test_scores)
+    with pytest.raises(AssertionError, match="must not be refitted"):
+        reloaded(data._replace(test=data.test[:50]), 2, Budget(), False)  # another split
 
 
 def test_finetune_cell_respects_the_budget(moleculenet_dir, tiny_checkpoint):
