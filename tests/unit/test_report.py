@@ -16,12 +16,12 @@ from exlm_chem.benchmark.report import (
     _atomic_write,
     markdown_report,
     paper_table,
-    plot_report,
     summarize,
     write_cells_csv,
     write_csv,
     write_report,
 )
+from exlm_chem.benchmark.report_plot import plot_report
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 EXLM = "ExLM tiny (finetune)"
