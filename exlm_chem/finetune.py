@@ -63,7 +63,7 @@ class FinetuneResult(NamedTuple):
     stopped_early: bool  # the max_minutes budget ran out
 
 
-def _masked_loss(outputs: torch.Tensor, targets: torch.Tensor, task: str) -> torch.Tensor | None:
+def masked_loss(outputs: torch.Tensor, targets: torch.Tensor, task: str) -> torch.Tensor | None:
     """Mean loss over labelled entries; None when the batch has none."""
     labelled = ~torch.isnan(targets)
     if not labelled.any():
@@ -116,12 +116,13 @@ def make_optimizer(
     return optimizer, scheduler
 
 
-def _selection_metric(task: str, valid: LabelledSmiles | None) -> str:
-    if valid is None or len(valid.smiles) == 0:
+def selection_metric(task: str, valid_labels: np.ndarray | None) -> str:
+    """How the best epoch is chosen: "roc_auc" | "valid_loss" | "rmse" | "last_epoch"."""
+    if valid_labels is None or len(valid_labels) == 0:
         return "last_epoch"
     if task == "regression":
         return "rmse"
-    labels = np.asarray(valid.labels, dtype=np.float64)
+    labels = np.asarray(valid_labels, dtype=np.float64)
     two_class = any(np.unique(col[~np.isnan(col)]).size == 2 for col in labels.T)
     return "roc_auc" if two_class else "valid_loss"  # AUC undefined on every task
 
@@ -131,7 +132,7 @@ def _evaluate(net: FinetuneNet, valid: LabelledSmiles, task: str, metric: str,
     """(validation loss on the training scale, selection score) of the current weights."""
     outputs = torch.from_numpy(predict_batched(net, valid.smiles, batch_size))  # [N, T]
     targets = torch.as_tensor(np.asarray(valid.labels, dtype=np.float32))
-    loss = _masked_loss(outputs, (targets - mean) / scale, task)
+    loss = masked_loss(outputs, (targets - mean) / scale, task)
     loss_value = float(loss) if loss is not None else float("nan")
     if metric == "valid_loss" or not torch.isfinite(outputs).all():
         return loss_value, loss_value if metric == "valid_loss" else float("nan")
@@ -140,7 +141,8 @@ def _evaluate(net: FinetuneNet, valid: LabelledSmiles, task: str, metric: str,
     return loss_value, mean_rmse(valid.labels, (outputs * scale + mean).numpy()).mean
 
 
-def _better(score: float, best: float, metric: str) -> bool:
+def is_better(score: float, best: float, metric: str) -> bool:
+    """Whether a validation ``score`` beats ``best`` (NaN never wins; NaN best always loses)."""
     if math.isnan(score):
         return False
     return math.isnan(best) or (score > best if metric == "roc_auc" else score < best)
@@ -194,7 +196,7 @@ def finetune(
     n, bs = len(train.smiles), settings.batch_size
     total_steps = settings.epochs * math.ceil(n / bs)
     optimizer, scheduler = make_optimizer(net, settings, total_steps, ADAM_BETAS)
-    metric = _selection_metric(task, valid)
+    metric = selection_metric(task, None if valid is None else valid.labels)
     order_rng = np.random.default_rng(seed)
     best_epoch, best_score = 0, float("nan")
     best_state = {k: v.detach().clone() for k, v in net.state_dict().items()}
@@ -211,7 +213,7 @@ def finetune(
         perm = order_rng.permutation(n)
         for start in range(0, n, bs):
             idx = perm[start : start + bs]
-            loss = _masked_loss(net([train.smiles[i] for i in idx]), targets[idx], task)
+            loss = masked_loss(net([train.smiles[i] for i in idx]), targets[idx], task)
             last_lr = optimizer_step(net, optimizer, scheduler, loss, settings.clip_norm)
             if loss is not None:
                 losses.append(float(loss.detach()))
@@ -224,7 +226,7 @@ def finetune(
             valid_loss, score = _evaluate(net, valid, task, metric, mean, scale, 2 * bs)
         history.append(EpochRecord(epoch, float(np.mean(losses)) if losses else float("nan"),
                                    valid_loss, score, last_lr, time.monotonic() - epoch_start))
-        if metric == "last_epoch" or _better(score, best_score, metric):
+        if metric == "last_epoch" or is_better(score, best_score, metric):
             best_epoch, best_score = epoch, score
             best_state = {k: v.detach().clone() for k, v in net.state_dict().items()}
         if progress:

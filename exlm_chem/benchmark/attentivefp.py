@@ -16,7 +16,6 @@ forked so the caller's stream is left untouched) and the batch order (a NumPy ge
 from __future__ import annotations
 
 import logging
-import math
 import time
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
@@ -30,6 +29,7 @@ from exlm_chem.benchmark.graphs import (
     require_torch_geometric,
 )
 from exlm_chem.benchmark.records import Budget, MethodOutput, TaskData
+from exlm_chem.finetune import is_better, masked_loss, selection_metric
 from exlm_chem.metrics import mean_roc_auc
 
 if TYPE_CHECKING:
@@ -58,16 +58,6 @@ class AttentiveFPSettings:
     eval_batch_size: int = 1000  # graphs per forward pass when scoring (no gradients)
 
 
-def _masked_bce(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor | None:
-    """Mean BCE over labelled entries; None when the batch has none."""
-    import torch.nn.functional as F
-
-    labelled = ~targets.isnan()
-    if not labelled.any():
-        return None
-    return F.binary_cross_entropy_with_logits(logits[labelled], targets[labelled])
-
-
 def _chunks(graphs: list[Data], size: int) -> list[Batch]:
     from torch_geometric.data import Batch
 
@@ -89,13 +79,6 @@ def _predict(model: torch.nn.Module, batches: list[Batch], n_tasks: int,
     return torch.cat(outputs) if outputs else torch.zeros(0, n_tasks)
 
 
-def _selection_metric(labels: np.ndarray) -> str:
-    if labels.shape[0] == 0:
-        return "last_epoch"
-    two_class = any(np.unique(col[~np.isnan(col)]).size == 2 for col in labels.T)
-    return "roc_auc" if two_class else "valid_loss"  # AUC undefined on every task
-
-
 def _valid_score(logits: torch.Tensor, labels: np.ndarray, metric: str) -> float:
     import torch
 
@@ -103,14 +86,8 @@ def _valid_score(logits: torch.Tensor, labels: np.ndarray, metric: str) -> float
         return float("nan")  # diverged: never selected
     if metric == "roc_auc":
         return mean_roc_auc(labels, logits.numpy()).mean
-    loss = _masked_bce(logits, torch.as_tensor(labels, dtype=torch.float32))
+    loss = masked_loss(logits, torch.as_tensor(labels, dtype=torch.float32), "classification")
     return float(loss) if loss is not None else float("nan")
-
-
-def _better(score: float, best: float, metric: str) -> bool:
-    if math.isnan(score):
-        return False
-    return math.isnan(best) or (score > best if metric == "roc_auc" else score < best)
 
 
 def attentivefp_method(
@@ -163,7 +140,7 @@ def attentivefp_method(
     valid_batches = _chunks([graphs[i] for i in data.valid], settings.eval_batch_size)
     test_batches = _chunks([graphs[i] for i in data.test], settings.eval_batch_size)
     valid_labels = labels[data.valid]  # [n_valid, T]
-    metric = _selection_metric(valid_labels)
+    metric = selection_metric("classification", valid_labels)
     n_epochs = settings.epochs if budget.max_epochs is None else min(settings.epochs,
                                                                       budget.max_epochs)
 
@@ -196,7 +173,7 @@ def attentivefp_method(
                 batch = Batch.from_data_list(
                     [train_graphs[i] for i in perm[start : start + settings.batch_size]]
                 ).to(device)
-                loss = _masked_bce(_forward(model, batch), batch.y)
+                loss = masked_loss(_forward(model, batch), batch.y, "classification")
                 if loss is not None:  # a batch without labels changes nothing
                     optimizer.zero_grad(set_to_none=True)
                     loss.backward()
@@ -211,7 +188,7 @@ def attentivefp_method(
             if metric != "last_epoch":
                 score = _valid_score(_predict(model, valid_batches, n_tasks, device),
                                      valid_labels, metric)
-            if metric == "last_epoch" or _better(score, best_score, metric):
+            if metric == "last_epoch" or is_better(score, best_score, metric):
                 best_epoch, best_score = epoch, score
                 best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
             train_loss = float(np.mean(losses)) if losses else float("nan")

@@ -116,7 +116,7 @@ class EncoderMethod:
                   progress: bool) -> MethodOutput:
         import torch
 
-        from exlm_chem.estimator_io import load_backbone
+        from exlm_chem.estimator_io import load_backbone, resolve_device
         from exlm_chem.finetune import (
             LabelledSmiles,
             build_finetune_net,
@@ -131,8 +131,7 @@ class EncoderMethod:
             settings = dataclasses.replace(settings, epochs=budget.max_epochs)
         torch.manual_seed(seed)  # head initialisation and dropout
         backbone = load_backbone(self.path, preset="", dropout=settings.dropout)
-        device = torch.device("cuda" if self.device == "auto" and torch.cuda.is_available()
-                              else ("cpu" if self.device == "auto" else self.device))
+        device = resolve_device(self.device)
         net = build_finetune_net(backbone.config, backbone.tokenizer, data.labels.shape[1],
                                  backbone.encoder_state, settings.pooler_dropout).to(device)
 

@@ -15,11 +15,11 @@ from exlm_chem.finetune import (
     FinetuneSettings,
     LabelledSmiles,
     _fold_scaling,
-    _masked_loss,
     build_finetune_net,
     finetune,
     finetune_preset,
     lr_factor,
+    masked_loss,
     predict_batched,
 )
 from exlm_chem.finetune_settings import PRESETS_FILE, finetune_presets
@@ -87,11 +87,11 @@ def test_masked_loss_uses_labelled_entries_only():
     targets = torch.tensor([[1.0, float("nan")], [0.0, 1.0], [float("nan"), float("nan")]])
     expected = (F.softplus(-outputs[0, 0]) + F.softplus(outputs[1, 0])
                 + F.softplus(-outputs[1, 1])) / 3
-    assert _masked_loss(outputs, targets, "classification").item() == pytest.approx(
+    assert masked_loss(outputs, targets, "classification").item() == pytest.approx(
         expected.item(), rel=1e-6)
     mse = ((0.5 - 1.0) ** 2 + 2.0**2 + (0.3 - 1.0) ** 2) / 3
-    assert _masked_loss(outputs, targets, "regression").item() == pytest.approx(mse, rel=1e-6)
-    assert _masked_loss(outputs, torch.full_like(targets, float("nan")), "regression") is None
+    assert masked_loss(outputs, targets, "regression").item() == pytest.approx(mse, rel=1e-6)
+    assert masked_loss(outputs, torch.full_like(targets, float("nan")), "regression") is None
 
 
 def test_bos_pooling_reads_the_first_bos_copy(tiny_checkpoint):
