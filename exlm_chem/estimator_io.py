@@ -25,8 +25,9 @@ import torch
 from sklearn.utils.validation import check_is_fitted
 
 from exlm_chem.finetune_net import FinetuneNet, build_finetune_net
-from exlm_chem.model.checkpoint import atomic_directory, load_checkpoint
+from exlm_chem.model.checkpoint import FORMAT_VERSION, atomic_directory, load_checkpoint
 from exlm_chem.model.config import ExLMConfig
+from exlm_chem.model.rope_layout import to_current_layout
 from exlm_chem.tokenizer import SmilesTokenizer
 
 __all__ = [
@@ -100,12 +101,21 @@ def load_backbone(pretrained: str | os.PathLike[str] | None, preset: str,
 def net_to_bytes(net: FinetuneNet) -> bytes:
     """The network's weights (encoder and head) as safetensors bytes."""
     state = {k: v.detach().cpu().contiguous() for k, v in net.state_dict().items()}
-    return safetensors.torch.save(state, metadata={"format": ESTIMATOR_FORMAT})
+    return safetensors.torch.save(state, metadata={"format": ESTIMATOR_FORMAT,
+                                                   "format_version": str(FORMAT_VERSION)})
+
+
+def _safetensors_metadata(data: bytes) -> dict[str, str]:
+    """The ``__metadata__`` of safetensors bytes: an 8-byte little-endian header length,
+    then the JSON header."""
+    size = int.from_bytes(data[:8], "little")
+    return json.loads(data[8 : 8 + size]).get("__metadata__") or {}
 
 
 def _net_from_tensors(tensors: dict[str, torch.Tensor], config: ExLMConfig,
                       tokenizer: SmilesTokenizer, n_out: int, where: str,
-                      **net_kwargs: Any) -> FinetuneNet:
+                      format_version: int | None, **net_kwargs: Any) -> FinetuneNet:
+    tensors = to_current_layout(tensors, config, format_version)
     with torch.random.fork_rng(devices=[]):  # the throw-away init must not touch the caller's RNG
         net = build_finetune_net(config, tokenizer, n_out, **net_kwargs)
     expected = set(net.state_dict())
@@ -121,8 +131,9 @@ def net_from_bytes(data: bytes, config: ExLMConfig, tokenizer: SmilesTokenizer, 
                    **net_kwargs: Any) -> FinetuneNet:
     """Inverse of :func:`net_to_bytes` (on the CPU, in eval mode)."""
     tensors = safetensors.torch.load(data)
+    version = _safetensors_metadata(data).get("format_version")
     return _net_from_tensors(tensors, config, tokenizer, n_out, "pickled weights",
-                             **net_kwargs)
+                             None if version is None else int(version), **net_kwargs)
 
 
 def save_finetuned(path: str | os.PathLike[str], net: FinetuneNet, config: ExLMConfig,
@@ -130,7 +141,8 @@ def save_finetuned(path: str | os.PathLike[str], net: FinetuneNet, config: ExLMC
     """Write a fitted network atomically; ``metadata`` must be JSON-serialisable."""
     from exlm_chem import __version__
 
-    meta = {"format": ESTIMATOR_FORMAT, "package_version": __version__, **metadata}
+    meta = {"format": ESTIMATOR_FORMAT, "format_version": FORMAT_VERSION,
+            "package_version": __version__, **metadata}
     text = json.dumps(meta, indent=2) + "\n"  # fail before touching the disk
     state = {k: v.detach().cpu().contiguous() for k, v in net.state_dict().items()}
     with atomic_directory(path) as tmp:
@@ -166,8 +178,9 @@ def load_finetuned(path: str | os.PathLike[str], n_out: int,
     config = ExLMConfig.from_json(path / "config.json")
     tokenizer = SmilesTokenizer.from_file(path / "vocab.txt")
     tensors = safetensors.torch.load_file(str(path / "model.safetensors"))
+    meta = json.loads((path / "metadata.json").read_text(encoding="utf-8"))
     net = _net_from_tensors(tensors, config, tokenizer, n_out, str(path / "model.safetensors"),
-                            **net_kwargs)
+                            meta.get("format_version"), **net_kwargs)
     return net, config
 
 

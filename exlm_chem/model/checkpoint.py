@@ -27,6 +27,8 @@ WEIGHTS_FILE = "model.safetensors"
 VOCAB_FILE = "vocab.txt"
 METADATA_FILE = "metadata.json"
 FORMAT = "exlm_chem-checkpoint-1"
+# 2: q/k pairs interleaved for RoPE; no version (or 1): the first layout, converted on load
+FORMAT_VERSION = 2
 
 _SHIP_DTYPES = {torch.float32, torch.float16, torch.bfloat16}
 
@@ -196,6 +198,7 @@ def save_checkpoint(
     meta = dict(metadata or {})
     meta.update({
         "format": FORMAT,
+        "format_version": FORMAT_VERSION,
         "package_version": __version__,
         "objective": config.objective,
         "num_parameters": num_parameters,
@@ -227,6 +230,7 @@ def load_checkpoint(
         Contents of ``metadata.json``. The vocabulary is ``directory / VOCAB_FILE``.
     """
     from exlm_chem.model.encoder import ExLMModel
+    from exlm_chem.model.rope_layout import to_current_layout
 
     directory = Path(directory)
     missing_files = [f for f in (CONFIG_FILE, WEIGHTS_FILE, METADATA_FILE, VOCAB_FILE)
@@ -254,6 +258,7 @@ def load_checkpoint(
             raise ValueError(f"{directory / WEIGHTS_FILE}: {name} has shape "
                              f"{tuple(tensor.shape)}, config.json implies "
                              f"{tuple(reference[name].shape)}")
+    tensors = to_current_layout(tensors, config, metadata.get("format_version"))
     # copies into the existing parameters (casting 16-bit to float32), keeping the tie
     model.load_state_dict(tensors, strict=False)
     model.eval()

@@ -18,7 +18,7 @@ from torch import nn
 
 from exlm_chem.model.config import ExLMConfig
 from exlm_chem.model.heads import LMHead, TransitionHead
-from exlm_chem.model.rope import apply_rope, rope_cos_sin
+from exlm_chem.model.rope import rope_rotation, rotate_pairs
 
 
 class SelfAttention(nn.Module):
@@ -33,13 +33,14 @@ class SelfAttention(nn.Module):
         self.out = nn.Linear(config.d_model, config.d_model)
 
     def forward(
-        self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, key_mask: torch.Tensor | None
+        self, x: torch.Tensor, rotation: torch.Tensor, key_mask: torch.Tensor | None
     ) -> torch.Tensor:
         B, X, d = x.shape
         qkv = self.qkv(x).view(B, X, 3, self.n_heads, self.head_dim)  # [B, X, 3, H, hd]
-        q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # 3 x [B, H, X, hd]
-        q = apply_rope(q, cos, sin)
-        k = apply_rope(k, cos, sin)
+        # q and k rotated together, in place in the fused layout: one complex multiply
+        qk = rotate_pairs(qkv[:, :, :2], rotation)  # [B, X, 2, H, hd]
+        q, k = qk.permute(2, 0, 3, 1, 4).unbind(0)  # 2 x [B, H, X, hd]
+        v = qkv[:, :, 2].transpose(1, 2)  # [B, H, X, hd]
         # SDPA scales q.k by hd**-0.5 itself; key_mask is [B, 1, 1, X] with True = attend
         y = F.scaled_dot_product_attention(
             q, k, v, attn_mask=key_mask,
@@ -74,9 +75,9 @@ class Block(nn.Module):
         self.dropout = nn.Dropout(config.dropout)
 
     def forward(
-        self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, key_mask: torch.Tensor | None
+        self, x: torch.Tensor, rotation: torch.Tensor, key_mask: torch.Tensor | None
     ) -> torch.Tensor:
-        x = x + self.dropout(self.attn(self.ln_attn(x), cos, sin, key_mask))
+        x = x + self.dropout(self.attn(self.ln_attn(x), rotation, key_mask))
         x = x + self.dropout(self.ffn(self.ln_ffn(x)))
         return x
 
@@ -132,16 +133,19 @@ class ExLMEncoder(nn.Module):
                 raise ValueError(f"padding_mask {tuple(padding_mask.shape)} must match "
                                  f"input_ids {tuple(input_ids.shape)}")
             padding_mask = padding_mask.bool()
-            # a sample with no real token would give SDPA an all-False key row (NaN);
-            # let such a sample attend everywhere: its outputs are padding anyway
-            empty = ~padding_mask.any(dim=-1, keepdim=True)  # [B, 1]
-            key_mask = (padding_mask | empty)[:, None, None, :]  # [B, 1, 1, X]
+            # a batch without padding needs no mask, and SDPA's unmasked kernels are faster
+            if not bool(padding_mask.all()):
+                # a sample with no real token would give SDPA an all-False key row (NaN);
+                # let such a sample attend everywhere: its outputs are padding anyway
+                empty = ~padding_mask.any(dim=-1, keepdim=True)  # [B, 1]
+                key_mask = (padding_mask | empty)[:, None, None, :]  # [B, 1, 1, X]
 
-        cos, sin = rope_cos_sin(pos_original, pos_copy, self.config.head_dim,
-                                self.config.rope_base)  # [B, 1, X, hd] each
+        rotation = rope_rotation(pos_original, pos_copy, self.config.head_dim,
+                                 self.config.rope_base)  # [B, X, hd/2] complex
+        rotation = rotation[:, :, None, None, :]  # [B, X, 1, 1, hd/2]: over q/k and heads
         x = self.dropout(self.embed_tokens(input_ids))  # [B, X, d]
         for block in self.blocks:
-            x = block(x, cos, sin, key_mask)
+            x = block(x, rotation, key_mask)
         return self.ln_final(x)
 
 
