@@ -83,8 +83,8 @@ def test_permutation_moves_only_q_and_k_rows_and_inverts():
     assert new["encoder.embed_tokens.weight"] is state["encoder.embed_tokens.weight"]
     assert not torch.equal(w_new, w_old)
     back = permute_qk_to_halves(new, config)
-    for name in state:
-        assert torch.equal(back[name], state[name]), name
+    for key in state:
+        assert torch.equal(back[key], state[key]), key
     # the prefix does not matter: a bare encoder or a fine-tuning net's state converts too
     bare = {k.removeprefix("encoder."): v for k, v in state.items() if k.startswith("encoder.")}
     assert torch.equal(permute_qk_to_interleaved(bare, config)["blocks.1.attn.qkv.bias"],
