@@ -88,7 +88,7 @@ def build_finetune_net(
     return FinetuneNet(encoder, tokenizer, n_out, pooler_dropout, pooling, max_length)
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def predict_batched(
     net: FinetuneNet, smiles: Sequence[str], batch_size: int = 64, embed: bool = False
 ) -> np.ndarray:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from exlm_chem.cli.base import Subcommand
+from exlm_chem.threads import add_threads_option, set_threads
 
 FORMATS = (".parquet", ".csv", ".npy")
 RESERVED_COLUMNS = ("row", "valid", "invalid_reason")
@@ -281,10 +282,12 @@ class EmbedCommand(Subcommand):
         parser.add_argument("--max-length", type=int, default=256,
                             help="tokens per molecule incl. BOS/EOS; longer ones truncated")
         parser.add_argument("--device", default="auto", help="auto | cpu | cuda[:i]")
+        add_threads_option(parser)
         parser.add_argument("--no-progress", dest="progress", action="store_false")
 
     @classmethod
     def run(cls, args: argparse.Namespace) -> int:
+        set_threads(args.threads)
         n = export_embeddings(
             args.input, args.out, smiles_column=args.smiles_column, model=args.model,
             pooling=args.pooling, batch_size=args.batch_size, chunk_size=args.chunk_size,

@@ -11,6 +11,7 @@ import argparse
 from dataclasses import asdict
 
 from exlm_chem.cli.base import Subcommand
+from exlm_chem.threads import add_threads_option, set_threads
 
 TASKS = ("classification", "regression")
 
@@ -48,10 +49,12 @@ class FitCommand(Subcommand):
                                  "leave them out with a warning")
         parser.add_argument("--max-minutes", type=float)
         parser.add_argument("--device", default="auto", help="auto | cpu | cuda[:i]")
+        add_threads_option(parser)
         parser.add_argument("--no-progress", dest="progress", action="store_false")
 
     @classmethod
     def run(cls, args: argparse.Namespace) -> int:
+        set_threads(args.threads)
         import pandas as pd
 
         from exlm_chem.cli.embed import require_columns

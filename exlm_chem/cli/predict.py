@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from exlm_chem.cli.base import Subcommand
+from exlm_chem.threads import add_threads_option, set_threads
 
 
 def load_estimator(model_dir: str | Path) -> Any:
@@ -68,10 +69,12 @@ class PredictCommand(Subcommand):
         parser.add_argument("--chunk-size", type=int, default=8192,
                             help="CSV rows read and written at a time")
         parser.add_argument("--device", default=None, help="auto | cpu | cuda[:i]")
+        add_threads_option(parser)
         parser.add_argument("--no-progress", dest="progress", action="store_false")
 
     @classmethod
     def run(cls, args: argparse.Namespace) -> int:
+        set_threads(args.threads)
         import numpy as np
         import pandas as pd
         from tqdm.auto import tqdm
