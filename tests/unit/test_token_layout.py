@@ -99,3 +99,25 @@ def test_grouped_encoder_gradients_equal_per_sample_gradients(encoder):
         torch.testing.assert_close(batched[name], param.grad, atol=1e-5, rtol=1e-4,
                                    msg=name)
     encoder.eval()
+
+
+def test_batches_without_padding_reach_sdpa_without_a_mask(encoder, monkeypatch):
+    import torch.nn.functional as F
+
+    seen = []
+    sdpa = F.scaled_dot_product_attention
+
+    def recording(*args, attn_mask=None, **kwargs):
+        seen.append(attn_mask)
+        return sdpa(*args, attn_mask=attn_mask, **kwargs)
+
+    monkeypatch.setattr("exlm_chem.model.encoder.F.scaled_dot_product_attention", recording)
+    ids, po, pc, _ = random_batch(8, seed=4)
+    with torch.no_grad():
+        encoder.eval()(ids, po, pc, torch.ones_like(ids, dtype=torch.bool))
+        assert len(seen) == encoder.config.n_layers and all(m is None for m in seen)
+        seen.clear()
+        mask = torch.ones_like(ids, dtype=torch.bool)
+        mask[0, -5:] = False  # one shorter sample: only its group needs a mask
+        encoder(ids, po, pc, mask)
+    assert any(m is not None for m in seen)
