@@ -211,7 +211,7 @@ def validate(parts: CheckpointParts, reference: dict[str, torch.Tensor]) -> None
     _verify(parts)
 
 
-def check_tensors(path: Path, tensors: dict[str, torch.Tensor],
+def check_tensors(path: str | Path, tensors: dict[str, torch.Tensor],
                   reference: dict[str, torch.Tensor]) -> None:
     """Names and shapes of the stored ``tensors`` against a freshly built model's."""
     missing = sorted(set(reference) - set(tensors))
