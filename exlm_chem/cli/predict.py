@@ -81,6 +81,7 @@ class PredictCommand(Subcommand):
             require_columns,
         )
         from exlm_chem.featurize import check_smiles
+        from exlm_chem.safe_write import check_output_file
 
         out = Path(args.out)
         fmt = out.suffix.lower()
@@ -89,6 +90,7 @@ class PredictCommand(Subcommand):
         if args.chunk_size < 1:
             raise ValueError(f"--chunk-size must be positive, got {args.chunk_size}")
         keep = list(dict.fromkeys(args.keep_columns))
+        check_output_file(out)  # before any work: a result that cannot be written is lost
         require_columns(args.input, [args.smiles_column], "--smiles-column")
         require_columns(args.input, keep, "--keep-columns")
         est = load_estimator(args.model)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import fields
+from pathlib import Path
 
 from exlm_chem.cli.base import Subcommand
 
@@ -38,8 +39,12 @@ class PretrainCommand(Subcommand):
 
     @classmethod
     def run(cls, args: argparse.Namespace) -> int:
+        from exlm_chem.model.checkpoint_format import FORMAT
         from exlm_chem.pretrain import PretrainArgs, pretrain
+        from exlm_chem.safe_write import check_output_dir
 
+        # before any training: a checkpoint that cannot be written would lose the run
+        check_output_dir(Path(args.out) / "checkpoint", FORMAT)
         values = {
             f.name: getattr(args, f.name) for f in fields(PretrainArgs) if hasattr(args, f.name)
         }
