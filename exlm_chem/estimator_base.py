@@ -189,7 +189,8 @@ class ExLMEstimatorBase(PersistenceMixin, BaseEstimator):
         self.invalid_mask_ = ~checked.valid  # set before raising: it says which rows failed
         if on_invalid == "raise":
             raise_for_invalid(smiles, checked)
-        net = self.model_.to(resolve_device(self.device))
+        device = resolve_device(self.device)  # .to() walks every parameter even when a no-op
+        net = self.model_ if self.model_.device == device else self.model_.to(device)
         width = self.config_.d_model if embed else self.n_tasks_
         out = np.full((len(smiles), width), np.nan, dtype=np.float32)
         rows = np.flatnonzero(checked.valid)

@@ -29,6 +29,7 @@ import torch
 from exlm_chem.errors import CheckpointError, CheckpointFilesMissingError
 from exlm_chem.model.config import ExLMConfig
 from exlm_chem.output_owner import describe
+from exlm_chem.safe_write import sweep_debris
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
@@ -106,7 +107,15 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 
 def read_metadata(directory: Path, kind: str) -> tuple[dict[str, Any], int]:
-    """metadata.json of a ``kind`` directory and its format version."""
+    """metadata.json of a ``kind`` directory and its format version.
+
+    A directory missing because a save was killed while it was set aside is put back
+    first (:func:`exlm_chem.safe_write.sweep_debris`).
+    """
+    if not directory.exists():
+        sweep_debris(directory.absolute())
+    if not directory.is_dir():
+        raise CheckpointFilesMissingError(f"{directory} does not exist or is not a directory")
     missing = [f for f in FILES if not (directory / f).is_file()]
     if missing:
         raise CheckpointFilesMissingError(f"{directory} is not a complete exlm_chem model "

@@ -127,8 +127,8 @@ def test_objective_disagreeing_with_the_weights(tiny_checkpoint, tiny_mlm_checkp
                                                 model_copy):
     exlm = model_copy(tiny_checkpoint, "exlm")
     _edit_json(exlm / "config.json", lambda c: c.update(objective="mlm"))
-    with pytest.raises(CheckpointError, match="holds a transition head but config.json says "
-                                              "objective='mlm'"):
+    with pytest.raises(CheckpointError, match=r"holds a transition head but config\.json says "
+                                              r"objective='mlm'"):
         load_checkpoint(exlm)
     mlm = model_copy(tiny_mlm_checkpoint, "mlm")
     _edit_json(mlm / "config.json", lambda c: c.update(objective="exlm"))
@@ -182,6 +182,6 @@ def test_shipped_checkpoints_load(tmp_path):
     from reliability_helpers import REPO
 
     for name in ("exlm-small", "mlm-small"):
-        model, config, meta = load_checkpoint(REPO / "models" / name)
+        model, _, meta = load_checkpoint(REPO / "models" / name)
         assert "format_version" not in meta  # format 1, read without rewriting
         assert model.config.vocab_size == len(_lines(REPO / "models" / name / "vocab.txt"))

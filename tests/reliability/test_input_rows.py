@@ -27,7 +27,7 @@ def test_whitespace_or_trailing_text_is_invalid_with_that_reason():
 
 
 def test_junk_rows_never_reach_the_model(fitted_classifier, bbbp_rows):
-    X, y = bbbp_rows
+    X, _ = bbbp_rows
     p = fitted_classifier.predict_proba([X[0], *JUNK, X[1]])
     assert np.isfinite(p[[0, -1]]).all() and np.isnan(p[1:-1]).all()
     assert fitted_classifier.invalid_mask_.tolist() == [False] + [True] * len(JUNK) + [False]
