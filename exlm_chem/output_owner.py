@@ -19,6 +19,10 @@ MODEL_FILES = frozenset({
     "training_state.json", "training_state.safetensors", "tokenizer.json", "MODEL_CARD.md",
 })  # fmt: skip
 
+#: Kind tags of ``metadata.json`` "format"; the "-1" is part of the name, not a version
+#: (see :mod:`exlm_chem.model.checkpoint_format` for the format version).
+CHECKPOINT_FORMAT = "exlm_chem-checkpoint-1"
+ESTIMATOR_FORMAT = "exlm_chem-estimator-1"
 _FORMAT_PREFIX = "exlm_chem-"
 _SHOWN = 5
 
@@ -38,7 +42,7 @@ def describe(meta: dict[str, Any] | None) -> str:
     """What a saved directory holds, in words."""
     if meta is None:
         return "no saved exlm_chem model"
-    if "estimator" in meta or "estimator-" in str(meta.get("format")):
+    if "estimator" in meta or meta.get("format") == ESTIMATOR_FORMAT:
         name = meta.get("estimator") or "estimator"
         return f"a fitted {name} (saved by `exlm-chem fit` or .save)"
     return "a pre-trained checkpoint"

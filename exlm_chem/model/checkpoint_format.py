@@ -28,7 +28,7 @@ import torch
 
 from exlm_chem.errors import CheckpointError, CheckpointFilesMissingError
 from exlm_chem.model.config import ExLMConfig
-from exlm_chem.output_owner import describe
+from exlm_chem.output_owner import CHECKPOINT_FORMAT, ESTIMATOR_FORMAT, describe
 from exlm_chem.safe_write import sweep_debris
 
 CONFIG_FILE = "config.json"
@@ -36,8 +36,7 @@ WEIGHTS_FILE = "model.safetensors"
 VOCAB_FILE = "vocab.txt"
 METADATA_FILE = "metadata.json"
 FILES = (CONFIG_FILE, WEIGHTS_FILE, VOCAB_FILE, METADATA_FILE)
-FORMAT = "exlm_chem-checkpoint-1"  # kind tags; the "-1" is part of the name, not a version
-ESTIMATOR_FORMAT = "exlm_chem-estimator-1"
+FORMAT = CHECKPOINT_FORMAT
 FORMAT_VERSION = 2
 
 

@@ -98,11 +98,11 @@ def test_debug_shows_the_traceback_and_bugs_keep_theirs(capsys, saved_classifier
                            str(tmp_path / "m")])
 
 
-def test_installed_entry_point(tmp_path, saved_classifier, model_copy, smiles_csv):
-    model = model_copy(saved_classifier)
+def test_installed_entry_point(tmp_path, tiny_checkpoint, model_copy, smiles_csv):
+    model = model_copy(tiny_checkpoint)
     config = json.loads((model / "config.json").read_text())
     (model / "config.json").write_text(json.dumps({**config, "k_states": 4}))
-    argv = ["predict", str(model), str(smiles_csv), "--out", str(tmp_path / "p.csv")]
+    argv = ["embed", str(smiles_csv), "--model", str(model), "--out", str(tmp_path / "e.npy")]
     quiet = subprocess.run([*CLI, *argv], env=cli_env(), capture_output=True, text=True,
                            timeout=300)
     assert quiet.returncode == 2
