@@ -1,16 +1,24 @@
-"""Which existing directories a save may replace: only what exlm_chem wrote itself.
+"""Where a save may write: only over what exlm_chem wrote itself, and only where it can.
 
 A directory counts as a saved model when its ``metadata.json`` is a JSON object whose
 ``format`` is one of ours; it may be replaced only when it holds nothing but the files a
 save writes (:data:`MODEL_FILES`) and, when a kind is asked for, is of that kind: a
 fitted estimator is never saved over a pre-trained checkpoint, nor the reverse.
+:func:`check_output_dir` and :func:`check_output_file` make these refusals, and check
+that the place can be written, before long work starts.
 """
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import tempfile
 from pathlib import Path
 from typing import Any
+
+from exlm_chem.debris import temp_prefix
+from exlm_chem.errors import OutputPathError
 
 #: Files an exlm_chem save (checkpoint, fitted estimator, pre-training run checkpoint,
 #: shipped model card) may write into a model directory.
@@ -81,3 +89,59 @@ def replace_refusal(path: Path, kind: str | None) -> str | None:
                 f"({_listing(foreign)}); saving there would delete them. Move them away or "
                 "give a new directory")
     return None
+
+
+def _refuse_special(path: Path) -> None:
+    """Targets that cannot be replaced as a whole: the working directory and the like."""
+    resolved = path.resolve()
+    cwd = Path.cwd().resolve()
+    if resolved == cwd or resolved in cwd.parents:
+        raise OutputPathError(f"{path} is the current directory or holds it; a model is "
+                              "saved by replacing its directory as a whole, so give a new "
+                              f"subdirectory instead (for example {path / 'model'})")
+    if resolved.parent == resolved or os.path.ismount(resolved):
+        raise OutputPathError(f"{path} is a file-system root or mount point; give a "
+                              "subdirectory of it instead")
+
+
+def _probe_writable(directory: Path, what: Path) -> None:
+    """Create and remove a temporary entry in ``directory`` (or its nearest ancestor)."""
+    existing = directory
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise OutputPathError(f"cannot write {what}: {existing} is not a directory")
+    try:
+        if existing == directory:
+            os.rmdir(tempfile.mkdtemp(dir=directory, prefix=temp_prefix(what, "tmp")))
+        elif not os.access(existing, os.W_OK | os.X_OK):
+            raise PermissionError(errno.EACCES, "permission denied", str(existing))
+    except OSError as err:
+        raise OutputPathError(f"cannot write {what}: {existing} is not writable "
+                              f"({err.strerror or err})") from err
+
+
+def check_output_dir(path: str | os.PathLike[str], kind: str | None = None) -> Path:
+    """Refuse now what :func:`atomic_directory` would refuse at the end.
+
+    Raises :class:`~exlm_chem.errors.OutputPathError` when ``path`` is the working
+    directory, a file, a directory holding anything but a saved model of format ``kind``
+    (any exlm_chem kind when None), or in a place that cannot be written.
+    """
+    path = Path(path).expanduser()
+    _refuse_special(path)
+    target = path.resolve()
+    reason = replace_refusal(target, kind)
+    if reason:
+        raise OutputPathError(reason)
+    _probe_writable(target.parent, target)
+    return target
+
+
+def check_output_file(path: str | os.PathLike[str]) -> Path:
+    """Refuse an output file path that is a directory or cannot be written."""
+    path = Path(path).expanduser()
+    if path.is_dir():
+        raise OutputPathError(f"{path} is a directory; give a file name for the output")
+    _probe_writable(path.parent, path)
+    return path

@@ -3,14 +3,14 @@
 * :func:`atomic_directory` / :func:`atomic_file`: the new version is assembled under a
   hidden temporary name beside the target and published in one step; the previous
   version stays whole until then.
-* :func:`check_output_dir` / :func:`check_output_file`: the same refusals, made before
-  long work (training, embedding) starts, so that no result is lost at the end.
+* :func:`check_output_dir` / :func:`check_output_file` (from
+  :mod:`exlm_chem.output_owner`): the same refusals, made before long work (training,
+  embedding) starts, so that no result is lost at the end.
 
 Saving never deletes what exlm_chem did not write: an existing directory is replaced
 only when it is empty or a saved model of the expected kind holding nothing but model
-files (:mod:`exlm_chem.output_owner`). Temporary names are
-``.{name}.{tag}-{host}.{pid}-{random}``: a later write to the same target removes the
-debris left by dead processes of this host (a killed run), restoring a previous version
+files. Temporaries are named after their writer (:mod:`exlm_chem.debris`): a later
+write to the same target removes what a killed run left, restoring a previous version
 found set aside, and names whatever else it finds.
 """
 
@@ -18,137 +18,29 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import hashlib
 import json
-import logging
 import os
-import re
 import shutil
-import socket
 import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from exlm_chem.debris import sweep_debris, temp_prefix
 from exlm_chem.errors import OutputPathError
-from exlm_chem.output_owner import replace_refusal
+from exlm_chem.output_owner import check_output_dir, check_output_file, replace_refusal
 
-logger = logging.getLogger(__name__)
-
-_HOST = hashlib.sha1(socket.gethostname().encode(), usedforsecurity=False).hexdigest()[:8]
+__all__ = [
+    "atomic_directory", "atomic_file", "check_output_dir", "check_output_file", "fsync_dir",
+    "sweep_debris", "write_json_atomic",
+]  # fmt: skip
 
 
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
-
-
-def _prefix(path: Path, tag: str) -> str:
-    return f".{path.name}.{tag}-{_HOST}.{os.getpid()}-"
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's live process
-        return True
-    return True
-
-
-def sweep_debris(path: Path) -> list[Path]:
-    """Remove temporaries of ``path`` left by dead processes; return the ones kept.
-
-    A previous version set aside (``old``) by a killed writer is moved back first when
-    ``path`` itself is missing.
-    """
-    pattern = re.compile(rf"\.{re.escape(path.name)}\.(tmp|old)-([0-9a-f]{{8}})\.(\d+)-")
-    kept = []
-    with contextlib.suppress(FileNotFoundError):
-        for entry in path.parent.iterdir():
-            found = pattern.match(entry.name)
-            if found is None:
-                continue
-            tag, host, pid = found.group(1), found.group(2), int(found.group(3))
-            if host != _HOST or pid == os.getpid() or _pid_alive(pid):
-                kept.append(entry)
-                continue
-            if tag == "old" and not path.exists() and (entry / path.name).exists():
-                os.replace(entry / path.name, path)
-                logger.warning("restored %s from %s, left by an interrupted save", path, entry)
-            _remove(entry)
-            logger.info("removed %s, left by an interrupted write (process %d)", entry, pid)
-    if kept:
-        logger.warning("temporary files of other writers beside %s: %s", path,
-                       ", ".join(e.name for e in kept))
-    return kept
-
-
-def _remove(entry: Path) -> None:
-    if entry.is_dir() and not entry.is_symlink():
-        shutil.rmtree(entry, ignore_errors=True)
-    else:
-        with contextlib.suppress(FileNotFoundError):
-            entry.unlink()
-
-
-def _refuse_special(path: Path) -> None:
-    """Targets that cannot be replaced as a whole: the working directory and the like."""
-    resolved = path.resolve()
-    cwd = Path.cwd().resolve()
-    if resolved == cwd or resolved in cwd.parents:
-        raise OutputPathError(f"{path} is the current directory or holds it; a model is "
-                              "saved by replacing its directory as a whole, so give a new "
-                              f"subdirectory instead (for example {path / 'model'})")
-    if resolved.parent == resolved or os.path.ismount(resolved):
-        raise OutputPathError(f"{path} is a file-system root or mount point; give a "
-                              "subdirectory of it instead")
-
-
-def _probe_writable(directory: Path, what: Path) -> None:
-    """Create and remove a temporary entry in ``directory`` (or its nearest ancestor)."""
-    existing = directory
-    while not existing.exists():
-        existing = existing.parent
-    if not existing.is_dir():
-        raise OutputPathError(f"cannot write {what}: {existing} is not a directory")
-    try:
-        if existing == directory:
-            os.rmdir(tempfile.mkdtemp(dir=directory, prefix=_prefix(what, "tmp")))
-        elif not os.access(existing, os.W_OK | os.X_OK):
-            raise PermissionError(errno.EACCES, "permission denied", str(existing))
-    except OSError as err:
-        raise OutputPathError(f"cannot write {what}: {existing} is not writable "
-                              f"({err.strerror or err})") from err
-
-
-def check_output_dir(path: str | os.PathLike[str], kind: str | None = None) -> Path:
-    """Refuse now what :func:`atomic_directory` would refuse at the end.
-
-    Raises :class:`~exlm_chem.errors.OutputPathError` when ``path`` is the working
-    directory, a file, a directory holding anything but a saved model of format ``kind``
-    (any exlm_chem kind when None), or in a place that cannot be written.
-    """
-    path = Path(path).expanduser()
-    _refuse_special(path)
-    target = path.resolve()
-    reason = replace_refusal(target, kind)
-    if reason:
-        raise OutputPathError(reason)
-    _probe_writable(target.parent, target)
-    return target
-
-
-def check_output_file(path: str | os.PathLike[str]) -> Path:
-    """Refuse an output file path that is a directory or cannot be written."""
-    path = Path(path).expanduser()
-    if path.is_dir():
-        raise OutputPathError(f"{path} is a directory; give a file name for the output")
-    _probe_writable(path.parent, path)
-    return path
 
 
 def _publish_modes(directory: Path) -> None:
@@ -214,7 +106,7 @@ def atomic_directory(path: str | os.PathLike[str], kind: str | None = None) -> I
     sweep_debris(path.resolve())
     path = check_output_dir(path, kind)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=_prefix(path, "tmp")))
+    tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=temp_prefix(path, "tmp")))
     try:
         yield tmp
         _publish_modes(tmp)
@@ -237,7 +129,7 @@ def _swap_in(tmp: Path, path: Path) -> None:
         return
     if _exchange(tmp, path):
         return
-    old = Path(tempfile.mkdtemp(dir=path.parent, prefix=_prefix(path, "old")))
+    old = Path(tempfile.mkdtemp(dir=path.parent, prefix=temp_prefix(path, "old")))
     os.replace(path, old / path.name)
     try:
         os.replace(tmp, path)
@@ -260,7 +152,7 @@ def atomic_file(path: str | os.PathLike[str]) -> Iterator[Path]:
     check_output_file(path)
     sweep_debris(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / (_prefix(path, "tmp") + os.urandom(4).hex())
+    tmp = path.parent / (temp_prefix(path, "tmp") + os.urandom(4).hex())
     try:
         yield tmp
         os.replace(tmp, path)

@@ -26,10 +26,10 @@ from typing import Any, NamedTuple
 
 import torch
 
+from exlm_chem.debris import sweep_debris
 from exlm_chem.errors import CheckpointError, CheckpointFilesMissingError
 from exlm_chem.model.config import ExLMConfig
 from exlm_chem.output_owner import CHECKPOINT_FORMAT, ESTIMATOR_FORMAT, describe
-from exlm_chem.safe_write import sweep_debris
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"

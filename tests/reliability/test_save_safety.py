@@ -11,6 +11,7 @@ import sys
 import pytest
 from reliability_helpers import CLI, cli_env, debris
 
+from exlm_chem import debris as debris_names
 from exlm_chem import safe_write
 from exlm_chem.cli import main
 from exlm_chem.cli.errors import run_console
@@ -159,15 +160,15 @@ def test_debris_of_a_killed_save_is_swept_and_a_set_aside_model_restored(
     saved = _snapshot(target)
     pid = _dead_pid()
     # what a save killed between its two renames leaves: the model set aside, none in place
-    aside = tmp_path / f".clf.old-{safe_write._HOST}.{pid}-abcdefgh"
+    aside = tmp_path / f".clf.old-{debris_names.HOST}.{pid}-abcdefgh"
     aside.mkdir()
     os.replace(target, aside / "clf")
-    half = tmp_path / f".clf.tmp-{safe_write._HOST}.{pid}-ijklmnop"
+    half = tmp_path / f".clf.tmp-{debris_names.HOST}.{pid}-ijklmnop"
     half.mkdir()
     (half / "config.json").write_text("{")
-    live = tmp_path / f".clf.tmp-{safe_write._HOST}.{os.getppid()}-qrstuvwx"  # a live writer
+    live = tmp_path / f".clf.tmp-{debris_names.HOST}.{os.getppid()}-qrstuvwx"  # a live writer
     live.mkdir()
-    with caplog.at_level(logging.INFO, logger="exlm_chem.safe_write"):
+    with caplog.at_level(logging.INFO, logger="exlm_chem.debris"):
         kept = safe_write.sweep_debris(target)
     assert kept == [live] and live.name in caplog.text and "restored" in caplog.text
     assert _snapshot(target) == saved
