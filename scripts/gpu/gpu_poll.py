@@ -1,4 +1,5 @@
-"""One short screen on the two background runs: steps, loss, tokens/s, ETA, checkpoints."""
+"""One short screen on the two background runs (steps, loss, tokens/s, ETA, checkpoints),
+and the training table of the final report."""
 
 from __future__ import annotations
 
@@ -106,3 +107,34 @@ def screen(work: Work) -> str:
             tails += [f"  {objective}: {x[:150]}" for x in text[-6:]]
     lines.append(_gpu_line())
     return "\n".join(lines + tails)
+
+
+def training_table(work: Work) -> str:
+    plan = read_json(work.plan, {})
+    status = read_json(work.status, {"runs": {}})
+    lines = [
+        f"Training: preset {plan.get('preset')}, steps {plan.get('steps', {}).get('reason')};"
+        f" {plan.get('max_tokens')} padded tokens per step; both runs side by side on one "
+        "device",
+        "",
+        "| run | state | steps done / planned | tokens seen | last loss (mean of 10 logs) "
+        "| valid loss | valid accuracy | median tokens/s | minutes |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for objective in OBJECTIVES:
+        entry = status["runs"].get(objective, {})
+        train, valid = read_run_log(work.run(objective))
+        meta = read_json(work.run(objective) / "checkpoint" / "metadata.json", {})
+        losses = [r["loss"] for r in train[-10:]]
+        rates = sorted(r.get("tokens_per_s", 0) for r in train)
+        v = valid[-1] if valid else {}
+        minutes = (entry.get("ended", time.time()) - entry.get("started", time.time())) / 60
+        lines.append(
+            f"| {objective} | {entry.get('state', 'not started')} | "
+            f"{train[-1]['step'] if train else 0} / {planned_steps(work, plan, objective)}"
+            f" (checkpoint at {meta.get('steps', '-')}) | {meta.get('tokens_seen', 0):,} | "
+            f"{sum(losses) / len(losses) if losses else float('nan'):.4f} | "
+            f"{v.get('valid_loss', float('nan')):.4f} | {v.get('valid_accuracy', float('nan')):.4f}"
+            f" | {rates[len(rates) // 2] if rates else 0:,.0f} | {minutes:.1f} |"
+        )
+    return "\n".join(lines)

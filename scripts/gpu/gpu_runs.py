@@ -61,7 +61,7 @@ def supervise(work: Work) -> None:
         Path(run["dir"]).mkdir(parents=True, exist_ok=True)
         log = (work.logs / f"{objective}.log").open("w")
         procs[objective] = subprocess.Popen(
-            run["cmd"], cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env=run_env(plan)
+            run["cmd"], cwd=REPO, stdout=log, stderr=subprocess.STDOUT
         )
         status["runs"][objective] = {
             "pid": procs[objective].pid,
@@ -99,12 +99,6 @@ def _record_end(entry: dict, proc: subprocess.Popen) -> None:
     entry.update(exit_code=code, ended=time.time())
     if entry["state"] == "running":
         entry["state"] = "finished" if code == 0 else "failed"
-
-
-def run_env(plan: dict) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(plan.get("env", {}))
-    return env
 
 
 def stop(work: Work) -> None:
