@@ -10,7 +10,7 @@ ratio <= 1.5; the paper reports 1.9 at k=4 on GPUs).
 
 The batch is a typical token-budget batch (``--tokens`` padded, unexpanded tokens) of a
 SMILES file or of a prepared corpus (``--prepared``, no RDKit). On CUDA the step runs like
-pre-training does (bf16 autocast, TF32, fused Adam) and is timed with synchronisation.
+pre-training does (bf16 autocast, TF32, fused AdamW) and is timed with synchronisation.
 
 FLOPs per step (for MFU) are counted from the config, not the modules:
 ``6 * n_layers * (4 d^2 + 2 d d_ffn) * P`` (the blocks' matrix products over all P padded
@@ -79,7 +79,9 @@ def step_flops(config: ExLMConfig, batch) -> float:
 def make_step(module, batch, device: torch.device):
     """A closure running one optimizer step of ``module`` on ``batch``; returns seconds."""
     cuda = device.type == "cuda"
-    optimizer = torch.optim.Adam(module.parameters(), lr=1e-4, betas=(0.9, 0.98), fused=cuda)
+    optimizer = torch.optim.AdamW(  # as pre-training: weight decay 0, fused on CUDA
+        module.parameters(), lr=1e-4, betas=(0.9, 0.98), weight_decay=0.0, fused=cuda or None
+    )
     autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=cuda)
 
     def step() -> float:
@@ -189,7 +191,7 @@ def main() -> None:
     print(
         f"batch: {len(samples)} molecules, {n_tokens} tokens (typical token-budget batch of "
         f"{args.prepared or args.corpus}); median of {args.repeats} steps (forward + backward"
-        f" + Adam{', bf16 autocast' if device.type == 'cuda' else ''}), objectives stepped "
+        f" + AdamW{', bf16 autocast' if device.type == 'cuda' else ''}), objectives stepped "
         f"in turn after {args.warmup} warm-up step(s) each; MFU against "
         f"{args.peak_tflops:g} TFLOP/s\n"
     )

@@ -61,6 +61,16 @@ class Work(NamedTuple):
         return self.root / "runs" / objective
 
 
+class Clock:
+    """Seconds left of this device call (one command runs 10 minutes at most there)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.end = time.monotonic() + seconds
+
+    def left(self) -> float:
+        return self.end - time.monotonic()
+
+
 def read_json(path: Path, default: Any = None) -> Any:
     """JSON of ``path``, or ``default`` when it is missing or half-written."""
     try:
@@ -77,13 +87,16 @@ def write_json(path: Path, obj: Any) -> None:
     os.replace(tmp, path)
 
 
-def run_logged(name: str, cmd: list[str], log: Path, timeout: float | None = None) -> int:
+def run_logged(name: str, cmd: list[str], log: Path, timeout: float) -> int:
     """Run ``cmd`` in the repository with its output in ``log``; echo the last lines.
 
-    Returns the exit code (124 on timeout). Never raises for a failing command: the caller
-    decides whether a failed step stops the sequence.
+    Returns the exit code (124 on timeout; 125, not run, when ``timeout`` is under 20 s).
+    Never raises for a failing command: the caller decides whether a failure stops.
     """
     log.parent.mkdir(parents=True, exist_ok=True)
+    if timeout < 20:
+        print(f"\n== {name}: skipped, this call has no time left for it", flush=True)
+        return 125
     print(f"\n== {name}: {' '.join(cmd)}", flush=True)
     start = time.monotonic()
     with log.open("w") as handle:

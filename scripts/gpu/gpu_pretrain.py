@@ -96,6 +96,13 @@ def parser() -> argparse.ArgumentParser:
         default=180.0,
         help="seconds to wait for both runs' first log record",
     )
+    p.add_argument(
+        "--call-seconds",
+        type=float,
+        default=560.0,
+        help="this call's time (the device tool stops a command at 600 s): benchmarks "
+        "that would leave too little for the launch are skipped",
+    )
     p.add_argument("--skip-install", action="store_true")
     p.add_argument("--skip-bench", action="store_true")
     p.add_argument("--allow-check-failure", action="store_true")

@@ -12,6 +12,7 @@ import gpu_poll
 import gpu_runs
 from gpu_common import (
     OBJECTIVES,
+    Clock,
     Work,
     environment,
     python,
@@ -22,6 +23,7 @@ from gpu_common import (
 )
 
 SAFETY = 0.9  # share of the measured step budget planned for (pipeline, checkpoints)
+LAUNCH_RESERVE = 150.0  # seconds of the first call kept for the launch and its first wait
 GRACE_MINUTES = 1.0  # past the budget, the supervisor stops what still runs
 
 
@@ -107,6 +109,7 @@ def plan_steps(args: argparse.Namespace, work: Work) -> dict:
 def start(args: argparse.Namespace) -> int:
     import torch
 
+    clock = Clock(args.call_seconds)
     work = Work(args.work)
     if read_json(work.status) and not gpu_runs.all_ended(work):
         raise SystemExit(f"runs in {work.root} are still going: poll, or stop them first")
@@ -123,7 +126,7 @@ def start(args: argparse.Namespace) -> int:
         print("\n== install: skipped" + (" (dry run)" if args.dry_run else ""))
     else:
         cmd = [python(), "-m", "pip", "install", "--no-deps", "--no-build-isolation", "-e", "."]
-        if run_logged("install", cmd, work.logs / "install.log", timeout=300):
+        if run_logged("install", cmd, work.logs / "install.log", timeout=min(240, clock.left())):
             print("   install failed: going on with PYTHONPATH (set by pretrain.sh)")
     if torch.cuda.is_available():
         cmd = [
@@ -137,7 +140,8 @@ def start(args: argparse.Namespace) -> int:
             "no:cacheprovider",
             "tests/unit/test_dag_triton.py",
         ]
-        if run_logged("pytest -m gpu", cmd, work.logs / "pytest_gpu.log", timeout=420):
+        left = clock.left() - LAUNCH_RESERVE
+        if run_logged("pytest -m gpu", cmd, work.logs / "pytest_gpu.log", timeout=min(300, left)):
             if not args.allow_check_failure:
                 raise SystemExit(
                     "the Triton kernel differs from the reference on this GPU: "
@@ -148,7 +152,9 @@ def start(args: argparse.Namespace) -> int:
 
     presets = list(dict.fromkeys([*args.bench_presets, args.preset]))
     if not args.skip_bench:
-        gpu_bench.run_benchmarks(work, args.prepared, presets, args.max_tokens, args.dry_run)
+        gpu_bench.run_benchmarks(
+            work, args.prepared, presets, args.max_tokens, args.dry_run, clock, LAUNCH_RESERVE
+        )
         print("\n" + gpu_bench.summary(work), flush=True)
     steps = plan_steps(args, work)
     now = time.time()
@@ -173,7 +179,7 @@ def start(args: argparse.Namespace) -> int:
     )
     pid = gpu_runs.launch(work)
     print(f"== both runs started under supervisor pid {pid} (logs in {work.logs})", flush=True)
-    deadline = time.time() + args.first_wait
+    deadline = time.time() + min(args.first_wait, clock.left() - 15)
     while time.time() < deadline and not gpu_runs.all_ended(work):
         if all(read_run_log(work.run(o))[0] for o in OBJECTIVES):
             break
