@@ -116,19 +116,14 @@ def run_logged(name: str, cmd: list[str], log: Path, timeout: float) -> int:
 
 def git_commit() -> str:
     """HEAD of the checkout, else ``$EXLM_GIT_COMMIT`` (the device copy has no .git)."""
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            cwd=REPO,
-            text=True,
-            capture_output=True,
-            check=True,
-        ).stdout.strip()
-        if out:
-            return out
-    except (OSError, subprocess.CalledProcessError):
-        pass
-    return os.environ.get("EXLM_GIT_COMMIT", "unknown (no .git; set EXLM_GIT_COMMIT)")
+    from exlm_chem.provenance import git_commit as commit
+
+    found = commit()
+    return (
+        found
+        if not found.startswith("exlm_chem ")
+        else f"unknown ({found}; no .git, no $EXLM_GIT_COMMIT)"
+    )
 
 
 def environment() -> dict[str, str]:

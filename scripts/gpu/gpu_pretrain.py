@@ -67,7 +67,7 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("start", help="install, check, benchmark, start both runs")
     p.add_argument("--dry-run", action="store_true", help="CPU, tiny preset, a few steps")
     p.add_argument("--prepared", type=Path, default=REPO / "prepared" / "moses_chembl")
-    p.add_argument("--minutes", type=float, default=18.0, help="training wall time")
+    p.add_argument("--minutes", type=float, default=16.0, help="training wall time")
     p.add_argument("--preset", default="small", help="the preset trained")
     p.add_argument("--bench-presets", nargs="+", default=["small", "base"])
     p.add_argument("--max-tokens", type=int, default=65536, help="padded tokens per step")

@@ -151,7 +151,7 @@ def test_run_commands_parse_with_the_pretrain_cli(tmp_path, steps_from):
     assert parsed.max_tokens == 65536 and parsed.device == "cuda" and parsed.num_workers == 6
     if steps_from == "fixed":
         assert parsed.max_steps == 120 and parsed.budget_minutes is None
-        assert parsed.checkpoint_every == round(120 * 3 / 18)
+        assert parsed.checkpoint_every == round(120 * 3 / 16)
     else:
-        assert parsed.max_steps is None and parsed.budget_minutes == 18.0
+        assert parsed.max_steps is None and parsed.budget_minutes == 16.0
         assert parsed.budget_from == [str(tmp_path / "runs" / "mlm")]
