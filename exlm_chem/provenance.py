@@ -18,20 +18,10 @@ def git_commit() -> str:
     outside a checkout ``$EXLM_GIT_COMMIT`` (a copy without .git, e.g. on the GPU machine),
     else ``exlm_chem <version>``."""
     try:
-        head = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO,
+                              capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=REPO, capture_output=True, text=True, check=True).stdout
     except (OSError, subprocess.CalledProcessError):
         if os.environ.get("EXLM_GIT_COMMIT"):
             return os.environ["EXLM_GIT_COMMIT"]
