@@ -10,7 +10,9 @@ ratio <= 1.5; the paper reports 1.9 at k=4 on GPUs).
 
 The batch is a typical token-budget batch (``--tokens`` padded, unexpanded tokens) of a
 SMILES file or of a prepared corpus (``--prepared``, no RDKit). On CUDA the step runs like
-pre-training does (bf16 autocast, TF32, fused AdamW) and is timed with synchronisation.
+pre-training does (bf16 autocast, TF32, fused AdamW) and is timed with synchronisation;
+peak memory is the CUDA allocator's peak during the warm-up steps above what was allocated
+before them (the optimizer state is created there, so it counts).
 
 FLOPs per step (for MFU) are counted from the config, not the modules:
 ``6 * n_layers * (4 d^2 + 2 d d_ffn) * P`` (the blocks' matrix products over all P padded
@@ -118,12 +120,14 @@ def measure(preset: str, samples, tok, special, args, device) -> dict[str, dict]
     timings: dict[str, list[float]] = {name: [] for name in steps}
     peaks = {}
     for name, step in steps.items():  # warm-up: allocators, caches, kernel compilation
-        if device.type == "cuda":
+        if device.type == "cuda":  # peak above what is held already (both models' weights)
+            torch.cuda.synchronize()
             torch.cuda.reset_peak_memory_stats()
+            held = torch.cuda.memory_allocated()
         for _ in range(args.warmup):
             step()
         if device.type == "cuda":
-            peaks[name] = torch.cuda.max_memory_allocated() / 2**30
+            peaks[name] = (torch.cuda.max_memory_allocated() - held) / 2**30
     for _ in range(args.repeats):  # in turn, so that drift hits both
         for name, step in steps.items():
             timings[name].append(step())
