@@ -7,6 +7,7 @@ import json
 import subprocess
 import time
 
+import gpu_runs
 from gpu_common import OBJECTIVES, Work, read_json, read_run_log
 
 RATE_WINDOW = 120.0  # seconds of progress samples behind a rate (and so an ETA)
@@ -106,6 +107,11 @@ def screen(work: Work) -> str:
             text = log.read_text(errors="replace").splitlines() if log.exists() else []
             tails += [f"  {objective}: {x[:150]}" for x in text[-6:]]
     lines.append(_gpu_line())
+    if not gpu_runs.all_ended(work) and not gpu_runs.supervisor_alive(work):
+        log = work.logs / "supervisor.log"
+        text = log.read_text(errors="replace").splitlines() if log.exists() else []
+        tails += ["supervisor not running (status may be stale); its log ends:"]
+        tails += [f"  {x[:150]}" for x in text[-8:]]
     return "\n".join(lines + tails)
 
 

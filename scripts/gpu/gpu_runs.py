@@ -21,8 +21,8 @@ from gpu_common import OBJECTIVES, REPO, Work, read_json, read_run_log, write_js
 SAMPLE_SECONDS = 10
 
 
-def launch(work: Work) -> int:
-    """Start the supervisor detached; returns its pid."""
+def launch(work: Work) -> subprocess.Popen:
+    """Start the supervisor detached (its pid also goes to ``supervisor.pid``)."""
     log = (work.logs / "supervisor.log").open("a")
     cmd = [
         sys.executable,
@@ -39,7 +39,17 @@ def launch(work: Work) -> int:
         stdin=subprocess.DEVNULL,
         start_new_session=True,
     )
-    return proc.pid
+    (work.root / "supervisor.pid").write_text(str(proc.pid))
+    return proc
+
+
+def supervisor_alive(work: Work) -> bool:
+    """Whether the supervisor still runs (later calls: it is no child of theirs)."""
+    try:
+        os.kill(int((work.root / "supervisor.pid").read_text()), 0)
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 def _sample(work: Work) -> None:
@@ -124,7 +134,7 @@ def wait(work: Work, seconds: float, every: float = 60.0) -> None:
     """Sleep until ``seconds`` passed or both runs ended; a progress line every ``every`` s."""
     end = time.time() + seconds
     next_line = time.time() + every
-    while time.time() < end and not all_ended(work):
+    while time.time() < end and not all_ended(work) and supervisor_alive(work):
         time.sleep(min(2.0, max(0.0, end - time.time())))
         if time.time() >= next_line:
             print(one_line(work), flush=True)

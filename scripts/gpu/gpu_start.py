@@ -181,10 +181,10 @@ def start(args: argparse.Namespace) -> int:
         f"\n== plan: {steps['reason']}; checkpoint every {steps['every']} steps; hard stop "
         f"at {time.strftime('%H:%M:%S', time.localtime(plan['hard_deadline']))}"
     )
-    pid = gpu_runs.launch(work)
-    print(f"== both runs started under supervisor pid {pid} (logs in {work.logs})", flush=True)
+    supervisor = gpu_runs.launch(work)
+    print(f"== both runs started under supervisor pid {supervisor.pid} (logs in {work.logs})")
     deadline = time.time() + min(args.first_wait, clock.left() - 15)
-    while time.time() < deadline and not gpu_runs.all_ended(work):
+    while time.time() < deadline and supervisor.poll() is None:
         if all(read_run_log(work.run(o))[0] for o in OBJECTIVES):
             break
         time.sleep(2)
