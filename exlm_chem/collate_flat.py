@@ -76,11 +76,19 @@ def mask_flat(
     return MaskedFlat(np.where(masked, special.mask, ids), ids, masked, lengths)
 
 
-def _scatter(rows: np.ndarray, cols: np.ndarray, values: np.ndarray, shape: tuple[int, int],
-             fill: int) -> torch.Tensor:
-    out = np.full(shape, fill, dtype=np.int64)
-    out[rows, cols] = values
-    return torch.from_numpy(out)
+def _padded(flat_index: np.ndarray, values, shape: tuple[int, int], fill: int) -> torch.Tensor:
+    """A [rows, cols] int64 tensor of ``fill`` with ``values`` at row-major ``flat_index``."""
+    out = np.full(shape[0] * shape[1], fill, dtype=np.int64)
+    out[flat_index] = values
+    return torch.from_numpy(out.reshape(shape))
+
+
+def _row_major(rows: np.ndarray, lengths: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """Index into a [len(lengths), width] matrix of each element of the rows laid end to end
+    (rows[i] is the row of element i; each row's elements consecutive), and its column."""
+    starts = np.cumsum(lengths) - lengths
+    col = np.arange(rows.size) - starts[rows]
+    return rows * width + col, col
 
 
 def _targets(batch: MaskedFlat, special: SpecialIds) -> tuple[torch.Tensor, torch.Tensor]:
@@ -99,27 +107,32 @@ def _targets(batch: MaskedFlat, special: SpecialIds) -> tuple[torch.Tensor, torc
 
 def collate_exlm_flat(batch: MaskedFlat, k: int, special: SpecialIds) -> ExLMBatch:
     """:func:`~exlm_chem.collate.collate_exlm` of a flat masked batch, vectorised."""
-    ids = batch.input_ids
-    segment, position = _segments(batch.lengths)  # [F]
+    ids, lengths, n_rows = batch.input_ids, batch.lengths, batch.lengths.size
+    segment, position = _segments(lengths)  # [F]
     expand = (ids == special.bos) | (ids == special.mask) | (ids == special.eos)
     repeats = np.where(expand, k, 1)  # [F]
-    row = np.repeat(segment, repeats)  # [E]
-    width = np.bincount(row, minlength=batch.lengths.size)  # [B] expanded length
-    _, col = _segments(width)  # [E] column in the padded row
-    group_start = np.repeat(np.cumsum(repeats) - repeats, repeats)  # [E]
-    copy = np.where(np.repeat(expand, repeats), np.arange(row.size) - group_start + 1, 0)
-    shape = (batch.lengths.size, int(width.max()))
+    group_end = np.cumsum(repeats)  # [F]
+    source = np.repeat(np.arange(ids.size), repeats)  # [E] token each expanded slot copies
+    row = segment[source]  # [E]
+    # copy index 1..k inside an expanded group, 0 for ordinary tokens
+    copy = np.arange(source.size) - (group_end - repeats)[source] + 1
+    copy[~expand[source]] = 0
+    width = np.bincount(row, minlength=n_rows)  # [B] expanded length
+    shape = (n_rows, int(width.max()))
+    where, col = _row_major(row, width, shape[1])
     state = copy > 0
-    n_states = np.bincount(row[state], minlength=batch.lengths.size)
-    _, state_slot = _segments(n_states)
+    n_states = np.bincount(row[state], minlength=n_rows)  # [B]
+    state_shape = (n_rows, int(n_states.max()))
+    state_where, _ = _row_major(row[state], n_states, state_shape[1])
     targets, target_lengths = _targets(batch, special)
+    mask = np.zeros(shape[0] * shape[1], dtype=bool)
+    mask[where] = True
     return ExLMBatch(
-        input_ids=_scatter(row, col, np.repeat(ids, repeats), shape, special.pad),
-        pos_original=_scatter(row, col, np.repeat(position, repeats), shape, 0),
-        pos_copy=_scatter(row, col, copy, shape, 0),
-        padding_mask=_scatter(row, col, 1, shape, 0).bool(),
-        state_index=_scatter(row[state], state_slot, col[state],
-                             (shape[0], int(n_states.max())), 0),
+        input_ids=_padded(where, ids[source], shape, special.pad),
+        pos_original=_padded(where, position[source], shape, 0),
+        pos_copy=_padded(where, copy, shape, 0),
+        padding_mask=torch.from_numpy(mask.reshape(shape)),
+        state_index=_padded(state_where, col[state], state_shape, 0),
         state_lengths=torch.from_numpy(n_states.astype(np.int64)),
         targets=targets,
         target_lengths=target_lengths.long(),
@@ -130,14 +143,17 @@ def collate_mlm_flat(batch: MaskedFlat, special: SpecialIds) -> MLMBatch:
     """:func:`~exlm_chem.collate.collate_mlm` of a flat masked batch, vectorised."""
     row, col = _segments(batch.lengths)
     shape = (batch.lengths.size, int(batch.lengths.max()))
+    where = row * shape[1] + col
     labels = np.where(batch.masked, batch.original, IGNORE_INDEX)
-    input_ids = _scatter(row, col, batch.input_ids, shape, special.pad)
+    input_ids = _padded(where, batch.input_ids, shape, special.pad)
+    mask = np.zeros(shape[0] * shape[1], dtype=bool)
+    mask[where] = True
     return MLMBatch(
         input_ids=input_ids,
-        pos_original=_scatter(row, col, col, shape, 0),
+        pos_original=_padded(where, col, shape, 0),
         pos_copy=torch.zeros_like(input_ids),
-        padding_mask=_scatter(row, col, 1, shape, 0).bool(),
-        labels=_scatter(row, col, labels, shape, IGNORE_INDEX),
+        padding_mask=torch.from_numpy(mask.reshape(shape)),
+        labels=_padded(where, labels, shape, IGNORE_INDEX),
     )
 
 

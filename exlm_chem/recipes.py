@@ -12,7 +12,7 @@ source tokens), and the paper names no ``--update-freq``, so its optimizer steps
 2 x 64K = 128K padded tokens. Here ``max_tokens`` counts the padded, unexpanded tokens of
 one optimizer step over all ranks together; the ``paper`` preset sets 65,536, i.e. the
 paper's per-GPU batch, which one GPU holds. Pass ``--max-tokens 131072`` for the paper's
-global batch (its 120K steps would then read about 2 x 7.7B tokens).
+global batch (120K steps x 128K = up to 15.7B padded tokens, against 7.9B).
 
 Any setting given explicitly (``PretrainArgs(max_steps=...)`` or ``--max-steps``) wins
 over the preset's.
