@@ -15,6 +15,7 @@ Usage::
     python benchmarks/dag_loss.py                      # CUDA, full workloads
     python benchmarks/dag_loss.py --dtype bf16
     python benchmarks/dag_loss.py --device cpu --quick # interpreter: proves it runs only
+    python benchmarks/dag_loss.py --device cpu --tiny  # two shapes (the GPU script's dry run)
     python benchmarks/dag_loss.py --ptxas              # registers/spills for sm_90, no GPU
     python benchmarks/dag_loss.py --peer /path/to/DA-Transformer
 
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import os
 import platform
 import re
@@ -320,6 +322,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3, help="CPU timing repeats")
     parser.add_argument("--peer", help="DA-Transformer checkout (outside the repo) to time too")
     parser.add_argument("--out", type=Path, help="markdown output (default benchmarks/results)")
+    parser.add_argument("--json", type=Path, help="also write the rows and environment here")
+    parser.add_argument("--tiny", action="store_true", help="two tiny workloads (CI dry runs)")
     parser.add_argument(
         "--ptxas", action="store_true", help="only report registers/spills for sm_90"
     )
@@ -353,7 +357,10 @@ def main(argv: list[str] | None = None) -> int:
 
     rows: list[Row] = []
     checks: dict[tuple[str, str], str] = {}
-    for i, w in enumerate(workloads(args.quick)):
+    chosen = workloads(args.quick or args.tiny)
+    if args.tiny:
+        chosen = [chosen[0], chosen[-1]]  # one single-tile and one tiled shape
+    for i, w in enumerate(chosen):
         fresh = make_inputs(w, args.device, dtype, seed=10_000 + i)
         inputs = make_inputs(w, args.device, dtype, seed=i)
         for name, fn in impls.items():
@@ -379,6 +386,10 @@ def main(argv: list[str] | None = None) -> int:
         args.out = REPO / "benchmarks" / "results" / f"dag_loss_{slug.strip('_')}{suffix}.md"
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(table)
+    if args.json:
+        records = [{**r._asdict(), "workload": r.workload._asdict(),
+                    "check": checks.get((r.workload.name, r.impl), "")} for r in rows]  # fmt: skip
+        args.json.write_text(json.dumps({"env": env, "dtype": args.dtype, "rows": records}))
     print(table)
     print(f"written to {args.out}", file=sys.stderr)
     return 0

@@ -1,14 +1,31 @@
 """One training step of ExLM (k=2) vs its MLM twin on the same molecules and masks.
 
-Prints tokens/s and the ratio of step times ExLM / MLM per preset, as a markdown table
-(target: ratio <= 1.5; the paper reports 1.9 at k=4 on GPUs).
+Prints, per preset and objective, the step time, tokens/s, model FLOPs utilisation (on a
+GPU), peak memory and the ratio of step times ExLM / MLM, as a markdown table (target:
+ratio <= 1.5; the paper reports 1.9 at k=4 on GPUs).
 
     python benchmarks/pretrain_step.py [--presets small base] [--tokens 4096] [--repeats 3]
+    python benchmarks/pretrain_step.py --prepared prepared/moses_chembl --device cuda \\
+        --tokens 65536 --repeats 20 --json step.json
+
+The batch is a typical token-budget batch (``--tokens`` padded, unexpanded tokens) of a
+SMILES file or of a prepared corpus (``--prepared``, no RDKit). On CUDA the step runs like
+pre-training does (bf16 autocast, TF32, fused AdamW) and is timed with synchronisation;
+peak memory is the CUDA allocator's peak during the warm-up steps above what was allocated
+before them (the optimizer state is created there, so it counts).
+
+FLOPs per step (for MFU) are counted from the config, not the modules:
+``6 * n_layers * (4 d^2 + 2 d d_ffn) * P`` (the blocks' matrix products over all P padded
+positions, forward + backward) ``+ 12 * n_layers * d * sum_b X_b^2`` (attention scores and
+values over the padded length X) ``+ 6 * (d^2 + d V) * H`` (LM head on the H positions it
+sees: the states for ExLM, the masked tokens for MLM). Embedding lookups, norms, the
+transition head (S x S per sample, small) and the DAG loss are not counted.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import time
@@ -19,100 +36,186 @@ import torch
 from _provenance import git_commit
 
 from exlm_chem.collate import SpecialIds, collate_exlm, collate_mlm, mask_tokens
-from exlm_chem.corpus import read_smiles_file
+from exlm_chem.corpus import token_budget_batches
 from exlm_chem.model import ExLMConfig, ExLMModel
 from exlm_chem.pretrain import ObjectiveModule
 from exlm_chem.tokenizer import SmilesTokenizer
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "shared/data/pretrain/moses_train.smi.gz"
+H100_BF16_DENSE_TFLOPS = 989.0  # H100 SXM datasheet, dense (no sparsity)
 
 
-def build_samples(corpus: Path, tokens: int, seed: int = 0):
-    tok = SmilesTokenizer()
-    special = SpecialIds(tok.bos_id, tok.pad_id, tok.eos_id, tok.mask_id)
-    rng = np.random.default_rng(seed)
-    samples, total = [], 0
-    for smiles in read_smiles_file(corpus, limit=5000):
-        ids = np.asarray(tok.encode(smiles), dtype=np.int64)
-        if total + len(ids) > tokens:
-            break
-        samples.append(mask_tokens(ids, 0.15, rng, special))
-        total += len(ids)
-    return tok, special, samples, total
+def molecule_ids(args: argparse.Namespace, tok: SmilesTokenizer) -> list[np.ndarray]:
+    """Token ids of a typical token-budget batch (as pre-training batches the corpus): of
+    the first epoch's batches, the one of median padded length."""
+    if args.prepared:
+        from exlm_chem.corpus_prepare import load_prepared
+
+        train = load_prepared(args.prepared, tok.tokens).train
+        rows = [train.get(i) for i in range(min(len(train), 200_000))]
+    else:
+        from exlm_chem.corpus import read_smiles_file
+
+        rows = [np.asarray(tok.encode(s)) for s in read_smiles_file(args.corpus, limit=20_000)]
+    lengths = np.array([len(r) for r in rows])
+    batches = token_budget_batches(lengths, args.tokens, seed=0, epoch=0)
+    padded = [int(lengths[b].max()) for b in batches]
+    typical = batches[int(np.argsort(padded, kind="stable")[len(padded) // 2])]
+    return [np.asarray(rows[int(i)], dtype=np.int64) for i in typical]
 
 
-def make_step(module, batch):
+def step_flops(config: ExLMConfig, batch) -> float:
+    """Model FLOPs of one forward + backward pass (formula in the module docstring)."""
+    d, layers = config.d_model, config.n_layers
+    B, X = batch.input_ids.shape  # [B, X] padded (expanded for ExLM)
+    blocks = 6 * layers * (4 * d * d + 2 * d * config.d_ffn) * B * X
+    attention = 12 * layers * d * B * X * X
+    if hasattr(batch, "state_lengths"):
+        head_positions = int(batch.state_lengths.sum())
+    else:
+        head_positions = int((batch.labels >= 0).sum())
+    head = 6 * (d * d + d * config.vocab_size) * head_positions
+    return float(blocks + attention + head)
+
+
+def make_step(module, batch, device: torch.device):
     """A closure running one optimizer step of ``module`` on ``batch``; returns seconds."""
-    optimizer = torch.optim.Adam(module.parameters(), lr=1e-4, betas=(0.9, 0.98))
+    cuda = device.type == "cuda"
+    optimizer = torch.optim.AdamW(  # as pre-training: weight decay 0, fused on CUDA
+        module.parameters(), lr=1e-4, betas=(0.9, 0.98), weight_decay=0.0, fused=cuda or None
+    )
+    autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=cuda)
 
     def step() -> float:
+        if cuda:
+            torch.cuda.synchronize()
         start = time.perf_counter()
-        out = module(batch)
+        with autocast:
+            out = module(batch)
         optimizer.zero_grad(set_to_none=True)
         out.loss.backward()
         torch.nn.utils.clip_grad_norm_(module.parameters(), 1.0)
         optimizer.step()
+        if cuda:
+            torch.cuda.synchronize()
         return time.perf_counter() - start
 
     return step
 
 
-def time_alternating(steps: dict, repeats: int) -> dict[str, float]:
-    """Median step time per objective, stepping them in turn so load drift hits both."""
-    for step in steps.values():  # warm-up: allocators, caches, lazy inits
-        step()
+def measure(preset: str, samples, tok, special, args, device) -> dict[str, dict]:
+    """Median step time, FLOPs and peak memory per objective, stepped in turn."""
+    steps, info = {}, {}
+    for objective in ("mlm", "exlm"):
+        config = ExLMConfig.preset(preset, vocab_size=len(tok), objective=objective)
+        torch.manual_seed(0)
+        module = ObjectiveModule(ExLMModel(config).to(device), objective)
+        if objective == "exlm":
+            batch = collate_exlm(samples, config.k_states, special)
+        else:
+            batch = collate_mlm(samples, special)
+        batch = type(batch)(*(t.to(device) for t in batch))
+        steps[objective] = make_step(module, batch, device)
+        info[objective] = {"flops": step_flops(config, batch), "positions": batch.input_ids.numel()}
     timings: dict[str, list[float]] = {name: [] for name in steps}
-    for _ in range(repeats):
+    peaks = {}
+    for name, step in steps.items():  # warm-up: allocators, caches, kernel compilation
+        if device.type == "cuda":  # peak above what is held already (both models' weights)
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+            held = torch.cuda.memory_allocated()
+        for _ in range(args.warmup):
+            step()
+        if device.type == "cuda":
+            peaks[name] = (torch.cuda.max_memory_allocated() - held) / 2**30
+    for _ in range(args.repeats):  # in turn, so that drift hits both
         for name, step in steps.items():
             timings[name].append(step())
-    return {name: float(np.median(t)) for name, t in timings.items()}
+    return {
+        name: {**info[name], "seconds": float(np.median(t)), "peak_gib": peaks.get(name)}
+        for name, t in timings.items()
+    }
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    parser.add_argument("--prepared", type=Path, help="prepared corpus folder (no RDKit)")
     parser.add_argument("--presets", nargs="+", default=["small", "base"])
-    parser.add_argument("--tokens", type=int, default=4096, help="unexpanded tokens per batch")
+    parser.add_argument("--tokens", type=int, default=4096, help="padded unexpanded tokens")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--warmup", type=int, default=1, help="untimed steps per objective")
+    parser.add_argument("--device", default="cpu", help="cpu | cuda | auto")
+    parser.add_argument("--peak-tflops", type=float, default=H100_BF16_DENSE_TFLOPS)
+    parser.add_argument("--json", type=Path, help="also write the rows here")
     args = parser.parse_args()
+    if args.device == "auto":
+        args.device = "cuda" if torch.cuda.is_available() else "cpu"
+    device = torch.device(args.device)
+    if device.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
 
-    tok, special, samples, n_tokens = build_samples(args.corpus, args.tokens)
+    tok = SmilesTokenizer()
+    special = SpecialIds(tok.bos_id, tok.pad_id, tok.eos_id, tok.mask_id)
+    rng = np.random.default_rng(0)
+    ids = molecule_ids(args, tok)
+    n_tokens = int(sum(len(x) for x in ids))
+    samples = [mask_tokens(x, 0.15, rng, special) for x in ids]
     rows = []
     for preset in args.presets:
-        steps = {}
-        for objective in ("mlm", "exlm"):
-            config = ExLMConfig.preset(preset, vocab_size=len(tok), objective=objective)
-            torch.manual_seed(0)
-            module = ObjectiveModule(ExLMModel(config), objective)
-            if objective == "exlm":
-                batch = collate_exlm(samples, config.k_states, special)
-                expanded = int(batch.padding_mask.sum())
-            else:
-                batch = collate_mlm(samples, special)
-            steps[objective] = make_step(module, batch)
-        times = time_alternating(steps, args.repeats)
-        rows.append((preset, times["mlm"], times["exlm"], expanded))
+        for objective, r in measure(preset, samples, tok, special, args, device).items():
+            tflops = r["flops"] / r["seconds"] / 1e12
+            mfu = tflops / args.peak_tflops if device.type == "cuda" else None
+            rows.append(
+                {
+                    "preset": preset,
+                    "objective": objective,
+                    "tokens": n_tokens,
+                    "molecules": len(samples),
+                    "tokens_per_s": n_tokens / r["seconds"],
+                    "model_tflops_per_s": tflops,
+                    "mfu": mfu,
+                    **r,
+                }
+            )
 
-    commit = git_commit()
+    gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else "none"
+    env = {
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, GPU {gpu}",
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "commit": git_commit(),
+        "peak_tflops": args.peak_tflops,
+    }
     print(
-        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-        f"torch {torch.__version__} ({torch.get_num_threads()} threads), commit {commit}"
+        f"machine: {env['machine']}, torch {env['torch']} ({env['threads']} threads), "
+        f"commit {env['commit']}"
     )
     print(
-        f"batch: {len(samples)} MOSES molecules, {n_tokens} tokens; median of {args.repeats} "
-        "steps (forward + backward + Adam), objectives stepped in turn, "
-        "after one warm-up step each\n"
+        f"batch: {len(samples)} molecules, {n_tokens} tokens (typical token-budget batch of "
+        f"{args.prepared or args.corpus}); median of {args.repeats} steps (forward + backward"
+        f" + AdamW{', bf16 autocast' if device.type == 'cuda' else ''}), objectives stepped "
+        f"in turn after {args.warmup} warm-up step(s) each; MFU against "
+        f"{args.peak_tflops:g} TFLOP/s\n"
     )
     print(
-        "| preset | MLM step (s) | ExLM step (s) | MLM tokens/s | ExLM tokens/s | "
-        "ExLM expanded tokens | ExLM / MLM time |"
+        "| preset | objective | step (ms) | tokens/s | padded positions | model TFLOP/s | "
+        "MFU | peak mem (GiB) | ExLM / MLM time |"
     )
-    print("|---|---|---|---|---|---|---|")
-    for preset, mlm, exlm, expanded in rows:
+    print("|---|---|---|---|---|---|---|---|---|")
+    mlm_time = {r["preset"]: r["seconds"] for r in rows if r["objective"] == "mlm"}
+    for r in rows:
+        ratio = f"{r['seconds'] / mlm_time[r['preset']]:.2f}" if r["objective"] == "exlm" else ""
+        mfu = f"{100 * r['mfu']:.1f}%" if r["mfu"] is not None else "n/a (CPU)"
+        peak = f"{r['peak_gib']:.2f}" if r["peak_gib"] is not None else "n/a"
         print(
-            f"| {preset} | {mlm:.3f} | {exlm:.3f} | {n_tokens / mlm:.0f} | {n_tokens / exlm:.0f} "
-            f"| {expanded} | {exlm / mlm:.2f} |"
+            f"| {r['preset']} | {r['objective']} | {1e3 * r['seconds']:.1f} | "
+            f"{r['tokens_per_s']:.0f} | {r['positions']} | {r['model_tflops_per_s']:.2f} | "
+            f"{mfu} | {peak} | {ratio} |"
         )
+    if args.json:
+        args.json.write_text(json.dumps({"env": env, "rows": rows}, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -25,6 +25,9 @@ import numpy as np
 import torch
 
 IGNORE_INDEX = -100
+# masking priorities are integers below 2**40 so that a batch can sort (molecule, priority)
+# pairs packed into one int64 (see collate_flat), with the same ties as one molecule alone
+PRIORITY_SCALE = float(2**40)
 
 
 class SpecialIds(NamedTuple):
@@ -71,8 +74,12 @@ def mask_tokens(
     """Mask a share ``ratio`` of the ordinary tokens of one ``[BOS, ..., EOS]`` sequence.
 
     The count is ``floor(ratio * n + u)``, u ~ U(0, 1) (unbiased rounding), at least one.
-    With ``candidate_groups`` (e.g. the token positions of each BRICS fragment) whole
-    groups are masked, in random order, until the count is reached.
+    The masked tokens are the ``count`` ordinary tokens with the smallest priorities
+    ``floor(2**40 * v)``, v ~ U(0, 1) per token (ties: the earlier token), which is a
+    uniform draw of ``count`` of them. The generator gives u first, then the n values v:
+    :func:`exlm_chem.collate_flat.mask_flat` draws a whole batch in one call and masks
+    exactly the same tokens. With ``candidate_groups`` (e.g. the token positions of each
+    BRICS fragment) whole groups are masked, in random order, until the count is reached.
     """
     ids = np.asarray(ids, dtype=np.int64)
     if ids.ndim != 1 or ids.size < 3 or ids[0] != special.bos or ids[-1] != special.eos:
@@ -89,7 +96,8 @@ def mask_tokens(
                 chosen.extend(int(p) for p in group)
         positions = np.unique(np.asarray(chosen, dtype=np.int64))
     else:
-        positions = np.sort(rng.choice(n_ordinary, size=n_mask, replace=False)) + 1
+        priority = (rng.random(n_ordinary) * PRIORITY_SCALE).astype(np.int64)
+        positions = np.sort(np.argsort(priority, kind="stable")[:n_mask]) + 1
     masked = ids.copy()
     masked[positions] = special.mask
     return MaskedSample(masked, positions.astype(np.int64), ids[positions])

@@ -38,12 +38,21 @@ class TokenizedCorpus(NamedTuple):
     def get(self, i: int) -> np.ndarray:
         return self.ids[self.offsets[i] : self.offsets[i + 1]].astype(np.int64)
 
+    def tokens(self, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Ids of molecules ``index`` back to back [tokens], and their lengths [len(index)]."""
+        index = np.asarray(index, dtype=np.int64)
+        lengths = self.lengths()[index]
+        starts = np.cumsum(lengths) - lengths
+        # source position of every output token: its molecule's start plus its rank in it
+        shift = np.repeat(self.offsets[index] - starts, lengths)  # [tokens]
+        return self.ids[np.arange(int(lengths.sum())) + shift], lengths
+
     def subset(self, index: np.ndarray) -> TokenizedCorpus:
-        parts = [self.ids[self.offsets[i] : self.offsets[i + 1]] for i in index]
-        lengths = np.array([len(p) for p in parts], dtype=np.int64)
+        """Molecules ``index`` in that order; SMILES kept when the corpus has them."""
+        ids, lengths = self.tokens(index)
         offsets = np.concatenate(([0], np.cumsum(lengths)))
-        ids = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int16)
-        return TokenizedCorpus(ids, offsets, [self.smiles[i] for i in index], 0)
+        smiles = [self.smiles[i] for i in index] if self.smiles else []
+        return TokenizedCorpus(ids, offsets, smiles, 0)
 
 
 def open_text(path: str | Path):
@@ -111,18 +120,30 @@ def token_budget_batches(
     for start in range(0, len(order), window):
         chunk = order[start : start + window]
         chunk = chunk[np.argsort(lengths[chunk], kind="stable")]
-        current: list[int] = []
-        longest = 0
-        for i in chunk:
-            longest_next = max(longest, int(lengths[i]))
-            if current and longest_next * (len(current) + 1) > max_tokens:
-                batches.append(np.array(current, dtype=np.int64))
-                current, longest_next = [], int(lengths[i])
-            current.append(int(i))
-            longest = longest_next
-        if current:
-            batches.append(np.array(current, dtype=np.int64))
+        batches.extend(_greedy_cuts(chunk, lengths[chunk], max_tokens))
     return [batches[i] for i in rng.permutation(len(batches))]
+
+
+def _greedy_cuts(chunk: np.ndarray, sorted_lengths: np.ndarray, max_tokens: int) -> list:
+    """Cut a length-sorted chunk into batches, each as long as ``max_tokens`` allows.
+
+    A batch from ``a`` takes molecule ``j`` while ``sorted_lengths[j] * (j - a + 1)`` (its
+    padded size) stays within the budget; that product grows with ``j``, so the first
+    molecule over budget is found by bisection instead of a step per molecule. A molecule
+    longer than the budget gets a batch of its own.
+    """
+    cuts, n, a = [], len(chunk), 0
+    while a < n:
+        lo, hi = a + 1, n  # the batch ends at the first j in [lo, hi) over budget, else hi
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if int(sorted_lengths[mid]) * (mid - a + 1) > max_tokens:
+                hi = mid
+            else:
+                lo = mid + 1
+        cuts.append(chunk[a:lo].astype(np.int64))
+        a = lo
+    return cuts
 
 
 class BatchStream:

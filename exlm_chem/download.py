@@ -8,6 +8,10 @@ publish). Downloads are streamed into a temporary file beside the destination an
 into place with one atomic ``os.replace`` only after the checksum matched, so a failed
 or corrupted download never leaves a file that a later run could pick up.
 
+A file that cannot even be decompressed (truncated, corrupted gzip) is a
+:class:`ChecksumError` when verifying, else a :class:`~exlm_chem.errors.DataFileError`:
+never a raw gzip or zlib error, and always naming the file.
+
 This module is generic (no dataset knowledge) and stdlib-only.
 """
 
@@ -20,13 +24,17 @@ import os
 import tempfile
 import urllib.error
 import urllib.request
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
+from exlm_chem.errors import DataFileError
+
 __all__ = [
     "DOWNLOAD_TIMEOUT_S",
     "ChecksumError",
+    "DataFileError",
     "DownloadError",
     "FileDigest",
     "Revision",
@@ -83,8 +91,8 @@ class VerifiedFile(NamedTuple):
     revision: Revision | None  # None only when verification was switched off
 
 
-class ChecksumError(ValueError):
-    """A data file does not match any known revision."""
+class ChecksumError(DataFileError):
+    """A data file does not match any known revision (or cannot be decompressed)."""
 
 
 class DownloadError(OSError):
@@ -107,6 +115,16 @@ def digest_bytes(raw: bytes) -> tuple[bytes, FileDigest]:
         md5_file=hashlib.md5(raw, usedforsecurity=False).hexdigest(),
         compressed=compressed,
     )
+
+
+def _digest_or_raise(raw: bytes, subject: str, error: type[DataFileError]
+                     ) -> tuple[bytes, FileDigest]:
+    """:func:`digest_bytes`, turning a broken gzip stream into ``error`` naming ``subject``."""
+    try:
+        return digest_bytes(raw)
+    except (EOFError, OSError, zlib.error) as err:  # gzip.BadGzipFile is an OSError
+        raise error(f"{subject} cannot be decompressed ({type(err).__name__}: {err}): it is "
+                    "truncated or corrupted. Delete or replace it") from err
 
 
 def match_revision(digest: FileDigest, revisions: Sequence[Revision]) -> Revision | None:
@@ -160,10 +178,13 @@ def read_verified(
     Raises
     ------
     ChecksumError
-        If ``verify`` and no revision matches.
+        If ``verify`` and no revision matches or the gzip stream is broken.
+    DataFileError
+        If not ``verify`` and the gzip stream is broken.
     """
     path = Path(path)
-    content, digest = digest_bytes(path.read_bytes())
+    error = ChecksumError if verify else DataFileError
+    content, digest = _digest_or_raise(path.read_bytes(), f"{what} {path}", error)
     revision = match_revision(digest, revisions)
     if revision is None and verify:
         raise ChecksumError(_mismatch_message(f"{what} {path}", digest, revisions))
@@ -208,10 +229,10 @@ def download_verified(
             # URLError covers HTTPError (404 ...) and refused connections; OSError covers
             # timeouts and resets mid-stream; ValueError an unusable URL.
             raise DownloadError(f"download of {url} failed: {exc}") from exc
-        content, digest = digest_bytes(tmp.read_bytes())
+        subject = f"{what} from {url} (not saved to {dest})"
+        content, digest = _digest_or_raise(tmp.read_bytes(), subject, ChecksumError)
         revision = match_revision(digest, revisions)
         if revision is None:
-            subject = f"{what} from {url} (not saved to {dest})"
             raise ChecksumError(_mismatch_message(subject, digest, revisions))
         os.replace(tmp, dest)
     except BaseException:

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from exlm_chem.collate import SpecialIds, expand_for_inference
-from exlm_chem.featurize import check_smiles, length_sorted_batches, pool
+from exlm_chem.featurize import check_smiles, length_sorted_batches, pool, warn_unknown_tokens
 from exlm_chem.tokenizer import SmilesTokenizer
 
 POOLINGS = ("bos", "mean")
@@ -193,8 +193,10 @@ class Embedder:
         checked = check_smiles(smiles)
         valid_rows = np.flatnonzero(checked.valid)
         out = np.full((len(smiles), self.dim), np.nan, dtype=np.float32)  # [n, d]
-        out[valid_rows] = self.encode_valid(
-            [smiles[i] for i in valid_rows], pooling, batch_size, max_length, on_batch)
+        valid_smiles = [smiles[i] for i in valid_rows]
+        warn_unknown_tokens(self.tokenizer, valid_smiles, valid_rows)
+        out[valid_rows] = self.encode_valid(valid_smiles, pooling, batch_size, max_length,
+                                            on_batch)
         if on_batch is not None and len(valid_rows) < len(smiles):
             on_batch(len(smiles) - len(valid_rows))  # invalid rows are done too
         return EmbeddingChunk(0, out, checked.valid, checked.reasons)

@@ -1,4 +1,10 @@
-"""The one way bad SMILES are reported, wherever they are found."""
+"""The package's own error types: one per kind of failure, each naming the file or row.
+
+Every error here derives from :class:`ExlmChemError`, so the command line can tell a
+problem with the user's input (one line, exit code 2) from a bug (a traceback). Each also
+derives from the built-in type code written before it existed catches (``ValueError``
+or ``OSError``).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +12,29 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 _MAX_ROWS_IN_MESSAGE = 50
+
+
+class ExlmChemError(Exception):
+    """Base of every error exlm_chem raises on purpose about the user's files or inputs."""
+
+
+class CheckpointError(ExlmChemError, ValueError):
+    """A checkpoint or saved-model directory is incomplete, corrupt or inconsistent.
+
+    The message names the file and what is wrong with it.
+    """
+
+
+class CheckpointFilesMissingError(CheckpointError, FileNotFoundError):
+    """A checkpoint directory lacks some of its files (also a ``FileNotFoundError``)."""
+
+
+class DataFileError(ExlmChemError, ValueError):
+    """A data file cannot be read: truncated, not the expected encoding, empty, malformed."""
+
+
+class OutputPathError(ExlmChemError, OSError):
+    """An output location is refused (it holds other files) or cannot be written."""
 
 
 class InvalidRow(NamedTuple):
@@ -16,7 +45,7 @@ class InvalidRow(NamedTuple):
     reason: str
 
 
-class InvalidSmilesError(ValueError):
+class InvalidSmilesError(ExlmChemError, ValueError):
     """Some input rows are not valid SMILES; ``.rows`` lists every one of them.
 
     ``rows`` may be :class:`InvalidRow` records or plain ``(row, value, reason)`` tuples.

@@ -10,6 +10,7 @@ Both estimators follow the scikit-learn contract (``get_params``/``set_params``,
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -173,7 +174,14 @@ class ExLMMoleculeClassifier(ClassifierMixin, ExLMEstimatorBase):
                                  f"at rows {np.flatnonzero(unknown)[:10].tolist()}")
             labels = (y == self.classes_[1]).astype(np.float64)
         rows = self._scored_rows()
-        return mean_roc_auc(labels[rows], z[rows]).mean
+        scores = mean_roc_auc(labels[rows], z[rows])
+        single = np.isnan(scores.per_task)
+        if single.any():
+            outcome = "the score is NaN" if single.all() else "they are left out of the mean"
+            warnings.warn(f"{int(single.sum())} of {single.size} task(s) have a single class "
+                          f"among the scored rows of y, so ROC-AUC is undefined for them; "
+                          f"{outcome}", UserWarning, stacklevel=2)
+        return scores.mean
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()

@@ -17,7 +17,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from exlm_chem.estimator_inputs import Targets, as_smiles_list
 from exlm_chem.estimator_io import PersistenceMixin, resolve_device
-from exlm_chem.featurize import check_smiles, raise_for_invalid
+from exlm_chem.featurize import check_smiles, raise_for_invalid, warn_unknown_tokens
 from exlm_chem.finetune_settings import FinetuneSettings
 
 _FIT_POLICIES = ("raise", "drop")
@@ -154,6 +154,7 @@ class ExLMEstimatorBase(PersistenceMixin, BaseEstimator):
         with torch.random.fork_rng(devices=cuda):  # reproducible without touching global RNG
             torch.manual_seed(seed)
             backbone = load_backbone(self.pretrained, self.preset, settings.dropout)
+            warn_unknown_tokens(backbone.tokenizer, smiles, rows)
             net = build_finetune_net(backbone.config, backbone.tokenizer, labels.shape[1],
                                      backbone.encoder_state, settings.pooler_dropout,
                                      self.pooling, int(self.max_length)).to(device)
@@ -180,18 +181,22 @@ class ExLMEstimatorBase(PersistenceMixin, BaseEstimator):
         from exlm_chem.finetune import predict_batched
 
         check_is_fitted(self, "model_")
+        self.__dict__.pop("invalid_mask_", None)  # never the previous call's, even if this fails
         if on_invalid not in _PREDICT_POLICIES:
             raise ValueError(f"on_invalid must be one of {_PREDICT_POLICIES}, got {on_invalid!r}")
         smiles = as_smiles_list(X)
         checked = check_smiles(smiles)
+        self.invalid_mask_ = ~checked.valid  # set before raising: it says which rows failed
         if on_invalid == "raise":
             raise_for_invalid(smiles, checked)
-        self.invalid_mask_ = ~checked.valid
-        net = self.model_.to(resolve_device(self.device))
+        device = resolve_device(self.device)  # .to() walks every parameter even when a no-op
+        net = self.model_ if self.model_.device == device else self.model_.to(device)
         width = self.config_.d_model if embed else self.n_tasks_
         out = np.full((len(smiles), width), np.nan, dtype=np.float32)
         rows = np.flatnonzero(checked.valid)
-        out[rows] = predict_batched(net, [smiles[i] for i in rows], 2 * self.batch_size, embed)
+        valid_smiles = [smiles[i] for i in rows]
+        warn_unknown_tokens(self.tokenizer_, valid_smiles, rows, stacklevel=4)
+        out[rows] = predict_batched(net, valid_smiles, 2 * self.batch_size, embed)
         return out
 
     def transform(self, X: Any, on_invalid: str = "nan") -> np.ndarray:

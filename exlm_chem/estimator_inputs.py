@@ -16,7 +16,7 @@ _SHOWN = 10  # rows listed in an error message
 
 
 class Targets(NamedTuple):
-    labels: np.ndarray  # [N, T] float32, NaN = missing
+    labels: np.ndarray  # [N, T] NaN = missing; float32 (classes), float64 (regression values)
     classes: np.ndarray | None  # 1-D y: the two original label values (negative, positive)
     multitask: bool  # y was 2-D
     task_names: list[str] | None  # column names of a DataFrame y
@@ -101,7 +101,11 @@ def classification_targets(y: Any, n: int) -> Targets:
 
 
 def regression_targets(y: Any, n: int) -> Targets:
-    """1-D y: finite values for every molecule. 2-D y: one column per task, NaN = missing."""
+    """1-D y: finite values for every molecule. 2-D y: one column per task, NaN = missing.
+
+    Values stay float64 (fine-tuning standardises them in float64); they must fit the
+    float32 range of the network's outputs.
+    """
     y, names = _as_array(y, n)
     values = _as_float(y, "y")
     if y.ndim == 1:
@@ -109,11 +113,15 @@ def regression_targets(y: Any, n: int) -> Targets:
         if bad.any():
             raise ValueError(f"1-D y has missing or infinite values at rows {_rows(bad)}; "
                              "pass a 2-D y (NaN = missing) for partial labels")
-        return Targets(values.astype(np.float32)[:, None], None, False, names)
+        values = values[:, None]  # [N, 1]
     bad = np.isinf(values)
     if bad.any():
         raise ValueError(f"y has infinite values at rows {_rows(bad.any(1))}")
+    huge = np.abs(np.nan_to_num(values)) > np.finfo(np.float32).max
+    if huge.any():
+        raise ValueError(f"y has values beyond the float32 range (|y| > 3.4e38) at rows "
+                         f"{_rows(huge.any(1))}; rescale them")
     empty = np.isnan(values).all(0)
     if empty.any():
         raise ValueError(f"task column(s) {np.flatnonzero(empty).tolist()} have no value")
-    return Targets(values.astype(np.float32), None, True, names)
+    return Targets(values, None, y.ndim == 2, names)

@@ -24,10 +24,23 @@ import safetensors.torch
 import torch
 from sklearn.utils.validation import check_is_fitted
 
+from exlm_chem.errors import CheckpointError
 from exlm_chem.finetune_net import FinetuneNet, build_finetune_net
-from exlm_chem.model.checkpoint import FORMAT_VERSION, atomic_directory, load_checkpoint
+from exlm_chem.model.checkpoint import load_checkpoint
+from exlm_chem.model.checkpoint_format import (
+    ESTIMATOR_FORMAT,
+    FORMAT_VERSION,
+    METADATA_FILE,
+    check_tensors,
+    read_metadata,
+    read_parts,
+    stamp,
+    validate,
+)
 from exlm_chem.model.config import ExLMConfig
 from exlm_chem.model.rope_layout import to_current_layout
+from exlm_chem.output_owner import saved_metadata
+from exlm_chem.safe_write import atomic_directory
 from exlm_chem.tokenizer import SmilesTokenizer
 
 __all__ = [
@@ -37,8 +50,10 @@ __all__ = [
 ]  # fmt: skip
 
 MODEL_ENV = "EXLM_CHEM_MODEL"
-ESTIMATOR_FORMAT = "exlm_chem-estimator-1"
-_FILES = ("config.json", "model.safetensors", "vocab.txt", "metadata.json")
+# entries of metadata.json "fitted" that every estimator writes and load reads
+_FITTED_KEYS = ("n_tasks_", "multitask_", "task_names_", "best_epoch_", "best_score_",
+                "selection_metric_", "stopped_early_", "pretrained_source_",
+                "fit_invalid_rows", "n_fit_rows", "history_")
 
 
 class Backbone(NamedTuple):
@@ -87,11 +102,10 @@ def load_backbone(pretrained: str | os.PathLike[str] | None, preset: str,
                                    dropout=dropout)
         return Backbone(config, tokenizer, None, f"random:{preset}")
     path = resolve_pretrained(pretrained)
-    if (path / "metadata.json").is_file():
-        meta = json.loads((path / "metadata.json").read_text(encoding="utf-8"))
-        if meta.get("format") == ESTIMATOR_FORMAT:
-            raise ValueError(f"{path} holds a fitted {meta.get('estimator')}; restore it "
-                             "with its .load(path), not as pretrained=")
+    meta = saved_metadata(path)
+    if meta is not None and meta.get("format") == ESTIMATOR_FORMAT:
+        raise CheckpointError(f"{path} holds a fitted {meta.get('estimator')}; restore it "
+                              "with its .load(path), not as pretrained=")
     model, config, _ = load_checkpoint(path)
     tokenizer = SmilesTokenizer.from_file(path / "vocab.txt")
     config = dataclasses.replace(config, dropout=dropout)
@@ -112,44 +126,46 @@ def _safetensors_metadata(data: bytes) -> dict[str, str]:
     return json.loads(data[8 : 8 + size]).get("__metadata__") or {}
 
 
-def _net_from_tensors(tensors: dict[str, torch.Tensor], config: ExLMConfig,
-                      tokenizer: SmilesTokenizer, n_out: int, where: str,
-                      format_version: int | None, **net_kwargs: Any) -> FinetuneNet:
-    tensors = to_current_layout(tensors, config, format_version)
+def _build_net(config: ExLMConfig, tokenizer: SmilesTokenizer, n_out: int, where: str,
+               **net_kwargs: Any) -> FinetuneNet:
     with torch.random.fork_rng(devices=[]):  # the throw-away init must not touch the caller's RNG
-        net = build_finetune_net(config, tokenizer, n_out, **net_kwargs)
-    expected = set(net.state_dict())
-    missing, unexpected = sorted(expected - set(tensors)), sorted(set(tensors) - expected)
-    if missing or unexpected:
-        raise ValueError(f"{where} does not match its config: missing "
-                         f"{missing[:5] or 'nothing'}; unexpected {unexpected[:5] or 'nothing'}")
-    net.load_state_dict(tensors)
-    return net.eval()
+        try:
+            return build_finetune_net(config, tokenizer, n_out, **net_kwargs)
+        except (TypeError, ValueError) as err:
+            raise CheckpointError(f"{where}: the saved network settings {net_kwargs} or "
+                                  f"n_out={n_out!r} are unusable: {err}") from err
 
 
 def net_from_bytes(data: bytes, config: ExLMConfig, tokenizer: SmilesTokenizer, n_out: int,
                    **net_kwargs: Any) -> FinetuneNet:
     """Inverse of :func:`net_to_bytes` (on the CPU, in eval mode)."""
     tensors = safetensors.torch.load(data)
+    net = _build_net(config, tokenizer, n_out, "pickled weights", **net_kwargs)
+    check_tensors("pickled weights", tensors, net.state_dict())
+    # pickles carry no metadata.json: their version (absent before 3) is in the header
     version = _safetensors_metadata(data).get("format_version")
-    return _net_from_tensors(tensors, config, tokenizer, n_out, "pickled weights",
-                             None if version is None else int(version), **net_kwargs)
+    tensors = to_current_layout(tensors, config, None if version is None else int(version))
+    net.load_state_dict(tensors)
+    return net.eval()
 
 
 def save_finetuned(path: str | os.PathLike[str], net: FinetuneNet, config: ExLMConfig,
                    metadata: dict[str, Any]) -> Path:
-    """Write a fitted network atomically; ``metadata`` must be JSON-serialisable."""
+    """Write a fitted network atomically; ``metadata`` must be JSON-serialisable.
+
+    An existing ``path`` is replaced only when it holds a fitted estimator saved here
+    (see :func:`exlm_chem.safe_write.atomic_directory`).
+    """
     from exlm_chem import __version__
 
-    meta = {"format": ESTIMATOR_FORMAT, "format_version": FORMAT_VERSION,
-            "package_version": __version__, **metadata}
+    meta, header = stamp({"package_version": __version__, **metadata}, config,
+                         net.tokenizer.tokens, ESTIMATOR_FORMAT)
     text = json.dumps(meta, indent=2) + "\n"  # fail before touching the disk
     state = {k: v.detach().cpu().contiguous() for k, v in net.state_dict().items()}
-    with atomic_directory(path) as tmp:
+    with atomic_directory(path, kind=ESTIMATOR_FORMAT) as tmp:
         (tmp / "config.json").write_text(json.dumps(config.to_dict(), indent=2) + "\n",
                                          encoding="utf-8")
-        safetensors.torch.save_file(state, str(tmp / "model.safetensors"),
-                                    metadata={"format": ESTIMATOR_FORMAT})
+        safetensors.torch.save_file(state, str(tmp / "model.safetensors"), metadata=header)
         net.tokenizer.save_vocabulary(tmp / "vocab.txt")
         (tmp / "metadata.json").write_text(text, encoding="utf-8")
     return Path(path)
@@ -158,30 +174,31 @@ def save_finetuned(path: str | os.PathLike[str], net: FinetuneNet, config: ExLMC
 def read_finetuned_metadata(path: str | os.PathLike[str], estimator: str) -> dict[str, Any]:
     """metadata.json of a directory written by :func:`save_finetuned` for ``estimator``."""
     path = Path(path)
-    missing = [f for f in _FILES if not (path / f).is_file()]
-    if missing:
-        raise FileNotFoundError(f"{path} is not a saved exlm_chem estimator: missing "
-                                f"{', '.join(missing)}")
-    meta = json.loads((path / "metadata.json").read_text(encoding="utf-8"))
-    if meta.get("format") != ESTIMATOR_FORMAT:
-        raise ValueError(f"{path} is not a saved estimator (format {meta.get('format')!r}); "
-                         "a pre-trained checkpoint goes to pretrained= instead")
+    meta, _ = read_metadata(path, ESTIMATOR_FORMAT)
+    where = path / METADATA_FILE
     if meta.get("estimator") != estimator:
-        raise ValueError(f"{path} holds a fitted {meta.get('estimator')}, not a {estimator}")
+        raise CheckpointError(f"{path} holds a fitted {meta.get('estimator')}, not a "
+                              f"{estimator}")
+    for key in ("params", "fitted", "net"):
+        if not isinstance(meta.get(key), dict):
+            raise CheckpointError(f"{where}: {key!r} is missing or not an object")
+    missing = [k for k in _FITTED_KEYS if k not in meta["fitted"]]
+    if missing:
+        raise CheckpointError(f"{where}: 'fitted' lacks {', '.join(missing)}")
     return meta
 
 
 def load_finetuned(path: str | os.PathLike[str], n_out: int,
                    **net_kwargs: Any) -> tuple[FinetuneNet, ExLMConfig]:
-    """The network and config saved by :func:`save_finetuned` (CPU, eval mode)."""
-    path = Path(path)
-    config = ExLMConfig.from_json(path / "config.json")
-    tokenizer = SmilesTokenizer.from_file(path / "vocab.txt")
-    tensors = safetensors.torch.load_file(str(path / "model.safetensors"))
-    meta = json.loads((path / "metadata.json").read_text(encoding="utf-8"))
-    net = _net_from_tensors(tensors, config, tokenizer, n_out, str(path / "model.safetensors"),
-                            meta.get("format_version"), **net_kwargs)
-    return net, config
+    """The network and config saved by :func:`save_finetuned` (CPU, eval mode), validated
+    like a pre-trained checkpoint (:mod:`exlm_chem.model.checkpoint_format`)."""
+    parts = read_parts(path, ESTIMATOR_FORMAT)
+    tokenizer = SmilesTokenizer.from_file(parts.directory / "vocab.txt")
+    net = _build_net(parts.config, tokenizer, n_out, str(parts.directory / METADATA_FILE),
+                     **net_kwargs)
+    validate(parts, net.state_dict())
+    net.load_state_dict(parts.tensors)
+    return net.eval(), parts.config
 
 
 def resolve_device(device: str) -> torch.device:
@@ -240,26 +257,38 @@ class PersistenceMixin:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Self:
-        """Restore an estimator written by :meth:`save` (no unpickling)."""
-        from exlm_chem.finetune import EpochRecord
+        """Restore an estimator written by :meth:`save` (no unpickling).
 
+        Raises :class:`~exlm_chem.errors.CheckpointError` naming the file for anything
+        missing, corrupt or inconsistent, and when ``path`` holds another kind of model.
+        """
         meta = read_finetuned_metadata(path, cls.__name__)
-        est = cls(**meta["params"])
         fitted = meta["fitted"]
+        try:  # every entry read here comes from a file that may have been edited
+            est = cls(**meta["params"])
+            est._restore_fitted(fitted)
+        except (KeyError, TypeError, ValueError, IndexError) as err:
+            raise CheckpointError(f"{Path(path) / METADATA_FILE}: an entry is missing or "
+                                  f"malformed ({type(err).__name__}: {err})") from err
         net, config = load_finetuned(path, fitted["n_tasks_"], **meta["net"])
         est.model_ = net.to(resolve_device(est.device))
         est.config_, est.tokenizer_ = config, net.tokenizer
+        return est
+
+    def _restore_fitted(self, fitted: dict[str, Any]) -> None:
+        """The fitted attributes other than the network, from metadata.json."""
+        from exlm_chem.finetune import EpochRecord
+
         for name in ("n_tasks_", "multitask_", "task_names_", "best_epoch_",
                      "selection_metric_", "stopped_early_", "pretrained_source_"):
-            setattr(est, name, fitted[name])
+            setattr(self, name, fitted[name])
         nan = float("nan")
-        est.best_score_ = nan if fitted["best_score_"] is None else fitted["best_score_"]
-        est.history_ = [EpochRecord(**{k: nan if v is None else v for k, v in r.items()})
-                        for r in fitted["history_"]]
-        est.fit_invalid_mask_ = np.zeros(fitted["n_fit_rows"], dtype=bool)
-        est.fit_invalid_mask_[fitted["fit_invalid_rows"]] = True
-        est._restore_metadata(fitted)
-        return est
+        self.best_score_ = nan if fitted["best_score_"] is None else fitted["best_score_"]
+        self.history_ = [EpochRecord(**{k: nan if v is None else v for k, v in r.items()})
+                         for r in fitted["history_"]]
+        self.fit_invalid_mask_ = np.zeros(fitted["n_fit_rows"], dtype=bool)
+        self.fit_invalid_mask_[fitted["fit_invalid_rows"]] = True
+        self._restore_metadata(fitted)
 
     def __getstate__(self) -> dict[str, Any]:
         # a copy: object.__getstate__ may hand back the live __dict__

@@ -7,6 +7,8 @@ outputs aligned with their inputs.
 
 from __future__ import annotations
 
+import re
+import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
@@ -18,6 +20,13 @@ from exlm_chem.errors import InvalidRow, InvalidSmilesError
 from exlm_chem.tokenizer import SmilesTokenizer
 
 MAX_SMILES_CHARS = 2000  # longer strings are rejected: no molecule of interest is that long
+UNKNOWN_SHARE = 0.5  # molecules with more of their tokens [UNK] than this are warned about
+_WHITESPACE = re.compile(r"\s")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class UnknownTokensWarning(UserWarning):
+    """Some molecules are made mostly of tokens outside the model's vocabulary."""
 
 
 class CheckedSmiles(NamedTuple):
@@ -26,7 +35,13 @@ class CheckedSmiles(NamedTuple):
 
 
 def check_smiles(smiles: Sequence[Any], max_chars: int = MAX_SMILES_CHARS) -> CheckedSmiles:
-    """Validate each entry: a non-empty string RDKit can parse, at most ``max_chars`` long."""
+    """Validate each entry: a non-empty string RDKit can parse, at most ``max_chars`` long.
+
+    A SMILES is one word: any whitespace (a space, tab or newline, even at the ends) makes
+    the row invalid, because RDKit would read the text after it as the molecule's name
+    and the tokenizer would pass it to the model. Strings that cannot be encoded (lone
+    surrogates) are invalid rows too; no entry ever raises.
+    """
     from rdkit import Chem, RDLogger
 
     RDLogger.DisableLog("rdApp.*")
@@ -39,13 +54,50 @@ def check_smiles(smiles: Sequence[Any], max_chars: int = MAX_SMILES_CHARS) -> Ch
             reason = "empty SMILES"
         elif len(s) > max_chars:
             reason = f"too long ({len(s)} characters > {max_chars})"
-        elif Chem.MolFromSmiles(s) is None:
-            reason = "RDKit could not parse the SMILES"
+        elif space := _WHITESPACE.search(s):
+            reason = (f"whitespace {space.group()!r} at position {space.start()}: a SMILES "
+                      "is one word, and text after it is not part of the molecule")
+        elif surrogate := _SURROGATE.search(s):
+            reason = (f"not encodable text (lone surrogate {surrogate.group()!r} at "
+                      f"position {surrogate.start()})")
         else:
-            reason = None
-            valid[i] = True
+            reason = _rdkit_reason(Chem, s)
+            valid[i] = reason is None
         reasons.append(reason)
     return CheckedSmiles(valid, reasons)
+
+
+def _rdkit_reason(chem: Any, smiles: str) -> str | None:
+    try:
+        mol = chem.MolFromSmiles(smiles)
+    except Exception as err:  # an RDKit failure on one row must not end the batch
+        return f"RDKit failed on it ({type(err).__name__})"
+    return None if mol is not None else "RDKit could not parse the SMILES"
+
+
+def warn_unknown_tokens(tokenizer: SmilesTokenizer, smiles: Sequence[str],
+                        rows: Sequence[int] | None = None, share: float = UNKNOWN_SHARE,
+                        stacklevel: int = 3) -> np.ndarray:
+    """Warn about molecules whose tokens are all, or more than ``share``, ``[UNK]``.
+
+    The model sees next to nothing of such a molecule (``[13CH4]`` and ``[Uuo]`` get the
+    same output), so the warning counts them and names a few. ``rows`` are the positions
+    to report (default ``0..N-1``). Returns the [N] bool mask of flagged molecules.
+    """
+    fraction = tokenizer.unknown_fraction(smiles)  # [N]
+    flagged = fraction > share
+    if flagged.any():
+        where = np.flatnonzero(flagged)
+        positions = np.asarray(rows if rows is not None else range(len(smiles)))[where]
+        n_all = int((fraction[where] == 1).sum())
+        example = smiles[int(where[0])]
+        more = f" and {where.size - 10} more" if where.size > 10 else ""
+        warnings.warn(
+            f"{where.size} of {len(smiles)} molecules are mostly tokens unknown to the model "
+            f"([UNK]): {n_all} entirely, {where.size - n_all} for more than {share:.0%} of "
+            f"their tokens (rows {positions[:10].tolist()}{more}; e.g. {example!r:.60}). "
+            "Their outputs say little about them", UnknownTokensWarning, stacklevel=stacklevel)
+    return flagged
 
 
 def raise_for_invalid(smiles: Sequence[Any], checked: CheckedSmiles) -> None:

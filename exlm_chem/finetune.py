@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+import warnings
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -131,8 +132,8 @@ def _evaluate(net: FinetuneNet, valid: LabelledSmiles, task: str, metric: str,
               mean: torch.Tensor, scale: torch.Tensor, batch_size: int) -> tuple[float, float]:
     """(validation loss on the training scale, selection score) of the current weights."""
     outputs = torch.from_numpy(predict_batched(net, valid.smiles, batch_size))  # [N, T]
-    targets = torch.as_tensor(np.asarray(valid.labels, dtype=np.float32))
-    loss = masked_loss(outputs, (targets - mean) / scale, task)
+    targets = (np.asarray(valid.labels, dtype=np.float64) - mean.numpy()) / scale.numpy()
+    loss = masked_loss(outputs, torch.as_tensor(targets, dtype=torch.float32), task)
     loss_value = float(loss) if loss is not None else float("nan")
     if metric == "valid_loss" or not torch.isfinite(outputs).all():
         return loss_value, loss_value if metric == "valid_loss" else float("nan")
@@ -185,13 +186,12 @@ def finetune(
             raise ValueError(f"{name} labels must be [{len(part.smiles)}, {n_out}], got "
                              f"{np.shape(part.labels)}")
     device = net.device
-    labels = torch.as_tensor(np.asarray(train.labels, dtype=np.float32))  # [N, T]
-    mean, scale = torch.zeros(n_out), torch.ones(n_out)
+    labels = np.asarray(train.labels, dtype=np.float64)  # [N, T]
+    mean, scale = np.zeros(n_out), np.ones(n_out)
     if task == "regression" and len(train.smiles):
-        mean = torch.nan_to_num(labels.nanmean(0))
-        spread = (labels - mean).square().nanmean(0).sqrt()
-        scale = torch.where(torch.isfinite(spread) & (spread > 0), spread, torch.ones(n_out))
-    targets = ((labels - mean) / scale).to(device)
+        mean, scale = target_scaling(labels)
+    targets = torch.as_tensor((labels - mean) / scale, dtype=torch.float32).to(device)
+    mean, scale = (torch.as_tensor(v, dtype=torch.float32) for v in (mean, scale))
 
     n, bs = len(train.smiles), settings.batch_size
     total_steps = settings.epochs * math.ceil(n / bs)
@@ -241,6 +241,21 @@ def finetune(
     if task == "regression":
         _fold_scaling(net.head.out, mean.to(device), scale.to(device))
     return FinetuneResult(best_epoch, best_score, metric, history, n_steps, stopped_early)
+
+
+def target_scaling(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-task mean and standard deviation [T] of labels [N, T] (NaN = missing).
+
+    Computed in float64: squares of values near 1e20 overflow float32 and those of values
+    near 1e-25 underflow it. A task without spread (or one too small for float32) gets
+    scale 1.
+    """
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a task with no label in train
+        mean = np.nan_to_num(np.nanmean(labels, 0))
+        spread = np.sqrt(np.nanmean(np.square(labels - mean), 0))
+    usable = np.isfinite(spread) & (spread > np.finfo(np.float32).tiny)
+    return mean, np.where(usable, spread, 1.0)
 
 
 @torch.no_grad()

@@ -92,20 +92,56 @@ def exclude_molecules(
     return report
 
 
+def runner_split_modes(seeds: Sequence[int] = (0, 1, 2)) -> list[tuple[str, int]]:
+    """Every ``(split, seed)`` the benchmark runner can evaluate on with ``seeds``.
+
+    Splits that do not move with the seed (the deterministic scaffold splits) appear
+    once, with seed 0, exactly as the runner loads them.
+    """
+    from exlm_chem.benchmark.tasks import SPLITS, split_depends_on_seed
+
+    modes: list[tuple[str, int]] = []
+    for split in SPLITS:
+        for seed in seeds if split_depends_on_seed(split) else (0,):
+            if (split, int(seed)) not in modes:
+                modes.append((split, int(seed)))
+    return modes
+
+
 def benchmark_heldout_molecules(
-    names: Sequence[str] | None = None, n_jobs: int = 1
+    names: Sequence[str] | None = None,
+    n_jobs: int = 1,
+    splits: Sequence[tuple[str, int]] | None = None,
 ) -> dict[str, set[str]]:
     """Canonical SMILES of the valid and test molecules of each benchmark task.
 
-    Uses the benchmark's default split (deterministic scaffold split, chirality on).
+    Parameters
+    ----------
+    names : sequence of str, optional
+        Tasks (default: every MoleculeNet task of the registry).
+    n_jobs : int
+        Processes for canonicalisation.
+    splits : sequence of (split, seed), optional
+        The split modes whose valid/test parts are held out, each loaded through the
+        benchmark runner's own :func:`~exlm_chem.benchmark.tasks.load_task`. Default:
+        :func:`runner_split_modes` (every split the runner offers, seeds 0-2), so that no
+        split the benchmark may be run on saw its evaluation molecules in pre-training.
+
+    Returns
+    -------
+    dict
+        Task name -> canonical SMILES of the union of its held-out parts.
     """
-    from exlm_chem.moleculenet import dataset_names, load_moleculenet
-    from exlm_chem.splits import scaffold_split
+    from exlm_chem.benchmark.tasks import load_task
+    from exlm_chem.moleculenet import dataset_names
 
     out: dict[str, set[str]] = {}
     for name in names or dataset_names():
-        data = load_moleculenet(name)
-        split = scaffold_split(data.smiles)
-        held = [data.smiles[i] for i in np.concatenate([split.valid, split.test])]
-        out[name] = {c for c in canonicalize(held, n_jobs=n_jobs) if c is not None}
+        held: set[str] = set()
+        for split, seed in splits or runner_split_modes():
+            data = load_task(name, split, seed)
+            held.update(data.smiles[i] for i in np.concatenate([data.valid, data.test]))
+        out[name] = {c for c in canonicalize(sorted(held), n_jobs=n_jobs) if c is not None}
+        logger.info("hygiene: %s holds out %d molecules over %d split modes", name,
+                    len(out[name]), len(splits or runner_split_modes()))
     return out

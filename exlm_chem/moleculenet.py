@@ -24,6 +24,7 @@ import io
 import logging
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -37,11 +38,12 @@ from exlm_chem.download import (
     download_verified,
     read_verified,
 )
-from exlm_chem.errors import InvalidRow  # row = 0-based data row in the file
+from exlm_chem.errors import DataFileError, InvalidRow  # row = 0-based data row in the file
 
 __all__ = [
     "DATASETS",
     "ChecksumError",
+    "DataFileError",
     "DatasetSpec",
     "InvalidRow",
     "MoleculeDataset",
@@ -515,7 +517,7 @@ def _label_matrix(df: pd.DataFrame, spec: DatasetSpec, path: Path) -> np.ndarray
     )
     if bad.any():
         row, col = (int(i) for i in np.argwhere(bad)[0])
-        raise ValueError(
+        raise DataFileError(
             f"{spec.name}: {path}, data row {row} (file line {row + 2}), column "
             f"{spec.task_columns[col]!r}: label {str(raw.iat[row, col])!r} is not 0, 1 or empty"
         )
@@ -547,14 +549,35 @@ def _rdkit_reason(smiles: str) -> str:
     return UNPARSABLE_REASON
 
 
+def _read_table(spec: DatasetSpec, verified: VerifiedFile,
+                read: Callable[[str], pd.DataFrame]) -> pd.DataFrame:
+    """``read(text)`` of the file's decoded content; a :class:`DataFileError` naming the
+    file (never a codec or pandas error) when it is empty, not UTF-8 or not a CSV."""
+    import pandas as pd
+
+    content, path = verified.content, verified.path
+    if not content.strip():
+        raise DataFileError(f"{spec.name}: {path} is empty")
+    try:
+        text = content.decode("utf-8-sig")  # a byte-order mark is not part of the header
+    except UnicodeDecodeError as err:
+        line = content[: err.start].count(b"\n") + 1
+        raise DataFileError(f"{spec.name}: {path} is not UTF-8 text (byte {err.start}, file "
+                            f"line {line}): it is corrupted or not a CSV file") from err
+    try:
+        return read(text)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as err:
+        raise DataFileError(f"{spec.name}: {path} cannot be read as CSV: {err}") from err
+
+
 def _parse(spec: DatasetSpec, verified: VerifiedFile) -> MoleculeDataset:
     import pandas as pd
     from rdkit import Chem, rdBase
 
     path = verified.path
     wanted = {spec.smiles_column, *spec.task_columns}
-    df = pd.read_csv(
-        io.BytesIO(verified.content),
+    df = _read_table(spec, verified, lambda text: pd.read_csv(
+        io.StringIO(text),
         usecols=lambda c: c in wanted,
         dtype={spec.smiles_column: str},
         # "NA" or "nan" could be a SMILES-like string: only label columns have NA tokens
@@ -562,10 +585,10 @@ def _parse(spec: DatasetSpec, verified: VerifiedFile) -> MoleculeDataset:
         na_values=dict.fromkeys(spec.task_columns, _LABEL_NA),
         # a blank line stays a row (reported as empty SMILES), so row numbers never shift
         skip_blank_lines=False,
-    )
+    ))
     missing = [c for c in (spec.smiles_column, *spec.task_columns) if c not in df.columns]
     if missing:
-        raise ValueError(f"{spec.name}: {path} lacks the column(s) {missing}")
+        raise DataFileError(f"{spec.name}: {path} lacks the column(s) {missing}")
     labels = _label_matrix(df, spec, path)
 
     keep: list[int] = []
@@ -635,9 +658,12 @@ def load_moleculenet(
     Raises
     ------
     ValueError
-        Unknown name, missing columns, or a label that is not 0, 1 or empty.
+        Unknown name.
+    DataFileError
+        The file is empty, truncated, not UTF-8 or not a CSV, lacks a column, or holds a
+        label that is not 0, 1 or empty (a ValueError naming the file).
     ChecksumError
-        The file matches no known revision (a ValueError).
+        The file matches no known revision or cannot be decompressed (a DataFileError).
     FileNotFoundError
         No file found and none could be downloaded; the message says what to put where.
     """

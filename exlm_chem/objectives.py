@@ -17,9 +17,12 @@ from exlm_chem.dag import dag_best_alignment, dag_logprob
 
 
 class ObjectiveOutput(NamedTuple):
+    """What an objective returns. Counts that depend on the data are 0-dim tensors on the
+    model's device, so a training step never waits for the device to read them."""
+
     loss: torch.Tensor  # scalar, mean over valid samples (ExLM: -log P(Y) / T)
     n_samples: int  # samples in the batch
-    n_invalid: int  # ExLM samples with no valid path (excluded from the loss)
+    n_invalid: torch.Tensor | int  # ExLM samples with no valid path (excluded from the loss)
     n_predicted: int  # masked tokens scored for accuracy (0 when not computed)
     n_correct: int  # of those, predicted exactly (argmax)
 
@@ -44,13 +47,16 @@ def exlm_loss(model, batch: ExLMBatch, with_accuracy: bool = False) -> Objective
     target_index = batch.targets.unsqueeze(1).expand(-1, n_states, -1)  # [B, S, T]
     emissions = torch.gather(log_probs, 2, target_index).transpose(1, 2)  # [B, T, S]
     log_transitions = model.transition_head(hidden, batch.state_index, batch.state_lengths)
-    logprob = dag_logprob(emissions, log_transitions, batch.target_lengths, batch.state_lengths)
+    # collate builds the lengths, so the range check (a host sync per call) is skipped
+    logprob = dag_logprob(emissions, log_transitions, batch.target_lengths, batch.state_lengths,
+                          check_lengths=False)
     valid = torch.isfinite(logprob)
     per_token = -logprob / batch.target_lengths.to(logprob.dtype)
-    if bool(valid.any()):
-        loss = per_token[valid].mean()
-    else:  # keep the graph so every rank of a DDP step still backpropagates
-        loss = emissions.sum() * 0.0
+    # The mean over valid samples without boolean indexing or a Python branch on the data
+    # (both wait for the device). With no valid sample the loss is 0 and still attached to
+    # the graph, so every rank of a DDP step backpropagates.
+    n_valid = valid.sum()
+    loss = torch.where(valid, per_token, 0.0).sum() / n_valid.clamp(min=1).to(per_token.dtype)
     n_predicted = n_correct = 0
     if with_accuracy:
         with torch.no_grad():
@@ -68,18 +74,20 @@ def exlm_loss(model, batch: ExLMBatch, with_accuracy: bool = False) -> Objective
             gold = torch.gather(batch.targets, 1, t_idx.clamp(0, n_targets - 1))  # [B, S]
             n_correct = int(((predicted == gold) & inner).sum())
             n_predicted = int((batch.target_lengths[valid] - 2).sum())
-    return ObjectiveOutput(loss, len(logprob), int((~valid).sum()), n_predicted, n_correct)
+    return ObjectiveOutput(loss, len(logprob), len(logprob) - n_valid, n_predicted, n_correct)
 
 
 def mlm_loss(model, batch: MLMBatch, with_accuracy: bool = False) -> ObjectiveOutput:
     """Cross-entropy on the masked positions only (the SMILES-BERT twin)."""
     hidden = model(batch.input_ids, batch.pos_original, batch.pos_copy, batch.padding_mask)
-    selected = batch.labels != IGNORE_INDEX  # [B, N]
-    logits = model.lm_head(hidden[selected]).float()  # [M, V]
-    gold = batch.labels[selected]
-    loss = F.cross_entropy(logits, gold)
+    # every position is scored and IGNORE_INDEX left out by cross_entropy: selecting the
+    # masked rows first (hidden[labels != IGNORE_INDEX]) would wait for the device to
+    # count them; the LM head is a small part of a step either way
+    logits = model.lm_head(hidden).float()  # [B, N, V]
+    loss = F.cross_entropy(logits.flatten(0, 1), batch.labels.flatten(), ignore_index=IGNORE_INDEX)
     n_predicted = n_correct = 0
     if with_accuracy:
-        n_predicted = int(gold.numel())
-        n_correct = int((logits.argmax(-1) == gold).sum())
+        selected = batch.labels != IGNORE_INDEX  # [B, N]
+        n_predicted = int(selected.sum())
+        n_correct = int(((logits.argmax(-1) == batch.labels) & selected).sum())
     return ObjectiveOutput(loss, batch.input_ids.size(0), 0, n_predicted, n_correct)

@@ -15,13 +15,16 @@ REPO = Path(__file__).resolve().parents[1]
 
 def git_commit() -> str:
     """Short HEAD of the source checkout, ``+dirty`` when tracked files differ from it;
-    ``exlm_chem <version>`` for an installed package outside a checkout."""
+    outside a checkout ``$EXLM_GIT_COMMIT`` (a copy without .git, e.g. on the GPU machine),
+    else ``exlm_chem <version>``."""
     try:
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO,
                               capture_output=True, text=True, check=True).stdout.strip()
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
                                cwd=REPO, capture_output=True, text=True, check=True).stdout
     except (OSError, subprocess.CalledProcessError):
+        if os.environ.get("EXLM_GIT_COMMIT"):
+            return os.environ["EXLM_GIT_COMMIT"]
         from exlm_chem import __version__
 
         return f"exlm_chem {__version__}"

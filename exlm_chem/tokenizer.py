@@ -334,6 +334,20 @@ class SmilesTokenizer(SpecialTokenIds):
             input_ids[np.arange(len(smiles)), kept + 1] = self.eos_id
         return EncodedBatch(input_ids, lengths)
 
+    def unknown_fraction(self, smiles_list: Sequence[str]) -> np.ndarray:
+        """Share of each SMILES's tokens that encode as ``[UNK]``: float64 [B] in [0, 1].
+
+        An empty string has share 0. ``unknown_token_counts`` is not updated.
+        """
+        smiles = _as_smiles_list(smiles_list)
+        share = np.zeros(len(smiles), dtype=np.float64)
+        for start in range(0, len(smiles), _CHUNK):
+            flat, counts = self._batch_ids(smiles[start : start + _CHUNK], Counter())
+            owner = np.repeat(np.arange(counts.size), counts)  # [T] molecule of each token
+            unknown = np.bincount(owner, weights=flat == self.unk_id, minlength=counts.size)
+            share[start : start + counts.size] = unknown / np.maximum(counts, 1)
+        return share
+
     # ------------------------------------------------------------------ decoding
     def decode(self, ids: Iterable[int], skip_special_tokens: bool = True) -> str:
         """Turn ids back into a SMILES string.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Create .venv with exlm_chem installed. Usage: bash scripts/setup.sh [dev]
 #   no argument: the package and its runtime dependencies
-#   dev:         also the test/lint tools, deepchem (reference splitter) and triton (kernels)
+#   dev:         also the test/lint tools, deepchem (reference splitter) and triton (kernels),
+#                and .venv-triton36 (see scripts/test_triton36.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m venv .venv
@@ -11,6 +12,7 @@ $PIP install -q --upgrade pip
 $PIP install -q torch==2.13.0
 if [ "${1:-}" = "dev" ]; then
   $PIP install -q -c constraints.txt -e ".[dev,triton]"
+  bash scripts/test_triton36.sh --setup
 else
   $PIP install -q -c constraints.txt -e .
 fi

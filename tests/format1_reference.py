@@ -1,7 +1,7 @@
-"""The first checkpoint format (1) as it was, for tests that old checkpoints still load.
+"""The first checkpoint formats (1, 2) as they were, for tests that old checkpoints load.
 
-Format 1 paired dim ``j`` with ``j + hd/4`` inside each half of a head (NeoX "rotate
-half"). :func:`old_forward` is the encoder forward of the first release, written out with
+Formats 1 and 2 paired dim ``j`` with ``j + hd/4`` inside each half of a head (NeoX
+"rotate half"). :func:`old_forward` is the encoder forward of the first release, written out with
 its own RoPE, so that tests compare the current code with it rather than with itself.
 """
 
@@ -22,7 +22,7 @@ from exlm_chem.model.rope_layout import permute_qk_to_halves
 
 
 def old_rope(x, pos_original, pos_copy, base):
-    """Format-1 RoPE on [B, H, X, hd]: inside each half, dim j pairs with j + hd/4."""
+    """Format-1/2 RoPE on [B, H, X, hd]: inside each half, dim j pairs with j + hd/4."""
     quarter = x.shape[-1] // 4
     freq = base ** (-torch.arange(quarter, dtype=torch.float32) / quarter)
     a1 = pos_original.float()[..., None] * freq  # [B, X, hd/4]
@@ -33,7 +33,7 @@ def old_rope(x, pos_original, pos_copy, base):
 
 
 def old_forward(model, ids, pos_original, pos_copy, padding_mask):
-    """Hidden states [B, X, d] of format-1 weights, computed as the first release did."""
+    """Hidden states [B, X, d] of format-1/2 weights, computed as the first release did."""
     encoder, base = model.encoder, model.config.rope_base
     key_mask = padding_mask[:, None, None, :]  # [B, 1, 1, X]
     x = encoder.embed_tokens(ids)
@@ -59,13 +59,16 @@ def raw_model(directory: Path) -> ExLMModel:
     return model.eval()
 
 
-def downgrade(checkpoint: Path, out: Path) -> Path:
-    """A format-1 copy of a current checkpoint: halves layout, no format_version."""
+def downgrade(checkpoint: Path, out: Path, version: int | None = None) -> Path:
+    """A copy of a current checkpoint as format ``version`` (None: before versions
+    existed) wrote it: rotate-half q/k layout."""
     shutil.copytree(checkpoint, out)
     config = ExLMConfig.from_json(out / "config.json")
     tensors = safetensors.torch.load_file(str(out / WEIGHTS_FILE))
     safetensors.torch.save_file(permute_qk_to_halves(tensors, config), str(out / WEIGHTS_FILE))
     meta = json.loads((out / METADATA_FILE).read_text())
     del meta["format_version"]
+    if version is not None:
+        meta["format_version"] = version
     (out / METADATA_FILE).write_text(json.dumps(meta))
     return out

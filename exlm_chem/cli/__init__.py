@@ -11,6 +11,7 @@ from exlm_chem import __version__
 from exlm_chem.cli.analysis import EntropyCommand, ExplainCommand
 from exlm_chem.cli.base import Subcommand
 from exlm_chem.cli.benchmark import BenchmarkCommand
+from exlm_chem.cli.corpus import CorpusPrepareCommand
 from exlm_chem.cli.data import DataSummaryCommand
 from exlm_chem.cli.embed import EmbedCommand
 from exlm_chem.cli.fit import FitCommand
@@ -21,6 +22,7 @@ from exlm_chem.cli.text import TextGlueCommand, TextPretrainCommand
 COMMANDS: list[type[Subcommand]] = [
     DataSummaryCommand, PretrainCommand, EmbedCommand, FitCommand, PredictCommand,
     ExplainCommand, EntropyCommand, TextPretrainCommand, TextGlueCommand, BenchmarkCommand,
+    CorpusPrepareCommand,
 ]
 
 
@@ -28,6 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="exlm-chem", description=__doc__)
     parser.add_argument("--version", action="version", version=f"exlm_chem {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    parser.add_argument("--debug", action="store_true", help="show the traceback of any error")
     groups: dict[str, argparse._SubParsersAction] = {}
     top = parser.add_subparsers(dest="command", required=True)
     for command in COMMANDS:
@@ -55,12 +58,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def console_main() -> int:
-    """The installed ``exlm-chem`` command: user errors as one line, exit code 2."""
-    try:
-        return main()
-    except (ValueError, FileNotFoundError, TypeError) as error:
-        print(f"exlm-chem: error: {error}", file=sys.stderr)
-        return 2
+    """The installed ``exlm-chem`` command: user errors as one line, exit code 2
+    (tracebacks with ``--debug``); see :mod:`exlm_chem.cli.errors`."""
+    from exlm_chem.cli.errors import run_console
+
+    return run_console(main)
 
 
 if __name__ == "__main__":

@@ -17,14 +17,12 @@ Output formats, chosen by the suffix of ``--out``:
 from __future__ import annotations
 
 import argparse
-import contextlib
-import os
-import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from exlm_chem.cli.base import Subcommand
+from exlm_chem.safe_write import atomic_file, check_output_file
 from exlm_chem.threads import add_threads_option, set_threads
 
 FORMATS = (".parquet", ".csv", ".npy")
@@ -56,22 +54,9 @@ def count_rows(path: str | Path, column: str, chunk_size: int = 200_000) -> int:
                                            chunksize=chunk_size))
 
 
-@contextlib.contextmanager
-def atomic_output(path: Path) -> Iterator[Path]:
-    """A temporary name beside ``path``, renamed to ``path`` if the body succeeds.
-
-    The file is created by the writer (so it gets the usual permissions, not mkstemp's
-    0600); a failure removes whatever was written.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f".{path.name}.{uuid.uuid4().hex[:12]}.tmp"
-    try:
-        yield tmp
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+# a temporary name beside the output, renamed at the end; a killed run's leftovers are
+# removed by the next run writing the same output
+atomic_output = atomic_file
 
 
 class TableSink:
@@ -211,6 +196,7 @@ def export_embeddings(
     if clash:
         raise ValueError(f"--keep-columns {clash} clash with output columns "
                          f"{', '.join(RESERVED_COLUMNS)}, emb_*")
+    check_output_file(out)  # before any embedding: a result that cannot be written is lost
     require_columns(input_csv, [smiles_column], "--smiles-column")
     require_columns(input_csv, keep_columns, "--keep-columns")
     chunk_size = DEFAULT_CHUNK_SIZE if chunk_size is None else chunk_size

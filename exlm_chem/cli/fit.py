@@ -54,12 +54,18 @@ class FitCommand(Subcommand):
 
     @classmethod
     def run(cls, args: argparse.Namespace) -> int:
+        from exlm_chem.output_owner import ESTIMATOR_FORMAT
+        from exlm_chem.safe_write import check_output_dir
+
+        # before any training (and heavy import): a refused or unwritable --out would lose
+        # the fitted model
+        check_output_dir(args.out, ESTIMATOR_FORMAT)
         set_threads(args.threads)
+
         import pandas as pd
 
         from exlm_chem.cli.embed import require_columns
         from exlm_chem.estimator import ExLMMoleculeClassifier, ExLMMoleculeRegressor
-
         targets = list(dict.fromkeys(args.target_columns))
         require_columns(args.train, [args.smiles_column], "--smiles-column")
         require_columns(args.train, targets, "--target-columns")

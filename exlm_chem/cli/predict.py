@@ -9,7 +9,6 @@ CSV is read and written in chunks, atomically (temporary name, renamed at the en
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
@@ -19,18 +18,16 @@ from exlm_chem.threads import add_threads_option, set_threads
 
 def load_estimator(model_dir: str | Path) -> Any:
     """The classifier or regressor saved in ``model_dir`` (its metadata says which)."""
+    from exlm_chem.errors import CheckpointError
     from exlm_chem.estimator import ExLMMoleculeClassifier, ExLMMoleculeRegressor
+    from exlm_chem.model.checkpoint_format import ESTIMATOR_FORMAT, read_metadata
 
     classes = {c.__name__: c for c in (ExLMMoleculeClassifier, ExLMMoleculeRegressor)}
-    meta_file = Path(model_dir) / "metadata.json"
-    if not meta_file.is_file():
-        raise FileNotFoundError(f"{model_dir} is not a model saved by `exlm-chem fit` "
-                                "(no metadata.json)")
-    kind = json.loads(meta_file.read_text(encoding="utf-8")).get("estimator")
+    meta, _ = read_metadata(Path(model_dir), ESTIMATOR_FORMAT)  # names what is wrong
+    kind = meta.get("estimator")
     if kind not in classes:
-        raise ValueError(f"{model_dir} holds no fitted estimator (metadata says "
-                         f"{kind!r}); a pre-trained checkpoint is used by `exlm-chem embed` "
-                         "or `exlm-chem fit --pretrained`")
+        raise CheckpointError(f"{Path(model_dir) / 'metadata.json'}: estimator {kind!r} is "
+                              f"none of {sorted(classes)}")
     return classes[kind].load(model_dir)
 
 
@@ -87,6 +84,7 @@ class PredictCommand(Subcommand):
             require_columns,
         )
         from exlm_chem.featurize import check_smiles
+        from exlm_chem.safe_write import check_output_file
 
         out = Path(args.out)
         fmt = out.suffix.lower()
@@ -95,6 +93,7 @@ class PredictCommand(Subcommand):
         if args.chunk_size < 1:
             raise ValueError(f"--chunk-size must be positive, got {args.chunk_size}")
         keep = list(dict.fromkeys(args.keep_columns))
+        check_output_file(out)  # before any work: a result that cannot be written is lost
         require_columns(args.input, [args.smiles_column], "--smiles-column")
         require_columns(args.input, keep, "--keep-columns")
         est = load_estimator(args.model)

@@ -4,8 +4,22 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import fields
+from pathlib import Path
 
 from exlm_chem.cli.base import Subcommand
+
+_HELP = {
+    "preset": "model tiny | small | base, or 'paper': the base model with the paper's "
+              "schedule (120K steps, 10K warm-up, 64K tokens per step over all GPUs, which "
+              "was the paper's per-GPU batch; see exlm_chem.recipes)",
+    "max_steps": "optimizer steps (default: the preset's)",
+    "max_tokens": "padded, unexpanded tokens per optimizer step, all ranks together "
+                  "(default: the preset's)",
+    "warmup_steps": "linear warm-up steps (default: the preset's)",
+    "budget_minutes": "time the first steps, then fit max_steps (warm-up plus full decay) "
+                      "into this many minutes; the decision goes to OUT/budget.json",
+    "num_workers": "DataLoader processes that mask and collate batches",
+}
 
 
 class PretrainCommand(Subcommand):
@@ -16,7 +30,10 @@ class PretrainCommand(Subcommand):
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
         from exlm_chem.pretrain import PretrainArgs
 
-        parser.add_argument("--corpus", nargs="+", required=True, help="SMILES files (.smi[.gz])")
+        source = parser.add_mutually_exclusive_group(required=True)
+        source.add_argument("--corpus", nargs="+", help="SMILES files (.smi[.gz])")
+        source.add_argument("--prepared", help="folder from `exlm-chem corpus prepare` "
+                                               "(no RDKit needed)")
         parser.add_argument("--out", required=True, help="run directory")
         parser.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint")
         parser.add_argument(
@@ -27,19 +44,28 @@ class PretrainCommand(Subcommand):
         )
         parser.add_argument("--no-progress", dest="progress", action="store_false")
         parser.add_argument("--betas", nargs=2, type=float, default=(0.9, 0.98))
-        skip = {"corpus", "out", "hygiene", "progress", "betas", "extra"}
+        parser.add_argument("--budget-from", nargs="+", default=None, metavar="RUN_DIR",
+                            help="partner runs (the twin): every run takes the fewest steps "
+                                 "any of them measured (see exlm_chem.budget)")
+        parser.add_argument("--compile", action="store_true", help="torch.compile the encoder")
+        skip = {"corpus", "prepared", "out", "hygiene", "progress", "betas", "extra",
+                "budget_from", "compile"}
         for f in fields(PretrainArgs):
             if f.name in skip:
                 continue
             flag = "--" + f.name.replace("_", "-")
             annotation = str(f.type)  # a string under `from __future__ import annotations`
             kind = int if "int" in annotation else float if "float" in annotation else str
-            parser.add_argument(flag, type=kind, default=f.default)
+            parser.add_argument(flag, type=kind, default=f.default, help=_HELP.get(f.name))
 
     @classmethod
     def run(cls, args: argparse.Namespace) -> int:
+        from exlm_chem.model.checkpoint_format import FORMAT
         from exlm_chem.pretrain import PretrainArgs, pretrain
+        from exlm_chem.safe_write import check_output_dir
 
+        # before any training: a checkpoint that cannot be written would lose the run
+        check_output_dir(Path(args.out) / "checkpoint", FORMAT)
         values = {
             f.name: getattr(args, f.name) for f in fields(PretrainArgs) if hasattr(args, f.name)
         }

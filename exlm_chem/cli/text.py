@@ -17,7 +17,7 @@ class TextPretrainCommand(Subcommand):
     # set explicitly below, or meaningless for text
     _SKIP: ClassVar[set[str]] = {
         "corpus", "out", "progress", "betas", "extra", "hygiene", "masking", "tokenizer",
-        "train_tokenizer", "lowercase",
+        "train_tokenizer", "lowercase", "prepared", "budget_from", "compile",
     }
 
     @classmethod

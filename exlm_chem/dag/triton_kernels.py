@@ -45,10 +45,19 @@ CPU: kernels run under Triton's interpreter only, which is chosen when ``@triton
 environment before triton is first imported. The interpreter is slow (it executes each
 program in Python); it is for tests. :func:`compile_for_gpu` compiles the kernels for an
 NVIDIA target without a GPU, which catches what the interpreter does not check.
+
+Triton 3.6's interpreter (the GPU image's version) turns a runtime loop bound into a Python
+int with ``int(array)`` on a one-element 1-d array, which NumPy >= 2.4 rejects
+(``TypeError: only 0-dimensional arrays can be converted to Python scalars``); Triton 3.9
+squeezes first. Every runtime scalar is such an array there, so no rewrite of a
+data-dependent loop avoids it: interpret with triton 3.6 under NumPy < 2.4 (what
+``scripts/setup.sh dev`` puts in ``.venv-triton36``). The compiled kernels are unaffected.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import NamedTuple
 
 import torch
@@ -555,9 +564,10 @@ class DagLogProbTriton(torch.autograd.Function):
     def backward(ctx, grad_out: torch.Tensor):
         emissions, log_transitions, target_lengths, state_lengths, alpha, logz = ctx.saved_tensors
         grad_out = grad_out.to(torch.float32).contiguous()
-        grad_emis, grad_logE = _backward(
-            emissions, log_transitions, target_lengths, state_lengths, alpha, logz, grad_out
-        )
+        with _explained_interpreter_errors():
+            grad_emis, grad_logE = _backward(
+                emissions, log_transitions, target_lengths, state_lengths, alpha, logz, grad_out
+            )
         return (
             grad_emis if ctx.needs_input_grad[0] else None,
             grad_logE if ctx.needs_input_grad[1] else None,
@@ -665,6 +675,28 @@ def compile_for_gpu(
     return records
 
 
+# what triton 3.6's interpreter raises under NumPy >= 2.4 (see the module docstring)
+_NUMPY_SCALAR_ERROR = "only 0-dimensional arrays can be converted to Python scalars"
+
+
+@contextlib.contextmanager
+def _explained_interpreter_errors() -> Iterator[None]:
+    """Re-raise the interpreter's NumPy-scalar failure with its cause and the fix."""
+    try:
+        yield
+    except Exception as err:
+        if _NUMPY_SCALAR_ERROR not in str(err):
+            raise
+        import numpy
+
+        raise RuntimeError(
+            f"Triton {triton.__version__}'s interpreter cannot run these kernels with NumPy "
+            f"{numpy.__version__}: it converts one-element arrays to loop bounds, which NumPy "
+            ">= 2.4 rejects. Use NumPy < 2.4 with this triton (scripts/setup.sh dev builds "
+            ".venv-triton36 so), or triton >= 3.9; compiled GPU kernels are not affected"
+        ) from err
+
+
 def _is_interpreted() -> bool:
     # The interpreter is picked when @triton.jit runs: for triton's own helpers (tl.max, ...)
     # at triton's import, for these kernels at this module's import. Both must agree.
@@ -769,4 +801,7 @@ def dag_logprob_triton(
     device = emissions.device
     tlen = target_lengths.to(device=device, dtype=torch.int32).contiguous()
     slen = state_lengths.to(device=device, dtype=torch.int32).contiguous()
-    return DagLogProbTriton.apply(emissions.contiguous(), log_transitions.contiguous(), tlen, slen)
+    with _explained_interpreter_errors():
+        return DagLogProbTriton.apply(
+            emissions.contiguous(), log_transitions.contiguous(), tlen, slen
+        )

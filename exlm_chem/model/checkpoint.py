@@ -1,115 +1,44 @@
 """Checkpoint directories: config.json, model.safetensors, vocab.txt, metadata.json.
 
 Loading never unpickles: weights come from safetensors, everything else is JSON or text.
-Writes are atomic at directory level: a checkpoint is assembled in a temporary sibling
-directory and renamed into place, so a crash mid-save leaves the previous checkpoint
-(if any) whole.
+Every load is validated (:mod:`exlm_chem.model.checkpoint_format`): the vocabulary
+against the config, the weights against the model the config describes, and the
+checksums stored at save time; any problem is a
+:class:`~exlm_chem.errors.CheckpointError` naming the file. Writes are atomic at
+directory level (:func:`exlm_chem.safe_write.atomic_directory`): a crash mid-save leaves
+the previous checkpoint whole, and a directory holding anything else is never replaced.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import shutil
-import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import safetensors.torch
 import torch
 
+from exlm_chem.model.checkpoint_format import (
+    CONFIG_FILE,
+    FORMAT,
+    METADATA_FILE,
+    VOCAB_FILE,
+    WEIGHTS_FILE,
+    read_parts,
+    stamp,
+    validate,
+)
 from exlm_chem.model.config import ExLMConfig
+from exlm_chem.safe_write import atomic_directory, write_json_atomic
 
-CONFIG_FILE = "config.json"
-WEIGHTS_FILE = "model.safetensors"
-VOCAB_FILE = "vocab.txt"
-METADATA_FILE = "metadata.json"
-FORMAT = "exlm_chem-checkpoint-1"
-# 2: q/k pairs interleaved for RoPE; no version (or 1): the first layout, converted on load
-FORMAT_VERSION = 2
+__all__ = [
+    "CONFIG_FILE", "FORMAT", "METADATA_FILE", "VOCAB_FILE", "WEIGHTS_FILE",
+    "atomic_directory", "load_checkpoint", "save_checkpoint", "write_json_atomic",
+]  # fmt: skip
 
 _SHIP_DTYPES = {torch.float32, torch.float16, torch.bfloat16}
-
-
-# ---- atomic file-system helpers (reused by the trainer for its training state) ---------------
-def _fsync_dir(path: Path) -> None:
-    """Flush a directory entry to disk where the OS allows it (not on Windows)."""
-    with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-def write_json_atomic(path: str | Path, obj: Any) -> None:
-    """Write ``obj`` as indented JSON to ``path`` via a temporary file and ``os.replace``."""
-    path = Path(path)
-    text = json.dumps(obj, indent=2) + "\n"  # serialise first: a TypeError leaves no debris
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    _fsync_dir(path.parent)
-
-
-@contextlib.contextmanager
-def atomic_directory(path: str | Path) -> Iterator[Path]:
-    """Build a directory in a temporary sibling and move it to ``path`` on success.
-
-    Yields the temporary directory to fill. If the ``with`` body raises, the temporary
-    directory is removed and ``path`` is untouched. If ``path`` already exists it is
-    renamed aside, the new directory renamed in, and the old one deleted; the only
-    window where ``path`` is missing is between two renames on the same file system.
-
-    Examples
-    --------
-    >>> with atomic_directory("runs/step_1000") as tmp:  # doctest: +SKIP
-    ...     (tmp / "state.json").write_text("{}")
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.tmp-"))
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes 0700; a published checkpoint is shared
-    try:
-        yield tmp
-        for child in tmp.iterdir():  # make the contents durable before publishing them
-            if child.is_file():
-                with open(child, "rb") as fh:
-                    os.fsync(fh.fileno())
-        _fsync_dir(tmp)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    old = None
-    if path.exists():
-        if not path.is_dir():
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise FileExistsError(f"{path} exists and is not a directory; not replacing it")
-        old = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.old-"))
-        os.replace(path, old / path.name)
-    try:
-        os.replace(tmp, path)
-    except BaseException:
-        if old is not None:  # put the previous version back
-            os.replace(old / path.name, path)
-            shutil.rmtree(old, ignore_errors=True)
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    _fsync_dir(path.parent)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
 
 
 # ---- save / load ------------------------------------------------------------------------------
@@ -175,7 +104,7 @@ def save_checkpoint(
     if dtype is not None and dtype not in _SHIP_DTYPES:
         raise ValueError(f"dtype must be one of {sorted(map(str, _SHIP_DTYPES))}, got {dtype}")
     tokens = _vocab_lines(tokenizer_vocab_path_or_tokens)
-    if len(tokens) > config.vocab_size:
+    if len(tokens) != config.vocab_size:  # a shorter vocabulary would shift ids on load
         raise ValueError(f"vocabulary has {len(tokens)} tokens but config.vocab_size is "
                          f"{config.vocab_size}")
 
@@ -197,20 +126,18 @@ def save_checkpoint(
 
     meta = dict(metadata or {})
     meta.update({
-        "format": FORMAT,
-        "format_version": FORMAT_VERSION,
         "package_version": __version__,
         "objective": config.objective,
         "num_parameters": num_parameters,
         "dtype": str(dtype or torch.float32).removeprefix("torch."),
     })
+    meta, header = stamp(meta, config, tokens, FORMAT)
     json.dumps(meta)  # fail before touching the disk if metadata is not JSON-serialisable
 
-    with atomic_directory(directory) as tmp:
+    with atomic_directory(directory, kind=FORMAT) as tmp:
         (tmp / CONFIG_FILE).write_text(json.dumps(config.to_dict(), indent=2) + "\n",
                                        encoding="utf-8")
-        safetensors.torch.save_file(tensors, str(tmp / WEIGHTS_FILE),
-                                    metadata={"format": FORMAT})
+        safetensors.torch.save_file(tensors, str(tmp / WEIGHTS_FILE), metadata=header)
         (tmp / VOCAB_FILE).write_text("".join(t + "\n" for t in tokens), encoding="utf-8")
         (tmp / METADATA_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     return Path(directory)
@@ -219,7 +146,9 @@ def save_checkpoint(
 def load_checkpoint(
     directory: str | Path, map_location: str | torch.device = "cpu"
 ) -> tuple[torch.nn.Module, ExLMConfig, dict[str, Any]]:
-    """Load a checkpoint written by :func:`save_checkpoint` (no unpickling).
+    """Load and validate a checkpoint written by :func:`save_checkpoint` (no unpickling).
+
+    Checkpoints of older formats load too (converted in memory; nothing is rewritten).
 
     Returns
     -------
@@ -228,38 +157,22 @@ def load_checkpoint(
     config : ExLMConfig
     metadata : dict
         Contents of ``metadata.json``. The vocabulary is ``directory / VOCAB_FILE``.
+
+    Raises
+    ------
+    CheckpointError
+        A file is missing, corrupt or does not match the others (the message says which);
+        or ``directory`` holds a fitted estimator instead.
     """
     from exlm_chem.model.encoder import ExLMModel
-    from exlm_chem.model.rope_layout import to_current_layout
 
-    directory = Path(directory)
-    missing_files = [f for f in (CONFIG_FILE, WEIGHTS_FILE, METADATA_FILE, VOCAB_FILE)
-                     if not (directory / f).is_file()]
-    if missing_files:
-        raise FileNotFoundError(f"{directory} is not a complete exlm_chem checkpoint: "
-                                f"missing {', '.join(missing_files)}")
-    config = ExLMConfig.from_json(directory / CONFIG_FILE)
-    metadata = json.loads((directory / METADATA_FILE).read_text(encoding="utf-8"))
-
+    parts = read_parts(directory, FORMAT)
     device = torch.device(map_location)
     with torch.device(device):
-        model = ExLMModel(config)
-    tensors = safetensors.torch.load_file(str(directory / WEIGHTS_FILE), device=str(device))
-    expected = set(model.state_dict()) - set(model.tied_parameters)
-    missing = sorted(expected - set(tensors))
-    unexpected = sorted(set(tensors) - expected)
-    if missing or unexpected:
-        raise ValueError(
-            f"{directory / WEIGHTS_FILE} does not match its config.json: "
-            f"missing {missing or 'nothing'}; unexpected {unexpected or 'nothing'}")
-    reference = model.state_dict()
-    for name, tensor in tensors.items():
-        if tensor.shape != reference[name].shape:
-            raise ValueError(f"{directory / WEIGHTS_FILE}: {name} has shape "
-                             f"{tuple(tensor.shape)}, config.json implies "
-                             f"{tuple(reference[name].shape)}")
-    tensors = to_current_layout(tensors, config, metadata.get("format_version"))
+        model = ExLMModel(parts.config)
+    reference = {k: v for k, v in model.state_dict().items() if k not in model.tied_parameters}
+    validate(parts, reference)
     # copies into the existing parameters (casting 16-bit to float32), keeping the tie
-    model.load_state_dict(tensors, strict=False)
+    model.load_state_dict(parts.tensors, strict=False)
     model.eval()
-    return model, config, metadata
+    return model, parts.config, parts.metadata

@@ -10,8 +10,8 @@ then depends only on the differences of the two coordinates.
 
 A pair is rotated as one complex multiply on a view of the activations: no split, negate
 or concatenate copies (on CPU these made RoPE cost more than the q/k/v projection).
-Checkpoints of format version 1 paired dims ``j`` and ``j + hd/4`` inside each half (the
-NeoX "rotate half" layout); :mod:`exlm_chem.model.rope_layout` converts them on load.
+Checkpoints of format versions 1 and 2 paired dims ``j`` and ``j + hd/4`` inside each half
+(the NeoX "rotate half" layout); :mod:`exlm_chem.model.rope_layout` converts them on load.
 
 Shapes: B batch, H heads, X expanded tokens, hd head dim.
 """

@@ -1,10 +1,11 @@
 """Weight layouts of the q/k projections, and the conversion between them.
 
 RoPE rotates pairs of head dims; which dims form a pair is a property of the weights,
-because the fused ``qkv`` projection decides what lands in each dim. Format version 1
-(the first shipped checkpoints) paired dim ``j`` with ``j + hd/4`` inside each half of a
-head (NeoX "rotate half"); from version 2 on, pairs are adjacent, ``(2p, 2p+1)``, so that
-RoPE is one complex multiply (:mod:`exlm_chem.model.rope`).
+because the fused ``qkv`` projection decides what lands in each dim. Format versions 1
+and 2 (the first shipped checkpoints) paired dim ``j`` with ``j + hd/4`` inside each half
+of a head (NeoX "rotate half"); from version 3 on, pairs are adjacent, ``(2p, 2p+1)``, so
+that RoPE is one complex multiply (:mod:`exlm_chem.model.rope`). Loading converts through
+:data:`exlm_chem.model.checkpoint_format.CONVERTERS`.
 
 Moving the q and k rows of every head by the same permutation leaves every attention
 score, hence the model's function, unchanged: q.k is a sum over dims, and the rotation
@@ -23,7 +24,7 @@ import torch
 from exlm_chem.model.config import ExLMConfig
 
 #: Checkpoint format version from which q/k pairs are interleaved; older ones are not.
-INTERLEAVED_SINCE = 2
+INTERLEAVED_SINCE = 3
 
 # the fused projection of any encoder block, at any prefix ("encoder.", a fine-tuning
 # net's "encoder.", or none for a bare ExLMEncoder state)
@@ -85,7 +86,8 @@ def to_current_layout(
     state_dict: Mapping[str, torch.Tensor], config: ExLMConfig, format_version: int | None
 ) -> dict[str, torch.Tensor]:
     """Weights saved under ``format_version`` (None: written before versions existed, i.e.
-    version 1) in the layout of the running code."""
+    version 1) in the layout of the running code (for weights that do not go through
+    :func:`~exlm_chem.model.checkpoint_format.read_parts`, such as pickled estimators)."""
     if format_version is None or format_version < INTERLEAVED_SINCE:
         return permute_qk_to_interleaved(state_dict, config)
     return dict(state_dict)

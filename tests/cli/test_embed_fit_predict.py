@@ -198,7 +198,7 @@ def test_fit_errors_name_the_columns(bbbp, tiny_checkpoint, tmp_path):
 
 
 def test_predict_refuses_a_pretrained_checkpoint(tiny_checkpoint, input_csv, tmp_path):
-    with pytest.raises(ValueError, match="no fitted estimator"):
+    with pytest.raises(ValueError, match="holds a pre-trained checkpoint, not a fitted estimator"):
         main(["predict", str(tiny_checkpoint), str(input_csv), "--out",
               str(tmp_path / "p.csv")])
     copy = tmp_path / "not_a_model"

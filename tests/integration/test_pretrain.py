@@ -16,7 +16,7 @@ from exlm_chem.tokenizer import SmilesTokenizer
 
 def _args(corpus, out, **kw) -> PretrainArgs:
     base = dict(
-        corpus=[str(corpus)],
+        corpus=[str(corpus)] if corpus is not None else None,
         out=str(out),
         preset="tiny",
         max_steps=300,
@@ -107,3 +107,123 @@ def test_repeated_mlm_pretrains(corpus, tmp_path, objective):
     args = _args(corpus, tmp_path, max_steps=3, repeat_k=3, objective=objective, corpus_limit=100)
     result = pretrain(args)
     assert result["step"] == 3 and result["invalid_paths"] == 0
+
+
+# ----- a prepared corpus, workers, budget -------------------------------------------------
+@pytest.fixture(scope="module")
+def prepared_dir(corpus, tmp_path_factory):
+    from exlm_chem.corpus_prepare import prepare_corpus
+
+    out = tmp_path_factory.mktemp("prepared") / "corpus"
+    prepare_corpus([corpus], out, limit=400, valid_size=40, hygiene=False, n_jobs=1)
+    return out
+
+
+def _prepared_args(prepared, out, **kw) -> PretrainArgs:
+    corpus = kw.pop("corpus", None)
+    return _args(corpus, out, **{"prepared": str(prepared), "corpus_limit": None, **kw})
+
+
+def test_pretrain_from_prepared_runs_with_rdkit_blocked(prepared_dir, tmp_path):
+    import subprocess
+    import sys
+
+    out = tmp_path / "run"
+    # sys.modules[name] = None makes every `import rdkit...` raise ImportError
+    script = f"""
+import sys
+sys.modules["rdkit"] = None
+try:
+    import rdkit  # noqa: F401
+    raise SystemExit("rdkit is not blocked")
+except ImportError:
+    pass
+from exlm_chem.cli import main
+code = main(["pretrain", "--prepared", {str(prepared_dir)!r}, "--out", {str(out)!r},
+             "--preset", "tiny", "--max-steps", "4", "--max-tokens", "1024", "--warmup-steps",
+             "2", "--valid-every", "2", "--log-every", "1", "--no-progress", "--device", "cpu"])
+loaded = [m for m, v in sys.modules.items() if m.split(".")[0] == "rdkit" and v is not None]
+sys.exit(code or bool(loaded))
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    meta = json.loads((out / "checkpoint" / "metadata.json").read_text())
+    assert meta["steps"] == 4 and meta["pretrain_args"]["prepared"] == str(prepared_dir)
+    assert meta["hygiene"]["prepared"] == str(prepared_dir)
+    assert meta["last_validation"]["valid_molecules"] == 40
+
+
+def test_resume_from_prepared_in_workers_continues_exactly(prepared_dir, tmp_path):
+    n, k = 12, 5
+    kw = dict(max_steps=n, log_every=1, checkpoint_every=k, lr=1e-3, max_tokens=512)
+    pretrain(_prepared_args(prepared_dir, tmp_path / "straight", **kw))
+    # the interrupted run builds its batches in two worker processes, before and after
+    pretrain(_prepared_args(prepared_dir, tmp_path / "resumed", **kw, stop_at_step=k,
+                            num_workers=2))
+    pretrain(_prepared_args(prepared_dir, tmp_path / "resumed", **kw, num_workers=2),
+             resume=True)
+    straight = load_file(str(tmp_path / "straight" / "checkpoint" / "model.safetensors"))
+    resumed = load_file(str(tmp_path / "resumed" / "checkpoint" / "model.safetensors"))
+    for name in straight:
+        assert torch.equal(straight[name], resumed[name]), name
+    losses = [r["loss"] for r in _log(tmp_path / "resumed") if "loss" in r]
+    assert losses == [r["loss"] for r in _log(tmp_path / "straight") if "loss" in r]
+
+
+def test_budget_decides_max_steps_and_the_twin_takes_the_same(prepared_dir, tmp_path):
+    budget = dict(max_steps=None, budget_minutes=0.1, budget_probe_steps=3,
+                  budget_warmup_steps=1, max_minutes=60.0)
+    a = pretrain(_prepared_args(prepared_dir, tmp_path / "exlm", **budget))
+    record = json.loads((tmp_path / "exlm" / "budget.json").read_text())
+    assert record["final"] and record["max_steps"] == record["own_max_steps"] == a["step"]
+    assert record["seconds_per_step"] > 0 and record["tokens_per_second"] > 0
+    # the warm-up (30) shrinks to a tenth of the run (at least 1) so that the decay completes
+    assert record["warmup_steps"] == max(1, min(30, a["step"] // 10))
+    meta = json.loads((tmp_path / "exlm" / "checkpoint" / "metadata.json").read_text())
+    assert meta["pretrain_args"]["max_steps"] == a["step"]
+    assert meta["budget"]["applied"]["max_steps"] == a["step"]
+    # the twin adopts the decision: same steps, same tokens
+    b = pretrain(_prepared_args(prepared_dir, tmp_path / "mlm", objective="mlm", max_steps=None,
+                                budget_from=[str(tmp_path / "exlm")]))
+    assert (b["step"], b["tokens_seen"]) == (a["step"], a["tokens_seen"])
+    # the probe's steps were undone: the run is the one --max-steps gives
+    c = pretrain(_prepared_args(prepared_dir, tmp_path / "fixed", max_steps=a["step"],
+                                warmup_steps=record["warmup_steps"]))
+    assert c["tokens_seen"] == a["tokens_seen"]
+    fixed = load_file(str(tmp_path / "fixed" / "checkpoint" / "model.safetensors"))
+    budgeted = load_file(str(tmp_path / "exlm" / "checkpoint" / "model.safetensors"))
+    for name in fixed:
+        assert torch.equal(fixed[name], budgeted[name]), name
+
+
+def test_conflicting_sources_or_steps_are_rejected(prepared_dir, corpus, tmp_path):
+    with pytest.raises(ValueError, match="exactly one of corpus"):
+        pretrain(_prepared_args(prepared_dir, tmp_path, corpus=corpus))
+    with pytest.raises(ValueError, match="max_steps or a budget"):
+        pretrain(_prepared_args(prepared_dir, tmp_path, budget_minutes=1.0))
+    with pytest.raises(ValueError, match="fragment masking needs SMILES"):
+        pretrain(_prepared_args(prepared_dir, tmp_path, masking="fragment"))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("objective", ["exlm", "mlm"])
+def test_a_training_step_does_not_wait_for_the_gpu(prepared_dir, tmp_path, objective):
+    from exlm_chem.pretrain import Pretrainer
+    from exlm_chem.pretrain_data import to_device
+
+    trainer = Pretrainer(_prepared_args(prepared_dir, tmp_path, objective=objective,
+                                        device="cuda", max_tokens=4096))
+    trainer.load_data()
+    trainer.build_model()
+    batches = trainer.loader(trainer._fresh_progress())
+    on_device = [to_device(next(batches).batch, trainer.device) for _ in range(4)]
+    trainer.train_step(on_device[0], 0)  # first step: lazy initialisation may sync
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")  # any synchronising call now raises
+    try:
+        for step, batch in enumerate(on_device[1:], 1):
+            out, grad_norm = trainer.train_step(batch, step)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    assert torch.isfinite(out.loss) and torch.isfinite(grad_norm)

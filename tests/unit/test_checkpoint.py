@@ -10,6 +10,7 @@ import safetensors.torch
 import torch
 from torch import nn
 
+from exlm_chem.errors import OutputPathError
 from exlm_chem.model.checkpoint import (
     CONFIG_FILE,
     METADATA_FILE,
@@ -209,23 +210,37 @@ def test_save_replaces_existing_checkpoint(tmp_path):
 
 def test_atomic_directory_and_json(tmp_path):
     target = tmp_path / "state"
+    meta = {"format": "exlm_chem-checkpoint-1"}
     with atomic_directory(target) as tmp:
         assert tmp != target and tmp.parent == tmp_path
-        write_json_atomic(tmp / "a.json", {"step": 3, "lr": [1e-4]})
-    assert json.loads((target / "a.json").read_text()) == {"step": 3, "lr": [1e-4]}
+        write_json_atomic(tmp / "metadata.json", meta)
+        write_json_atomic(tmp / "config.json", {"step": 3, "lr": [1e-4]})
+    assert json.loads((target / "config.json").read_text()) == {"step": 3, "lr": [1e-4]}
 
     with pytest.raises(RuntimeError, match="boom"), atomic_directory(target) as tmp:
-        (tmp / "b.json").write_text("{}")
+        (tmp / "vocab.txt").write_text("x\n")
         raise RuntimeError("boom")
-    assert sorted(p.name for p in target.iterdir()) == ["a.json"]
+    assert sorted(p.name for p in target.iterdir()) == ["config.json", "metadata.json"]
     assert [p.name for p in tmp_path.iterdir()] == ["state"]
 
     (tmp_path / "file").write_text("x")
-    with pytest.raises(FileExistsError), atomic_directory(tmp_path / "file"):
+    with pytest.raises(OutputPathError, match="is not a directory"), \
+            atomic_directory(tmp_path / "file"):
         pass
     assert (tmp_path / "file").read_text() == "x"
 
     with pytest.raises(TypeError):
-        write_json_atomic(target / "a.json", {"bad": object()})
-    assert json.loads((target / "a.json").read_text())["step"] == 3
-    assert sorted(p.name for p in target.iterdir()) == ["a.json"]
+        write_json_atomic(target / "config.json", {"bad": object()})
+    assert json.loads((target / "config.json").read_text())["step"] == 3
+    assert sorted(p.name for p in target.iterdir()) == ["config.json", "metadata.json"]
+
+
+def test_atomic_directory_refuses_a_directory_it_did_not_write(tmp_path):
+    target = tmp_path / "mine"
+    target.mkdir()
+    (target / "notes.txt").write_text("keep me")
+    with pytest.raises(OutputPathError, match=r"mine already exists.*notes\.txt"), \
+            atomic_directory(target) as tmp:
+        (tmp / "metadata.json").write_text("{}")
+    assert [p.name for p in target.iterdir()] == ["notes.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine"]

@@ -98,3 +98,37 @@ def test_inference_expansion_keeps_first_bos_copy_at_zero():
     assert pos_c.tolist()[0] == [1, 2, 0, 0, 1, 2]
     assert pos_o.tolist()[1][:5] == [0, 0, 1, 2, 2]
     assert mask.sum(1).tolist() == [6, 5]
+
+
+def _random_molecules(rng, n, low=1, high=60):
+    """[BOS, ordinary tokens, EOS] rows of random lengths (ids 5..60, never special)."""
+    return [np.concatenate(([BOS], rng.integers(5, 60, rng.integers(low, high)), [EOS]))
+            for _ in range(n)]
+
+
+@pytest.mark.parametrize("objective, k", [("exlm", 2), ("exlm", 3), ("mlm", 0)])
+def test_vectorised_collate_equals_the_per_molecule_reference(objective, k):
+    from exlm_chem.collate_flat import collate_exlm_flat, collate_mlm_flat, mask_flat
+
+    rows = _random_molecules(np.random.default_rng(7), 300)
+    rows[3] = np.array([BOS, 9, EOS])  # the shortest molecule there is
+    ref_rng, flat_rng = np.random.default_rng(11), np.random.default_rng(11)
+    samples = [mask_tokens(r, 0.15, ref_rng, SPECIAL) for r in rows]
+    flat = mask_flat(np.concatenate(rows), np.array([len(r) for r in rows]), 0.15, flat_rng,
+                     SPECIAL)
+    if objective == "exlm":
+        ref, new = collate_exlm(samples, k, SPECIAL), collate_exlm_flat(flat, k, SPECIAL)
+    else:
+        ref, new = collate_mlm(samples, SPECIAL), collate_mlm_flat(flat, SPECIAL)
+    for name, a, b in zip(ref._fields, ref, new, strict=True):
+        assert a.dtype == b.dtype and torch.equal(a, b), name
+    # both consumed the generator identically
+    assert ref_rng.random() == flat_rng.random()
+
+
+def test_mask_flat_rejects_a_molecule_without_eos():
+    from exlm_chem.collate_flat import mask_flat
+
+    with pytest.raises(ValueError, match="molecule 1 "):
+        mask_flat(np.array([BOS, 10, EOS, BOS, 11, 12]), np.array([3, 3]), 0.15,
+                  np.random.default_rng(0), SPECIAL)

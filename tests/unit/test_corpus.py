@@ -57,3 +57,45 @@ def test_split_validation_is_disjoint_and_seeded():
     assert len(valid) == 10 and len(np.intersect1d(train, valid)) == 0
     assert len(train) + len(valid) == 100
     assert not np.array_equal(valid, split_validation(100, 10, seed=1)[1])
+
+
+def _batches_one_molecule_at_a_time(lengths, max_tokens, seed, epoch, bucket_size=100):
+    """The earlier per-molecule greedy loop, kept as the oracle of the bisection."""
+    rng = np.random.default_rng([seed, epoch])
+    order = rng.permutation(len(lengths))
+    window = max(1, bucket_size * max(1, max_tokens // max(1, int(np.median(lengths)))))
+    batches = []
+    for start in range(0, len(order), window):
+        chunk = order[start : start + window]
+        chunk = chunk[np.argsort(lengths[chunk], kind="stable")]
+        current, longest = [], 0
+        for i in chunk:
+            longest_next = max(longest, int(lengths[i]))
+            if current and longest_next * (len(current) + 1) > max_tokens:
+                batches.append(np.array(current))
+                current, longest_next = [], int(lengths[i])
+            current.append(int(i))
+            longest = longest_next
+        if current:
+            batches.append(np.array(current))
+    return [batches[i] for i in rng.permutation(len(batches))]
+
+
+def test_bisected_batches_equal_the_per_molecule_loop():
+    lengths = np.random.default_rng(4).integers(3, 300, size=5000)  # some over budget
+    for max_tokens, bucket in ((256, 100), (1024, 3), (64, 1)):
+        new = token_budget_batches(lengths, max_tokens, seed=5, epoch=2, bucket_size=bucket)
+        old = _batches_one_molecule_at_a_time(lengths, max_tokens, 5, 2, bucket)
+        assert len(new) == len(old)
+        assert all(np.array_equal(a, b) for a, b in zip(new, old, strict=True))
+
+
+def test_subset_takes_molecules_in_the_given_order():
+    from exlm_chem.corpus import TokenizedCorpus
+
+    ids = np.array([0, 7, 2, 0, 8, 9, 2, 0, 5, 2], dtype=np.uint8)
+    corpus = TokenizedCorpus(ids, np.array([0, 3, 7, 10]), ["a", "b", "c"], 0)
+    sub = corpus.subset(np.array([2, 0]))
+    assert sub.ids.tolist() == [0, 5, 2, 0, 7, 2] and sub.ids.dtype == np.uint8
+    assert sub.offsets.tolist() == [0, 3, 6] and sub.smiles == ["c", "a"]
+    assert TokenizedCorpus(ids, corpus.offsets, [], 0).subset(np.array([1])).smiles == []

@@ -410,3 +410,14 @@ def test_cuda_large_shapes(dtype, B, T, S):
         torch.testing.assert_close(got[1], want[1], rtol=2e-2, atol=2e-3)
         torch.testing.assert_close(got[2], want[2], rtol=2e-2, atol=2e-3)
     assert math.isfinite(got[0].sum().item())
+
+
+def test_interpreter_numpy_failure_is_explained():
+    """Triton 3.6's interpreter under NumPy >= 2.4 fails with a bare TypeError: name the fix."""
+    with pytest.raises(RuntimeError, match=r"NumPy < 2\.4 .*\.venv-triton36") as info:
+        with triton_kernels._explained_interpreter_errors():
+            raise TypeError("only 0-dimensional arrays can be converted to Python scalars")
+    assert isinstance(info.value.__cause__, TypeError)
+    with pytest.raises(ValueError, match="unrelated"):
+        with triton_kernels._explained_interpreter_errors():
+            raise ValueError("unrelated")

@@ -125,7 +125,7 @@ def test_accepts_series_arrays_and_returns_a_named_tuple(embedder, bbbp_smiles):
 
 def test_iter_embeddings_chunks_concatenate_to_embed(embedder, bbbp_smiles):
     rows: list[object] = list(bbbp_smiles[:30])
-    rows[8], rows[21] = "not a molecule", None
+    rows[8], rows[21] = "not_a_molecule", None
     whole = embed(rows, model=embedder)
     chunks = list(iter_embeddings(iter(rows), model=embedder, chunk_size=7, batch_size=3))
     assert [c.start for c in chunks] == [0, 7, 14, 21, 28]

@@ -35,7 +35,7 @@ def test_heldout_molecules_of_a_real_task_are_removed_from_a_corpus(moleculenet_
     from exlm_chem.splits import scaffold_split
 
     monkeypatch.setenv("EXLM_CHEM_DATA", str(moleculenet_dir))
-    held = benchmark_heldout_molecules(["bbbp"])
+    held = benchmark_heldout_molecules(["bbbp"], splits=[("scaffold", 0)])
     data = load_moleculenet("bbbp")
     split = scaffold_split(data.smiles)
     assert len(held["bbbp"]) <= len(split.valid) + len(split.test)
@@ -47,3 +47,21 @@ def test_heldout_molecules_of_a_real_task_are_removed_from_a_corpus(moleculenet_
     report = exclude_molecules(corpus, held)
     assert report.keep.tolist() == [False] * 5 + [True] * 7
     assert report.removed_by_task == {"bbbp": 5}
+
+
+def test_heldout_molecules_cover_every_split_mode_of_the_runner(moleculenet_dir, monkeypatch):
+    from exlm_chem.benchmark.tasks import SPLITS, load_task
+    from exlm_chem.hygiene import benchmark_heldout_molecules, runner_split_modes
+
+    monkeypatch.setenv("EXLM_CHEM_DATA", str(moleculenet_dir))
+    modes = runner_split_modes((0, 1))
+    assert modes == [("scaffold", 0), ("deepchem_scaffold", 0), ("scaffold_balanced", 0),
+                     ("scaffold_balanced", 1)]
+    assert {split for split, _ in modes} == set(SPLITS)
+    held = benchmark_heldout_molecules(["bace"], splits=modes)["bace"]
+    for split, seed in modes:  # every valid/test molecule of every mode is held out
+        data = load_task("bace", split, seed)
+        part = [data.smiles[i] for i in np.concatenate([data.valid, data.test])]
+        assert {canonical_smiles(s) for s in part} <= held, (split, seed)
+    only_scaffold = benchmark_heldout_molecules(["bace"], splits=[("scaffold", 0)])["bace"]
+    assert len(held) > 1.5 * len(only_scaffold)

@@ -1,6 +1,6 @@
-"""Old (format 1, rotate-half) checkpoints compute the same function after conversion.
+"""Old (format 1/2, rotate-half) checkpoints compute the same function after conversion.
 
-The reference is the encoder forward of format 1 written out here with its own RoPE
+The reference is the encoder forward of formats 1/2 written out with its own RoPE
 (the NeoX "rotate half" of the first shipped code), run on the raw stored weights. The
 current code loads the same directory through ``load_checkpoint``, which moves the q/k
 rows to interleaved pairs; outputs must agree within 1e-5.
@@ -18,13 +18,8 @@ import torch
 from format1_reference import downgrade, old_forward, raw_model
 
 from exlm_chem.collate import SpecialIds, expand_for_inference
-from exlm_chem.model.checkpoint import (
-    FORMAT_VERSION,
-    METADATA_FILE,
-    WEIGHTS_FILE,
-    load_checkpoint,
-    save_checkpoint,
-)
+from exlm_chem.model.checkpoint import METADATA_FILE, WEIGHTS_FILE, load_checkpoint, save_checkpoint
+from exlm_chem.model.checkpoint_format import FORMAT_VERSION
 from exlm_chem.model.config import ExLMConfig
 from exlm_chem.model.encoder import ExLMModel
 from exlm_chem.model.rope_layout import (
@@ -97,15 +92,16 @@ def test_permutation_moves_only_q_and_k_rows_and_inverts():
 def test_shipped_format1_checkpoints_compute_the_same_function(name):
     directory = REPO / "models" / name
     meta = json.loads((directory / METADATA_FILE).read_text())
-    if meta.get("format_version", 1) >= 2:
-        pytest.fail(f"{directory} is no longer format 1; point this test at a format-1 copy")
+    if meta.get("format_version", 1) >= 3:
+        pytest.fail(f"{directory} is no longer rotate-half; point this test at an old copy")
     assert_same_function(directory)
 
 
-def test_tiny_format1_checkpoint_computes_the_same_function(tiny_checkpoint, tmp_path):
+@pytest.mark.parametrize("version", [None, 2])
+def test_tiny_old_checkpoint_computes_the_same_function(tiny_checkpoint, tmp_path, version):
     assert json.loads((tiny_checkpoint / METADATA_FILE).read_text())["format_version"] == \
-        FORMAT_VERSION
-    old_dir = downgrade(tiny_checkpoint, tmp_path / "old")
+        FORMAT_VERSION == 3
+    old_dir = downgrade(tiny_checkpoint, tmp_path / "old", version)
     reference, converted = assert_same_function(old_dir)
     current, _, _ = load_checkpoint(tiny_checkpoint)
     for name, tensor in current.state_dict().items():  # the conversion is exact

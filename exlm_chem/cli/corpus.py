@@ -1,0 +1,50 @@
+"""``exlm-chem corpus prepare``: hygiene, deduplication and tokens, once, on CPU."""
+
+from __future__ import annotations
+
+import argparse
+
+from exlm_chem.cli.base import Subcommand
+
+
+class CorpusPrepareCommand(Subcommand):
+    group = "corpus"
+    name = "prepare"
+    help = ("prepare a pre-training corpus (benchmark hygiene over every split mode, "
+            "deduplication, tokens, train/valid hold-out) for `pretrain --prepared`")
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--corpus", nargs="+", required=True, help="SMILES files (.smi[.gz])")
+        parser.add_argument("--out", required=True, help="folder to write (replaced if present)")
+        parser.add_argument("--max-length", type=int, default=256,
+                            help="tokens per molecule incl. BOS/EOS (longer: truncated)")
+        parser.add_argument("--valid-size", type=int, default=2000,
+                            help="held-out molecules for validation (at most a tenth)")
+        parser.add_argument("--seed", type=int, default=0, help="draws the held-out molecules")
+        parser.add_argument("--limit", type=int, default=None,
+                            help="read only the first N lines of each file")
+        parser.add_argument("--tasks", nargs="+", default=None,
+                            help="benchmark tasks whose valid/test molecules are removed "
+                                 "(default: all)")
+        parser.add_argument("--split-seeds", nargs="+", type=int, default=[0, 1, 2],
+                            help="seeds of the seeded split modes (scaffold_balanced) to clean")
+        parser.add_argument("--no-hygiene", dest="hygiene", action="store_false",
+                            help="keep benchmark valid/test molecules")
+        parser.add_argument("--n-jobs", type=int, default=2, help="processes for RDKit")
+
+    @classmethod
+    def run(cls, args: argparse.Namespace) -> int:
+        from exlm_chem.corpus_prepare import prepare_corpus
+
+        manifest = prepare_corpus(
+            args.corpus, args.out, max_length=args.max_length, valid_size=args.valid_size,
+            seed=args.seed, limit=args.limit, hygiene=args.hygiene, tasks=args.tasks,
+            split_seeds=args.split_seeds, n_jobs=args.n_jobs,
+        )
+        counts = manifest["counts"]
+        print(f"{counts['train']} train / {counts['valid']} valid molecules "
+              f"({counts['tokens']} tokens) in {args.out}; removed: "
+              f"{counts['duplicates_removed']} duplicates, {counts['hygiene_removed']} "
+              f"benchmark molecules, {counts['unparsable_removed']} unparsable")
+        return 0

@@ -1,0 +1,174 @@
+"""Gather a GPU session's results into one small folder, and unpack it on the CPU side.
+
+The device tool brings back at most 8 files of at most 16 MiB, at most two folders deep.
+``gather`` writes six:
+
+    exlm-<preset>/model.safetensors   ExLM weights in fp16 (the latest checkpoint)
+    mlm-<preset>/model.safetensors    the twin's
+    details.tar.gz    each checkpoint's config/vocab/metadata, run logs (log.jsonl, stdout),
+                      benchmark tables and JSON, plan, status, env, progress samples
+    report.md         environment, benchmark table, training summary (also printed)
+    curves.png        training and validation loss, tokens/s
+    manifest.json     every file's size and sha256, the commit and what is missing
+
+``unpack`` rebuilds ``DEST/<name>/checkpoint/`` (a complete checkpoint directory, what
+``scripts/ship_checkpoint.py --run DEST/<name>`` reads) and ``DEST/<name>/log.jsonl``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import shutil
+import tarfile
+import tempfile
+from pathlib import Path
+
+from gpu_common import OBJECTIVES, Work, read_json, read_run_log, write_json
+
+MAX_FILE_BYTES = 16 * 2**20
+WEIGHTS = "model.safetensors"
+SMALL_FILES = ("config.json", "vocab.txt", "metadata.json")
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _fp16_checkpoint(run: Path, dest: Path, extra: dict) -> str | None:
+    """Save the run's latest checkpoint in fp16 into ``dest``; None, or why not."""
+    import torch
+
+    from exlm_chem.model.checkpoint import load_checkpoint, save_checkpoint
+
+    source = run / "checkpoint"
+    for _ in range(3):  # a save in progress renames the folder aside for an instant
+        try:
+            model, config, meta = load_checkpoint(source)
+            break
+        except FileNotFoundError as err:
+            reason = str(err)
+            import time
+
+            time.sleep(2)
+    else:
+        return reason
+    for key in ("format", "package_version", "objective", "num_parameters", "dtype"):
+        meta.pop(key, None)  # save_checkpoint writes these itself
+    meta.update(extra)
+    vocab = (source / "vocab.txt").read_text().splitlines()
+    save_checkpoint(dest, model, config, vocab, meta, dtype=torch.float16)
+    return None
+
+
+def _add_file(tar: tarfile.TarFile, path: Path, name: str, max_lines: int = 0) -> None:
+    if not path.is_file():
+        return
+    if max_lines:  # stdout logs: the end is what matters
+        lines = path.read_text(errors="replace").splitlines()[-max_lines:]
+        data = ("\n".join(lines) + "\n").encode()
+        info = tarfile.TarInfo(name)
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    else:
+        tar.add(path, arcname=name)
+
+
+def gather(work: Work, out: Path, preset: str, report: str, curves) -> dict:
+    """Write the result folder; returns the manifest (also written as manifest.json)."""
+    out.mkdir(parents=True, exist_ok=True)
+    manifest = {"commit": read_json(work.env, {}).get("commit"), "files": {}, "missing": []}
+    env = read_json(work.env, {})
+    with tempfile.TemporaryDirectory() as tmp:
+        details = tarfile.open(out / "details.tar.gz", "w:gz")
+        for objective in OBJECTIVES:
+            name = f"{objective}-{preset}"
+            staged = Path(tmp) / name
+            why = _fp16_checkpoint(
+                work.run(objective),
+                staged,
+                {"gpu_env": env, "source": "scripts/gpu/gpu_pretrain.py"},
+            )
+            if why is None:
+                size = (staged / WEIGHTS).stat().st_size
+                if size <= MAX_FILE_BYTES:
+                    (out / name).mkdir(exist_ok=True)
+                    shutil.copyfile(staged / WEIGHTS, out / name / WEIGHTS)
+                else:
+                    manifest["missing"].append(f"{name}/{WEIGHTS}: {size} bytes in fp16 > 16 MiB")
+                for small in SMALL_FILES:
+                    _add_file(details, staged / small, f"{name}/checkpoint/{small}")
+            else:
+                manifest["missing"].append(f"{name}: no checkpoint ({why})")
+            _add_file(details, work.run(objective) / "log.jsonl", f"{name}/log.jsonl")
+            _add_file(details, work.logs / f"{objective}.log", f"logs/{objective}.log", 3000)
+        for path in sorted(work.logs.glob("*.log")):
+            if path.stem not in OBJECTIVES:
+                _add_file(details, path, f"logs/{path.name}", 3000)
+        for path in sorted(work.bench.glob("*")):
+            _add_file(details, path, f"bench/{path.name}")
+        for path in (work.plan, work.status, work.env, work.progress):
+            _add_file(details, path, path.name)
+        details.close()
+    (out / "report.md").write_text(report)
+    try:
+        curves(work, out / "curves.png")
+    except Exception as err:  # a missing plot must not cost the checkpoints
+        manifest["missing"].append(f"curves.png: {type(err).__name__}: {err}")
+    for path in sorted(out.rglob("*")):
+        if path.is_file() and path.name != "manifest.json":
+            manifest["files"][str(path.relative_to(out))] = {
+                "bytes": path.stat().st_size,
+                "sha256": _sha256(path),
+            }
+    write_json(out / "manifest.json", manifest)
+    return manifest
+
+
+def plot_curves(work: Work, path: Path) -> None:
+    """Training loss (and validation points) and tokens/s of both runs against steps."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax_loss, ax_rate) = plt.subplots(1, 2, figsize=(11, 4))
+    for objective, color in zip(OBJECTIVES, ("tab:blue", "tab:orange"), strict=True):
+        train, valid = read_run_log(work.run(objective))
+        steps = [r["step"] for r in train]
+        ax_loss.plot(steps, [r["loss"] for r in train], color=color, lw=0.8, label=objective)
+        ax_loss.plot(
+            [r["step"] for r in valid],
+            [r["valid_loss"] for r in valid],
+            "o",
+            color=color,
+            label=f"{objective} valid",
+        )
+        ax_rate.plot(steps, [r.get("tokens_per_s", 0) for r in train], color=color, label=objective)
+    ax_loss.set(xlabel="step", ylabel="loss (ExLM: DAG NLL per target; MLM: CE)")
+    ax_rate.set(xlabel="step", ylabel="tokens/s (unexpanded)")
+    for ax in (ax_loss, ax_rate):
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def unpack(source: Path, dest: Path) -> list[Path]:
+    """Check the manifest's checksums and rebuild the checkpoint folders under ``dest``."""
+    manifest = read_json(source / "manifest.json")
+    if manifest is None:
+        raise SystemExit(f"{source}/manifest.json not found: not a gathered folder")
+    for name, entry in manifest["files"].items():
+        if _sha256(source / name) != entry["sha256"]:
+            raise SystemExit(f"{source / name}: sha256 differs from the manifest")
+    dest.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(source / "details.tar.gz") as tar:
+        tar.extractall(dest, filter="data")
+    runs = []
+    for weights in sorted(source.glob(f"*/{WEIGHTS}")):
+        target = dest / weights.parent.name / "checkpoint"
+        target.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(weights, target / WEIGHTS)
+        runs.append(target.parent)
+    return runs

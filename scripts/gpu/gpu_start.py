@@ -1,0 +1,197 @@
+"""The ``start`` sequence on the GPU machine: install, check, benchmark, plan, launch."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import time
+from pathlib import Path
+
+import gpu_bench
+import gpu_poll
+import gpu_runs
+from gpu_common import (
+    OBJECTIVES,
+    Clock,
+    Work,
+    environment,
+    python,
+    read_json,
+    read_run_log,
+    run_logged,
+    write_json,
+)
+
+SAFETY = 0.9  # share of the measured step budget planned for (pipeline, checkpoints)
+LAUNCH_RESERVE = 150.0  # seconds of the first call kept for the launch and its first wait
+GRACE_MINUTES = 1.0  # past the budget, the supervisor stops what still runs
+
+
+def _check_prepared(prepared: Path) -> None:
+    if not (prepared / "manifest.json").is_file():
+        raise SystemExit(
+            f"{prepared}/manifest.json not found: carry the prepared corpus "
+            "(exlm-chem corpus prepare --out prepared/...; see README)"
+        )
+
+
+def run_command(args, work: Work, objective: str, steps: dict) -> list[str]:
+    """``exlm-chem pretrain`` for one objective; ``steps`` says who fixes the step count."""
+    other = work.run("mlm" if objective == "exlm" else "exlm")
+    cmd = [
+        python(),
+        "-m",
+        "exlm_chem.cli",
+        "pretrain",
+        "--prepared",
+        str(args.prepared),
+        "--preset",
+        args.preset,
+        "--objective",
+        objective,
+        "--out",
+        str(work.run(objective)),
+        "--max-tokens",
+        str(args.max_tokens),
+        "--warmup-steps",
+        str(steps["warmup"]),
+        "--checkpoint-every",
+        str(steps["every"]),
+        "--valid-every",
+        str(steps["every"]),
+        "--log-every",
+        str(steps["log_every"]),
+        "--num-workers",
+        str(args.num_workers),
+        "--device",
+        "cpu" if args.dry_run else "cuda",
+        "--no-progress",
+    ]
+    if steps["max_steps"] is not None:
+        cmd += ["--max-steps", str(steps["max_steps"])]
+    else:  # both probe their pace side by side, then both take the smaller step count
+        cmd += ["--budget-minutes", f"{args.minutes:g}", "--budget-from", str(other)]
+    return cmd + (["--compile"] if args.compile else []) + args.train_arg
+
+
+def plan_steps(args: argparse.Namespace, work: Work) -> dict:
+    """Step count (or None: decided by the runs' budget probe), warm-up, checkpoint and
+    log intervals; the intervals come from the expected count (the step benchmark)."""
+    expected, reason = gpu_bench.decide_max_steps(
+        work, args.preset, args.minutes, args.startup_minutes, SAFETY
+    )
+    if args.max_steps is not None:
+        max_steps, how = args.max_steps, "--max-steps"
+    elif args.steps_from == "bench":
+        if expected is None:
+            raise SystemExit(f"cannot plan the steps ({reason}): pass --max-steps")
+        max_steps, how = expected, f"from the step benchmark: {reason}"
+    else:
+        max_steps, how = (
+            None,
+            (
+                f"decided by both runs after a pace probe side by side "
+                f"(--budget-minutes {args.minutes:g} --budget-from the other); "
+                f"step benchmark expects {reason}"
+            ),
+        )
+    basis = max_steps or expected or 3000  # 3000: a guess, only for the intervals
+    return {
+        "max_steps": max_steps,
+        "expected": expected,
+        "reason": how,
+        "warmup": max(1, round(args.warmup_share * basis)),
+        "every": max(1, round(basis * args.checkpoint_minutes / args.minutes)),
+        "log_every": max(1, basis // 300),
+    }
+
+
+def start(args: argparse.Namespace) -> int:
+    import torch
+
+    clock = Clock(args.call_seconds)
+    work = Work(args.work)
+    if read_json(work.status) and not gpu_runs.all_ended(work):
+        raise SystemExit(f"runs in {work.root} are still going: poll, or stop them first")
+    if not torch.cuda.is_available() and not args.dry_run:
+        raise SystemExit("no CUDA device here: use --dry-run to rehearse on CPU")
+    _check_prepared(args.prepared)
+    shutil.rmtree(work.root, ignore_errors=True)
+    work.logs.mkdir(parents=True)
+    env = environment()
+    write_json(work.env, env)
+    print("environment: " + ", ".join(f"{k} {v}" for k, v in env.items()), flush=True)
+
+    if args.dry_run or args.skip_install:
+        print("\n== install: skipped" + (" (dry run)" if args.dry_run else ""))
+    else:
+        cmd = [python(), "-m", "pip", "install", "--no-deps", "--no-build-isolation", "-e", "."]
+        if run_logged("install", cmd, work.logs / "install.log", timeout=min(240, clock.left())):
+            print("   install failed: going on with PYTHONPATH (set by pretrain.sh)")
+    if torch.cuda.is_available():
+        # compiled kernels everywhere: tests/conftest.py would turn the interpreter on where
+        # it finds no /dev/nvidiactl, and the check must not pass on the interpreter
+        os.environ["TRITON_INTERPRET"] = "0"
+        cmd = [
+            python(),
+            "-m",
+            "pytest",
+            "-m",
+            "gpu",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "tests/unit/test_dag_triton.py",
+        ]
+        left = clock.left() - LAUNCH_RESERVE
+        if run_logged("pytest -m gpu", cmd, work.logs / "pytest_gpu.log", timeout=min(300, left)):
+            if not args.allow_check_failure:
+                raise SystemExit(
+                    "the Triton kernel differs from the reference on this GPU: "
+                    "not training (see logs/pytest_gpu.log)"
+                )
+    else:
+        print("\n== pytest -m gpu: skipped, no CUDA device (dry run)")
+
+    presets = list(dict.fromkeys([*args.bench_presets, args.preset]))
+    if not args.skip_bench:
+        gpu_bench.run_benchmarks(
+            work, args.prepared, presets, args.max_tokens, args.dry_run, clock, LAUNCH_RESERVE
+        )
+        print("\n" + gpu_bench.summary(work), flush=True)
+    steps = plan_steps(args, work)
+    now = time.time()
+    plan = {
+        "preset": args.preset,
+        "max_steps": steps["max_steps"],
+        "steps": steps,
+        "max_tokens": args.max_tokens,
+        "train_minutes": args.minutes,
+        "train_start": now,
+        "hard_deadline": now + 60 * (args.minutes + GRACE_MINUTES),
+        "device": env["device"],
+        "runs": {
+            o: {"dir": str(work.run(o)), "cmd": run_command(args, work, o, steps)}
+            for o in OBJECTIVES
+        },
+    }
+    write_json(work.plan, plan)
+    print(
+        f"\n== plan: {steps['reason']}; checkpoint every {steps['every']} steps; hard stop "
+        f"at {time.strftime('%H:%M:%S', time.localtime(plan['hard_deadline']))}"
+    )
+    supervisor = gpu_runs.launch(work)
+    print(f"== both runs started under supervisor pid {supervisor.pid} (logs in {work.logs})")
+    deadline = time.time() + min(args.first_wait, clock.left() - 15)
+    while time.time() < deadline and supervisor.poll() is None:
+        if all(read_run_log(work.run(o))[0] for o in OBJECTIVES):
+            break
+        time.sleep(2)
+    print("\n" + gpu_poll.screen(work))
+    failed = [
+        o
+        for o, e in read_json(work.status, {"runs": {}})["runs"].items()
+        if e.get("state") == "failed"
+    ]
+    return 1 if failed else 0
