@@ -13,16 +13,20 @@ Imported by ``embed_throughput.py`` and ``finetune_throughput.py`` (this folder 
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import gzip
 import json
 import os
 import resource
+import shlex
 import statistics
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from _provenance import REPO, cpu_model, load_average
 
@@ -174,3 +178,85 @@ def markdown(title: str, runs: Sequence[dict], unit: str) -> str:
                 f"({row['ratio_min']:.2f}-{row['ratio_max']:.2f}) | {row['rounds']} | "
                 f"{run['rss']['exlm']:.0f} / {run['rss']['roberta']:.0f} |")
     return "\n".join(lines)
+
+
+# ---- the shared driver --------------------------------------------------------------------
+class Bench(NamedTuple):
+    script: str  # the benchmark's __file__: re-run alone for peak memory
+    build: Callable[[dict], tuple[dict, list, list[int]]]  # spec -> runners, batches, sizes
+    inference: bool  # run under torch.inference_mode
+
+
+def _mode(bench: Bench):
+    import torch
+
+    return torch.inference_mode() if bench.inference else contextlib.nullcontext()
+
+
+def worker(bench: Bench, spec: dict) -> dict:
+    """One model (``spec["impl"]``) alone over all batches: its peak RSS and rate."""
+    import torch
+
+    torch.set_num_threads(spec["threads"])
+    runners, batches, sizes = bench.build(spec)
+    (run,) = runners.values()
+    with _mode(bench):
+        start = time.perf_counter()
+        for batch in batches:
+            run(batch)
+        seconds = time.perf_counter() - start
+    return {"peak_rss_mb": peak_rss_mb(), "mol_per_s": sum(sizes) / seconds}
+
+
+def measure(bench: Bench, spec: dict, threads: Sequence[int], rounds: int) -> dict:
+    """Both models in this process, alternating, per thread count; then each alone for RSS."""
+    import torch
+
+    runners, batches, sizes = bench.build(spec)
+    rows = []
+    with _mode(bench):
+        for n_threads in threads:
+            torch.set_num_threads(n_threads)
+            for run in runners.values():  # warm-up: allocator, kernels, optimiser state
+                run(batches[0])
+            rates = alternate(runners, batches, sizes, rounds)
+            rows.append({"threads": n_threads, **summarise(rates, "exlm", "roberta")})
+            print(f"{n_threads} thread(s): ratio {rows[-1]['ratio']:.2f}", file=sys.stderr)
+    rss = {impl: peak_rss_in_subprocess(bench.script, {**spec, "impl": impl, "threads": 1})
+           ["peak_rss_mb"] for impl in ("exlm", "roberta")}
+    return {"rows": rows, "rss": rss, "load_average_end": load_average()}
+
+
+def add_common_arguments(parser: argparse.ArgumentParser, n: int, batch_size: int) -> None:
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--n", type=int, default=n, help="molecules per round")
+    parser.add_argument("--preset", default="small")
+    parser.add_argument("--batch-size", type=int, default=batch_size)
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--rounds", type=int, default=5, help="alternating rounds per model")
+    parser.add_argument("--max-length", type=int, default=256)
+    parser.add_argument("--label", default="this code")
+    parser.add_argument("--json", help="save this run (figures and provenance) here")
+    parser.add_argument("--compare", nargs="*", default=[],
+                        help="saved runs (--json of earlier runs) to put first in the table")
+    parser.add_argument("--out", help="write the markdown table here")
+
+
+def run_main(bench: Bench, args: argparse.Namespace, spec: dict, title: str,
+             argv: Sequence[str] | None) -> int:
+    """``--worker``: one model alone; otherwise measure, save (``--json``) and tabulate."""
+    if args.worker:
+        print(json.dumps(worker(bench, json.loads(args.worker))))
+        return 0
+    command = f"python benchmarks/{Path(bench.script).name} " + shlex.join(
+        sys.argv[1:] if argv is None else argv)
+    run = {"label": args.label, "provenance": provenance(command),
+           **measure(bench, spec, args.threads, args.rounds)}
+    if args.json:
+        Path(args.json).write_text(json.dumps(run, indent=1) + "\n", encoding="utf-8")
+    runs = [json.loads(Path(p).read_text(encoding="utf-8")) for p in args.compare] + [run]
+    table = markdown(title, runs, "mol/s")
+    print(table)
+    if args.out:
+        Path(args.out).write_text(table + "\n", encoding="utf-8")
+    return 0

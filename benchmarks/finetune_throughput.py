@@ -26,24 +26,10 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
-import shlex
 import sys
-import time
 from pathlib import Path
 
-from _side_by_side import (
-    alternate,
-    markdown,
-    peak_rss_in_subprocess,
-    peak_rss_mb,
-    provenance,
-    roberta_config,
-    shared_data,
-    summarise,
-)
-
-from exlm_chem.provenance import load_average
+from _side_by_side import Bench, add_common_arguments, roberta_config, run_main, shared_data
 
 
 def bbbp_smiles(path: str | Path, n: int) -> list[str]:
@@ -134,73 +120,20 @@ def build(spec: dict) -> tuple[dict, list, list[int]]:
     return runners, batches, [len(b) for b in batches]
 
 
-def worker(spec: dict) -> dict:
-    """One model alone over all batches: its peak RSS and rate."""
-    import torch
-
-    torch.set_num_threads(spec["threads"])
-    runners, batches, sizes = build(spec)
-    (run,) = runners.values()
-    start = time.perf_counter()
-    for batch in batches:
-        run(batch)
-    return {"peak_rss_mb": peak_rss_mb(), "mol_per_s": sum(sizes) / (time.perf_counter() - start)}
-
-
-def measure(args: argparse.Namespace) -> dict:
-    import torch
-
-    spec = {"preset": args.preset, "n": args.n, "batch_size": args.batch_size,
-            "max_length": args.max_length, "data": args.data, "batching": args.batching}
-    runners, batches, sizes = build(spec)
-    rows = []
-    for threads in args.threads:
-        torch.set_num_threads(threads)
-        for run in runners.values():  # warm-up: allocator, kernels, optimiser state
-            run(batches[0])
-        rates = alternate(runners, batches, sizes, args.rounds)
-        rows.append({"threads": threads, **summarise(rates, "exlm", "roberta")})
-        print(f"{threads} thread(s): ratio {rows[-1]['ratio']:.2f}", file=sys.stderr)
-    rss = {impl: peak_rss_in_subprocess(__file__, {**spec, "impl": impl, "threads": 1})
-           ["peak_rss_mb"] for impl in ("exlm", "roberta")}
-    return {"rows": rows, "rss": rss, "load_average_end": load_average()}
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--worker", help=argparse.SUPPRESS)
-    parser.add_argument("--n", type=int, default=256, help="molecules per round")
-    parser.add_argument("--preset", default="small")
-    # 32, not Table 8's 128: RoBERTa on random batches of 128 (padded to ~236 tokens, math
-    # attention for the dropout) peaks near 8 GB, too much beside other jobs
-    parser.add_argument("--batch-size", type=int, default=32)
+    # batch 32, not Table 8's 128: RoBERTa on random batches of 128 (padded to ~236 tokens,
+    # math attention for the dropout) peaks near 8 GB, too much beside other jobs
+    add_common_arguments(parser, n=256, batch_size=32)
     parser.add_argument("--batching", choices=("random", "sorted"), default="random")
-    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--rounds", type=int, default=5, help="alternating rounds per model")
-    parser.add_argument("--max-length", type=int, default=256)
     parser.add_argument("--data", default=str(shared_data() / "moleculenet" / "bbbp.csv.gz"))
-    parser.add_argument("--label", default="this code")
-    parser.add_argument("--json", help="save this run (figures and provenance) here")
-    parser.add_argument("--compare", nargs="*", default=[],
-                        help="saved runs (--json of earlier runs) to put first in the table")
-    parser.add_argument("--out", help="write the markdown table here")
     args = parser.parse_args(argv)
-    if args.worker:
-        print(json.dumps(worker(json.loads(args.worker))))
-        return 0
-    command = "python benchmarks/finetune_throughput.py " + shlex.join(
-        sys.argv[1:] if argv is None else argv)
-    run = {"label": args.label, "provenance": provenance(command), **measure(args)}
-    if args.json:
-        Path(args.json).write_text(json.dumps(run, indent=1) + "\n", encoding="utf-8")
-    runs = [json.loads(Path(p).read_text(encoding="utf-8")) for p in args.compare] + [run]
-    table = markdown(f"Fine-tuning step throughput, {args.preset} preset: ExLM vs same-size "
-                     f"RoBERTa ({args.n} BBBP molecules per round, batch {args.batch_size}, "
-                     f"{args.batching} batches, one AdamW step per batch)", runs, "mol/s")
-    print(table)
-    if args.out:
-        Path(args.out).write_text(table + "\n", encoding="utf-8")
-    return 0
+    spec = {"preset": args.preset, "n": args.n, "batch_size": args.batch_size,
+            "max_length": args.max_length, "data": args.data, "batching": args.batching}
+    title = (f"Fine-tuning step throughput, {args.preset} preset: ExLM vs same-size RoBERTa "
+             f"({args.n} BBBP molecules per round, batch {args.batch_size}, {args.batching} "
+             "batches, one AdamW step per batch)")
+    return run_main(Bench(__file__, build, inference=False), args, spec, title, argv)
 
 
 if __name__ == "__main__":
