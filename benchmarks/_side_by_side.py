@@ -208,12 +208,30 @@ def worker(bench: Bench, spec: dict) -> dict:
     return {"peak_rss_mb": peak_rss_mb(), "mol_per_s": sum(sizes) / seconds}
 
 
-def measure(bench: Bench, spec: dict, threads: Sequence[int], rounds: int) -> dict:
-    """Both models in this process, alternating, per thread count; then each alone for RSS."""
+def profile_tables(runners: dict, batches: list, rows: int = 15) -> dict[str, str]:
+    """torch.profiler's top ops by self CPU time, one pass over ``batches`` per runner."""
+    from torch.profiler import ProfilerActivity, profile
+
+    tables = {}
+    for name, run in runners.items():
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            for batch in batches:
+                run(batch)
+        tables[name] = prof.key_averages().table(sort_by="self_cpu_time_total",
+                                                 row_limit=rows)
+    return tables
+
+
+def measure(bench: Bench, spec: dict, threads: Sequence[int], rounds: int,
+            profile: bool = False) -> dict:
+    """Both models in this process, alternating, per thread count; then each alone for RSS.
+
+    ``profile``: also a torch.profiler table per model at the last thread count.
+    """
     import torch
 
     runners, batches, sizes = bench.build(spec)
-    rows = []
+    rows, tables = [], {}
     with _mode(bench):
         for n_threads in threads:
             torch.set_num_threads(n_threads)
@@ -222,9 +240,12 @@ def measure(bench: Bench, spec: dict, threads: Sequence[int], rounds: int) -> di
             rates = alternate(runners, batches, sizes, rounds)
             rows.append({"threads": n_threads, **summarise(rates, "exlm", "roberta")})
             print(f"{n_threads} thread(s): ratio {rows[-1]['ratio']:.2f}", file=sys.stderr)
+        if profile:
+            tables = profile_tables(runners, batches)
     rss = {impl: peak_rss_in_subprocess(bench.script, {**spec, "impl": impl, "threads": 1})
            ["peak_rss_mb"] for impl in ("exlm", "roberta")}
-    return {"rows": rows, "rss": rss, "load_average_end": load_average()}
+    return {"rows": rows, "rss": rss, "load_average_end": load_average(),
+            "profiles": tables}
 
 
 def add_common_arguments(parser: argparse.ArgumentParser, n: int, batch_size: int) -> None:
@@ -240,6 +261,8 @@ def add_common_arguments(parser: argparse.ArgumentParser, n: int, batch_size: in
     parser.add_argument("--compare", nargs="*", default=[],
                         help="saved runs (--json of earlier runs) to put first in the table")
     parser.add_argument("--out", help="write the markdown table here")
+    parser.add_argument("--profile", action="store_true",
+                        help="add torch.profiler's top ops of each model (last thread count)")
 
 
 def run_main(bench: Bench, args: argparse.Namespace, spec: dict, title: str,
@@ -251,11 +274,14 @@ def run_main(bench: Bench, args: argparse.Namespace, spec: dict, title: str,
     command = f"python benchmarks/{Path(bench.script).name} " + shlex.join(
         sys.argv[1:] if argv is None else argv)
     run = {"label": args.label, "provenance": provenance(command),
-           **measure(bench, spec, args.threads, args.rounds)}
+           **measure(bench, spec, args.threads, args.rounds, args.profile)}
     if args.json:
         Path(args.json).write_text(json.dumps(run, indent=1) + "\n", encoding="utf-8")
     runs = [json.loads(Path(p).read_text(encoding="utf-8")) for p in args.compare] + [run]
     table = markdown(title, runs, "mol/s")
+    for name, text in run["profiles"].items():
+        table += (f"\n\n## Profile: {name}, {run['label']}, {args.threads[-1]} thread(s), one "
+                  f"pass over the batches (top ops by self CPU time)\n\n```\n{text}\n```")
     print(table)
     if args.out:
         Path(args.out).write_text(table + "\n", encoding="utf-8")
