@@ -55,8 +55,18 @@ def read_smiles(path: str | Path, n: int) -> list[str]:
 
 
 def peak_rss_mb() -> float:
-    """Peak resident memory of this process so far, MiB (ru_maxrss: KiB on Linux)."""
-    scale = 1 if sys.platform == "darwin" else 1024
+    """Peak resident memory of this process so far, MiB.
+
+    Linux: ``VmHWM`` of /proc/self/status. Not ``ru_maxrss``: that survives ``exec``, so
+    a worker started from a large parent would report the parent's size.
+    """
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    scale = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes on macOS, KiB here
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale / 2**20
 
 
