@@ -27,7 +27,12 @@ import numpy as np
 import torch
 
 from exlm_chem.collate import SpecialIds, expand_for_inference
-from exlm_chem.featurize import check_smiles, length_sorted_batches, pool, warn_unknown_tokens
+from exlm_chem.featurize import (
+    check_smiles,
+    length_sorted_batches,
+    pooled_states,
+    warn_unknown_tokens,
+)
 from exlm_chem.tokenizer import SmilesTokenizer
 
 POOLINGS = ("bos", "mean")
@@ -176,8 +181,9 @@ class Embedder:
         tensors = expand_for_inference(rows, self.k_states, self.special)
         input_ids, pos_original, pos_copy, padding_mask = (
             t.to(self.device) for t in tensors)
-        hidden = self.model(input_ids, pos_original, pos_copy, padding_mask)  # [B, X, d]
-        return pool(hidden, padding_mask, pooling).float().cpu().numpy()  # [B, d]
+        pooled = pooled_states(self.model, input_ids, pos_original, pos_copy, padding_mask,
+                               pooling)  # [B, d]
+        return pooled.float().cpu().numpy()
 
     def embed_rows(
         self,

@@ -123,6 +123,19 @@ def pool(hidden: torch.Tensor, padding_mask: torch.Tensor, pooling: str) -> torc
     raise ValueError(f"pooling must be 'bos' or 'mean', got {pooling!r}")
 
 
+def pooled_states(model: torch.nn.Module, input_ids: torch.Tensor, pos_original: torch.Tensor,
+                  pos_copy: torch.Tensor, padding_mask: torch.Tensor,
+                  pooling: str) -> torch.Tensor:
+    """Pooled encoder states [B, d] of an expanded batch (each input [B, X]).
+
+    ``bos`` asks the encoder for position 0 alone (``first_only``), so its last block
+    skips every other row; ``mean`` pools all real tokens.
+    """
+    if pooling == "bos":
+        return model(input_ids, pos_original, pos_copy, padding_mask, first_only=True)
+    return pool(model(input_ids, pos_original, pos_copy, padding_mask), padding_mask, pooling)
+
+
 def encode_pooled(
     model: torch.nn.Module,
     tokenizer: SmilesTokenizer,
@@ -136,6 +149,4 @@ def encode_pooled(
     special = SpecialIds(tokenizer.bos_id, tokenizer.pad_id, tokenizer.eos_id, tokenizer.mask_id)
     ids = [np.asarray(tokenizer.encode(s, max_length=max_length)) for s in smiles]
     tensors = [t.to(device) for t in expand_for_inference(ids, k_states, special)]
-    input_ids, pos_original, pos_copy, padding_mask = tensors
-    hidden = model(input_ids, pos_original, pos_copy, padding_mask)  # [B, X, d]
-    return pool(hidden, padding_mask, pooling)
+    return pooled_states(model, *tensors, pooling)

@@ -1,8 +1,9 @@
 """The ExLM encoder: a pre-LN transformer whose only position signal is 2D RoPE.
 
-Reads top to bottom: attention, feed-forward, block, encoder, then the full model with
-its heads. The input is already expanded (BOS, every [MASK] and EOS repeated k times by
-the collate step), so the encoder sees ordinary token ids plus two position coordinates.
+Reads top to bottom: feed-forward, block, encoder, then the full model with its heads
+(attention is :mod:`exlm_chem.model.attention`). The input is already expanded (BOS,
+every [MASK] and EOS repeated k times by the collate step), so the encoder sees ordinary
+token ids plus two position coordinates.
 
 Shapes: B batch, X expanded tokens, S expanded states (DAG nodes), d model dim, H heads,
 hd head dim, V vocabulary.
@@ -16,47 +17,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from exlm_chem.model.attention import SelfAttention
 from exlm_chem.model.config import ExLMConfig
 from exlm_chem.model.heads import LMHead, TransitionHead
-from exlm_chem.model.rope import rope_rotation, rotate_pairs
+from exlm_chem.model.rope import rope_rotation
 from exlm_chem.model.token_layout import TokenLayout, token_layout
-
-
-class SelfAttention(nn.Module):
-    """Bidirectional multi-head self-attention with 2D RoPE on queries and keys."""
-
-    def __init__(self, config: ExLMConfig) -> None:
-        super().__init__()
-        self.n_heads = config.n_heads
-        self.head_dim = config.head_dim
-        self.attention_dropout = config.attention_dropout
-        self.qkv = nn.Linear(config.d_model, 3 * config.d_model)  # fused q, k, v projections
-        self.out = nn.Linear(config.d_model, config.d_model)
-
-    def forward(self, x: torch.Tensor, rotation: torch.Tensor, layout: TokenLayout) -> torch.Tensor:
-        """``x`` [N, d] real tokens in ``layout``'s flat order; ``rotation`` [N, 1, 1, hd/2]."""
-        N, d = x.shape
-        H, hd = self.n_heads, self.head_dim
-        qkv = self.qkv(x).view(N, 3, H, hd)  # [N, 3, H, hd]
-        # q and k rotated together in the fused layout: one complex multiply
-        qk = rotate_pairs(qkv[:, :2], rotation)  # [N, 2, H, hd]
-        v = qkv[:, 2]  # [N, H, hd]
-        dropout = self.attention_dropout if self.training else 0.0
-        outputs = []
-        for g in layout.groups:
-            if g.gather is None:  # the group's flat range is already [Bg, Xg]
-                qk_g, v_g = qk[g.start : g.stop], v[g.start : g.stop]
-            else:
-                qk_g, v_g = qk.index_select(0, g.gather), v.index_select(0, g.gather)
-            q_g, k_g = qk_g.view(g.batch, g.width, 2, H, hd).permute(2, 0, 3, 1, 4).unbind(0)
-            v_g = v_g.view(g.batch, g.width, H, hd).transpose(1, 2)  # [Bg, H, Xg, hd]
-            # SDPA scales q.k by hd**-0.5 itself; key_mask is [Bg, 1, 1, Xg], True = attend
-            y = F.scaled_dot_product_attention(q_g, k_g, v_g, attn_mask=g.key_mask,
-                                               dropout_p=dropout)  # [Bg, H, Xg, hd]
-            y = y.transpose(1, 2).reshape(g.batch * g.width, d)  # [Bg*Xg, d]
-            outputs.append(y if g.real is None else y.index_select(0, g.real))
-        y = outputs[0] if len(outputs) == 1 else torch.cat(outputs)  # [N, d]
-        return self.out(y)
 
 
 class FeedForward(nn.Module):
@@ -83,9 +48,13 @@ class Block(nn.Module):
         self.ffn = FeedForward(config)
         self.dropout = nn.Dropout(config.dropout)
 
-    def forward(self, x: torch.Tensor, rotation: torch.Tensor, layout: TokenLayout) -> torch.Tensor:
-        """``x`` [N, d] real tokens (see :class:`SelfAttention`)."""
-        x = x + self.dropout(self.attn(self.ln_attn(x), rotation, layout))
+    def forward(self, x: torch.Tensor, rotation: torch.Tensor, layout: TokenLayout,
+                queries: torch.Tensor | None = None) -> torch.Tensor:
+        """``x`` [N, d] real tokens -> [N, d], or [S, d] for the rows ``queries`` (see
+        :class:`~exlm_chem.model.attention.SelfAttention`)."""
+        h = self.attn(self.ln_attn(x), rotation, layout, queries)
+        x = x if queries is None else x[queries]
+        x = x + self.dropout(h)
         x = x + self.dropout(self.ffn(self.ln_ffn(x)))
         return x
 
@@ -112,6 +81,7 @@ class ExLMEncoder(nn.Module):
         pos_original: torch.Tensor,
         pos_copy: torch.Tensor,
         padding_mask: torch.Tensor | None = None,
+        first_only: bool = False,
     ) -> torch.Tensor:
         """Encode an expanded batch.
 
@@ -123,10 +93,13 @@ class ExLMEncoder(nn.Module):
             2D positions (original index; copy index 1..k or 0).
         padding_mask : BoolTensor [B, X], optional
             True at real tokens, False at padding. None means no padding.
+        first_only : bool
+            Return only the final state at position 0 (the first BOS copy, what "bos"
+            pooling takes), ``[B, d]``; the last block then computes nothing else.
 
         Returns
         -------
-        Tensor [B, X, d]
+        Tensor [B, X, d] (or [B, d] with ``first_only``)
             Final hidden states; zeros at padded positions.
         """
         if input_ids.dim() != 2:
@@ -148,8 +121,13 @@ class ExLMEncoder(nn.Module):
                                  self.config.rope_base)[0]  # [N, hd/2] complex
         rotation = rotation[:, None, None, :]  # [N, 1, 1, hd/2]: over q/k and heads
         x = self.dropout(self.embed_tokens(layout.flatten(input_ids)))  # [N, d]
-        for block in self.blocks:
-            x = block(x, rotation, layout)
+        for i, block in enumerate(self.blocks):
+            last = first_only and i == len(self.blocks) - 1
+            x = block(x, rotation, layout, layout.firsts if last else None)
+        if first_only:
+            if not self.blocks:
+                x = x[layout.firsts]
+            return layout.first_states(self.ln_final(x))  # [B, d]
         return layout.unflatten(self.ln_final(x))  # [B, X, d]
 
 
@@ -197,9 +175,11 @@ class ExLMModel(nn.Module):
         pos_original: torch.Tensor,
         pos_copy: torch.Tensor,
         padding_mask: torch.Tensor | None = None,
+        first_only: bool = False,
     ) -> torch.Tensor:
-        """Hidden states [B, X, d] of an expanded batch (see :meth:`ExLMEncoder.forward`)."""
-        return self.encoder(input_ids, pos_original, pos_copy, padding_mask)
+        """Hidden states [B, X, d] of an expanded batch, or [B, d] at position 0 with
+        ``first_only`` (see :meth:`ExLMEncoder.forward`)."""
+        return self.encoder(input_ids, pos_original, pos_copy, padding_mask, first_only)
 
     def lm_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """Vocabulary logits [..., V] for any selection of hidden states [..., d]."""

@@ -36,6 +36,9 @@ class TokenLayout(NamedTuple):
     width: int  # X
     slots: torch.Tensor | None  # [N] padded slot (b*X + x) of each flat token; None: all
     groups: list[AttentionGroup]
+    firsts: torch.Tensor  # [S] flat index of each non-empty sample's first token, group order
+    first_owner: torch.Tensor  # [S] that sample's row b
+    first_at_zero: torch.Tensor | None  # [S] whether it sits in slot 0; None: all do
 
     def flatten(self, padded: torch.Tensor) -> torch.Tensor:
         """``[B, X, ...]`` -> the real tokens ``[N, ...]`` in flat order."""
@@ -49,6 +52,17 @@ class TokenLayout(NamedTuple):
         out = flat.new_zeros(self.batch * self.width, *flat.shape[1:])
         out = out.index_copy(0, self.slots, flat)
         return out.view(self.batch, self.width, *flat.shape[1:])
+
+    def first_states(self, firsts: torch.Tensor) -> torch.Tensor:
+        """``[S, C]`` rows of :attr:`firsts` -> ``[B, C]``: slot 0 of every sample, zeros
+        where slot 0 is padding (as :meth:`unflatten` would give there)."""
+        if self.first_at_zero is None and self.slots is None:
+            return firsts  # no padding: one first token per sample, already in row order
+        keep = self.first_at_zero
+        rows, values = (self.first_owner, firsts) if keep is None else \
+            (self.first_owner[keep], firsts[keep])
+        out = firsts.new_zeros(self.batch, *firsts.shape[1:])
+        return out.index_copy(0, rows, values)
 
 
 def _groups(lengths: np.ndarray, slack: float) -> list[tuple[int, int]]:
@@ -76,8 +90,11 @@ def token_layout(padding_mask: torch.Tensor | None, batch: int, width: int,
         True at real tokens; None (or all True) means no padding.
     """
     if padding_mask is None or bool(padding_mask.all()):
+        device = None if padding_mask is None else padding_mask.device
+        rows = torch.arange(batch, device=device)
         return TokenLayout(batch, width, None, [AttentionGroup(0, batch * width, batch, width,
-                                                               None, None, None)])
+                                                               None, None, None)],
+                           rows * width, rows, None)
     device = padding_mask.device
     mask = padding_mask.cpu()
     lengths = mask.sum(1).numpy()  # [B]
@@ -104,4 +121,8 @@ def token_layout(padding_mask: torch.Tensor | None, batch: int, width: int,
             torch.from_numpy(gather.reshape(-1)).to(device),
             torch.from_numpy(np.flatnonzero(real)).to(device),
             torch.from_numpy(real)[:, None, None, :].to(device)))
-    return TokenLayout(batch, width, slots.to(device), groups)
+    owner = torch.from_numpy(order)
+    firsts = torch.from_numpy(offsets[:-1])
+    at_zero = mask[owner, 0]
+    return TokenLayout(batch, width, slots.to(device), groups, firsts.to(device),
+                       owner.to(device), at_zero.to(device))

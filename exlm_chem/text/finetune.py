@@ -30,7 +30,7 @@ import torch
 import torch.nn.functional as F
 
 from exlm_chem.collate import SpecialIds, expand_for_inference
-from exlm_chem.featurize import length_sorted_batches, pool
+from exlm_chem.featurize import length_sorted_batches, pooled_states
 from exlm_chem.finetune import EpochRecord, make_optimizer, optimizer_step
 from exlm_chem.finetune_net import FinetuneNet
 from exlm_chem.finetune_settings import FinetuneSettings
@@ -90,9 +90,7 @@ class TextPairNet(FinetuneNet):
         tok = self.tokenizer
         special = SpecialIds(tok.bos_id, tok.pad_id, tok.eos_id, tok.mask_id)
         tensors = [t.to(self.device) for t in expand_for_inference(ids, self.k_states, special)]
-        input_ids, pos_original, pos_copy, padding_mask = tensors  # each [B, X]
-        hidden = self.encoder(input_ids, pos_original, pos_copy, padding_mask)  # [B, X, d]
-        return pool(hidden, padding_mask, self.pooling)
+        return pooled_states(self.encoder, *tensors, self.pooling)  # [B, d]
 
 
 class GlueSeedResult(NamedTuple):

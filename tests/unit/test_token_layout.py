@@ -38,6 +38,9 @@ def test_layout_exact():
     # padded slots repeat the sample's last real token; only real slots come back
     assert g.gather.tolist() == [0, 1, 1, 1, 2, 3, 4, 4, 5, 6, 7, 8]
     assert g.real.tolist() == [0, 1, 4, 5, 6, 8, 9, 10, 11]
+    # first tokens: samples 2, 0, 3 start at flat 0, 2, 5; sample 2's slot 0 is real
+    assert loose.firsts.tolist() == [0, 2, 5] and loose.first_owner.tolist() == [2, 0, 3]
+    assert loose.first_at_zero.tolist() == [True, True, True]
     assert g.key_mask[:, 0, 0].tolist() == [[True, True, False, False],
                                             [True, True, True, False], [True] * 4]
     flat = torch.arange(9.0)[:, None]
@@ -45,7 +48,10 @@ def test_layout_exact():
                                                      [0, 0, 1, 0], [5, 6, 7, 8]]
     full = token_layout(torch.ones(2, 3, dtype=torch.bool), 2, 3)
     assert full.slots is None and full.groups[0].gather is None
-    assert token_layout(None, 2, 3) == full
+    assert full.groups[0].key_mask is None and full.first_at_zero is None
+    assert full.firsts.tolist() == [0, 3] and full.first_owner.tolist() == [0, 1]
+    none = token_layout(None, 2, 3)
+    assert none.groups == full.groups and torch.equal(none.firsts, full.firsts)
 
 
 def random_batch(n: int, seed: int, vocab: int = 400):
@@ -121,3 +127,34 @@ def test_batches_without_padding_reach_sdpa_without_a_mask(encoder, monkeypatch)
         mask[0, -5:] = False  # one shorter sample: only its group needs a mask
         encoder(ids, po, pc, mask)
     assert any(m is not None for m in seen)
+
+
+@pytest.mark.parametrize("padded", [True, False])
+def test_first_only_equals_position_zero_of_the_full_output(encoder, padded):
+    ids, po, pc, mask = random_batch(12, seed=5)
+    if not padded:
+        mask = torch.ones_like(mask)
+    with torch.no_grad():
+        full = encoder.eval()(ids, po, pc, mask)  # [B, X, d]
+        first = encoder(ids, po, pc, mask, first_only=True)  # [B, d]
+    assert first.shape == (len(ids), encoder.config.d_model)
+    torch.testing.assert_close(first, full[:, 0], atol=1e-5, rtol=0)
+    if padded:  # the empty sample and the one whose slot 0 is padding: zeros, as in full
+        assert torch.equal(first[3], torch.zeros_like(first[3]))
+        assert torch.equal(first[5], torch.zeros_like(first[5]))
+
+
+def test_first_only_gradients_equal_the_full_forward(encoder):
+    ids, po, pc, mask = random_batch(10, seed=6)
+    weights = torch.randn(len(ids), encoder.config.d_model,
+                          generator=torch.Generator().manual_seed(7))
+    grads = []
+    for first_only in (False, True):
+        encoder.train().zero_grad()
+        out = encoder(ids, po, pc, mask, first_only=first_only)
+        ((out if first_only else out[:, 0]) * weights).sum().backward()
+        grads.append({n: p.grad.clone() for n, p in encoder.named_parameters()})
+    for name in grads[0]:
+        torch.testing.assert_close(grads[1][name], grads[0][name], atol=1e-5, rtol=1e-4,
+                                   msg=name)
+    encoder.eval()
