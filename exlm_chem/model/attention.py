@@ -15,6 +15,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.utils.checkpoint import checkpoint
 
 from exlm_chem.model.config import ExLMConfig
 from exlm_chem.model.rope import rotate_pairs
@@ -60,6 +61,10 @@ class SelfAttention(nn.Module):
             q = F.linear(x[queries], w[:d], b[:d]).view(-1, H, hd)  # [S, H, hd]
             q = rotate_pairs(q, rotation[queries, 0])
         dropout = self.attention_dropout if self.training else 0.0
+        # CPU SDPA has no fused kernel with dropout: its math path would keep the [Xg, Xg]
+        # probabilities and dropout mask of every group for backward (the largest saved
+        # tensors of a fine-tuning step); recompute them instead, with the same dropout draw
+        recompute = dropout > 0 and x.device.type == "cpu" and torch.is_grad_enabled()
         outputs, first = [], 0
         for g in layout.groups:
             if queries is None:
@@ -68,8 +73,13 @@ class SelfAttention(nn.Module):
                 q_g = q[first : first + g.batch].unsqueeze(2)  # [Bg, H, 1, hd]
                 first += g.batch
             # SDPA scales q.k by hd**-0.5 itself; key_mask is [Bg, 1, 1, Xg], True = attend
-            y = F.scaled_dot_product_attention(q_g, _per_group(k, g), _per_group(v, g),
-                                               attn_mask=g.key_mask, dropout_p=dropout)
+            args = (q_g, _per_group(k, g), _per_group(v, g))
+            if recompute:
+                y = checkpoint(F.scaled_dot_product_attention, *args, attn_mask=g.key_mask,
+                               dropout_p=dropout, use_reentrant=False)
+            else:
+                y = F.scaled_dot_product_attention(*args, attn_mask=g.key_mask,
+                                                   dropout_p=dropout)
             y = y.transpose(1, 2).reshape(-1, d)  # [Bg*Xg or Bg, d]
             outputs.append(y if g.real is None or queries is not None
                            else y.index_select(0, g.real))

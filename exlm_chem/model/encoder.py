@@ -1,7 +1,7 @@
 """The ExLM encoder: a pre-LN transformer whose only position signal is 2D RoPE.
 
-Reads top to bottom: feed-forward, block, encoder, then the full model with its heads
-(attention is :mod:`exlm_chem.model.attention`). The input is already expanded (BOS,
+Reads top to bottom: block, encoder, then the full model with its heads (attention and
+the feed-forward block have modules of their own). The input is already expanded (BOS,
 every [MASK] and EOS repeated k times by the collate step), so the encoder sees ordinary
 token ids plus two position coordinates.
 
@@ -14,27 +14,14 @@ from __future__ import annotations
 from typing import ClassVar
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from exlm_chem.model.attention import SelfAttention
 from exlm_chem.model.config import ExLMConfig
+from exlm_chem.model.feedforward import FeedForward
 from exlm_chem.model.heads import LMHead, TransitionHead
 from exlm_chem.model.rope import rope_rotation
 from exlm_chem.model.token_layout import TokenLayout, token_layout
-
-
-class FeedForward(nn.Module):
-    """Linear -> GELU -> activation dropout -> Linear."""
-
-    def __init__(self, config: ExLMConfig) -> None:
-        super().__init__()
-        self.fc1 = nn.Linear(config.d_model, config.d_ffn)
-        self.fc2 = nn.Linear(config.d_ffn, config.d_model)
-        self.activation_dropout = nn.Dropout(config.activation_dropout)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.fc2(self.activation_dropout(F.gelu(self.fc1(x))))
 
 
 class Block(nn.Module):

@@ -117,7 +117,7 @@ def test_batches_without_padding_reach_sdpa_without_a_mask(encoder, monkeypatch)
         seen.append(attn_mask)
         return sdpa(*args, attn_mask=attn_mask, **kwargs)
 
-    monkeypatch.setattr("exlm_chem.model.encoder.F.scaled_dot_product_attention", recording)
+    monkeypatch.setattr("exlm_chem.model.attention.F.scaled_dot_product_attention", recording)
     ids, po, pc, _ = random_batch(8, seed=4)
     with torch.no_grad():
         encoder.eval()(ids, po, pc, torch.ones_like(ids, dtype=torch.bool))
@@ -158,3 +158,28 @@ def test_first_only_gradients_equal_the_full_forward(encoder):
         torch.testing.assert_close(grads[1][name], grads[0][name], atol=1e-5, rtol=1e-4,
                                    msg=name)
     encoder.eval()
+
+
+def test_recomputed_attention_dropout_gives_the_same_gradients(monkeypatch):
+    """CPU training recomputes attention in backward: same dropout draw, same gradients."""
+    torch.manual_seed(0)
+    config = dataclasses.replace(ExLMConfig.preset("tiny", 400), dropout=0.0,
+                                 attention_dropout=0.3)
+    encoder = ExLMEncoder(config).train()
+    ids, po, pc, mask = random_batch(10, seed=8)
+    weights = torch.randn(*ids.shape, config.d_model, generator=torch.Generator().manual_seed(9))
+
+    def grads(seed=1):
+        encoder.zero_grad()
+        torch.manual_seed(seed)  # the dropout draw
+        (encoder(ids, po, pc, mask) * weights).sum().backward()
+        return {n: p.grad.clone() for n, p in encoder.named_parameters()}
+
+    recomputed = grads()
+    monkeypatch.setattr("exlm_chem.model.attention.checkpoint",
+                        lambda fn, *args, use_reentrant, **kwargs: fn(*args, **kwargs))
+    kept = grads()
+    for name, grad in kept.items():
+        torch.testing.assert_close(recomputed[name], grad, atol=1e-6, rtol=1e-5, msg=name)
+    other = grads(seed=2)  # another draw changes them: dropout is really on
+    assert not torch.allclose(other["blocks.0.attn.qkv.weight"], kept["blocks.0.attn.qkv.weight"])
