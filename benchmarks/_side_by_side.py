@@ -281,7 +281,7 @@ def run_main(bench: Bench, args: argparse.Namespace, spec: dict, title: str,
     if args.worker:
         print(json.dumps(worker(bench, json.loads(args.worker))))
         return 0
-    command = f"python benchmarks/{Path(bench.script).name} " + shlex.join(
+    command = f"python benchmarks/{Path(bench.script).resolve().name} " + shlex.join(
         sys.argv[1:] if argv is None else argv)
     run = {"label": args.label, "provenance": provenance(command),
            **measure(bench, spec, args.threads, args.rounds, args.profile)}
