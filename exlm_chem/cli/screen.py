@@ -46,7 +46,12 @@ class ScreenCommand(Subcommand):
 
     @classmethod
     def run(cls, args: argparse.Namespace) -> int:
+        import logging
+
         from exlm_chem.screening.run import screen
+
+        if not logging.getLogger().isEnabledFor(logging.DEBUG):  # -v shows Dask's chatter
+            logging.getLogger("distributed").setLevel(logging.WARNING)
 
         result = screen(args.model, args.inputs, args.out, embed=args.embed,
                         scheduler=args.scheduler, workers=args.workers,

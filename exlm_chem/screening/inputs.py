@@ -136,9 +136,13 @@ def read_blocks(path: str, smiles_column: str = "smiles") -> Iterator[list[str]]
 def iter_chunks(files: Sequence[InputFile], chunk_rows: int,
                 smiles_column: str = "smiles") -> Iterator[Chunk]:
     """Every file's SMILES cut into chunks of exactly ``chunk_rows`` (a file's last chunk
-    may be shorter; an empty file has none)."""
+    may be shorter; an empty file has none). ``chunk_rows`` is checked at the call."""
     if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, int) or chunk_rows < 1:
         raise ValueError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
+    return _chunks(files, chunk_rows, smiles_column)
+
+
+def _chunks(files: Sequence[InputFile], chunk_rows: int, smiles_column: str) -> Iterator[Chunk]:
     for file_index, file in enumerate(files):
         pending: list[str] = []
         index = 0

@@ -51,6 +51,15 @@ class ScreenResult(NamedTuple):
     summary: ScreenSummary
 
 
+def _check_numbers(**values: int | None) -> None:
+    """Worker settings checked by the driver, before it claims the output directory."""
+    for name, value in values.items():
+        least = 3 if name == "max_length" else 1  # BOS, a token, EOS
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                  or value < least):
+            raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
+
+
 def _settings(embed: bool, chunk_rows: int, smiles_column: str, pooling: str,
               max_length: int) -> dict[str, Any]:
     settings: dict[str, Any] = {"chunk_rows": chunk_rows, "smiles_column": smiles_column}
@@ -120,8 +129,9 @@ def screen(
         raise ValueError("pass either client, or scheduler/workers, not both")
     if scheduler and workers:
         raise ValueError("--workers starts a local cluster; it cannot go with --scheduler")
-    if workers is not None and workers < 1:
-        raise ValueError(f"workers must be positive, got {workers}")
+    _check_numbers(workers=workers, batch_size=batch_size, max_length=max_length)
+    if embed and pooling not in ("bos", "mean"):
+        raise ValueError(f"pooling must be 'bos' or 'mean', got {pooling!r}")
     out = Path(out).expanduser().resolve()
     check_model_kind(model, embed)
     files = resolve_inputs(inputs)
