@@ -65,6 +65,6 @@ class ScreenCommand(Subcommand):
               f"{s.rows_computed} rows in {s.parts_written} parts (skipped "
               f"{s.parts_skipped} complete) in {s.seconds:.1f} s, {s.mol_per_s:.1f} mol/s")
         for address, w in sorted(s.workers.items()):
-            print(f"  worker {address}: {w.rows} rows, {w.mol_per_s:.1f} mol/s, "
-                  f"peak RSS {w.peak_rss_mb:.0f} MB")
+            print(f"  worker {address}: {w.rows} rows, {w.mol_per_s:.1f} mol/s "
+                  f"({w.mol_per_cpu_s:.1f} per CPU second), peak RSS {w.peak_rss_mb:.0f} MB")
         return 0

@@ -23,12 +23,19 @@ from exlm_chem.screening.worker import ModelSpec, PartResult, PartTask, run_part
 
 class WorkerStats(NamedTuple):
     rows: int
-    seconds: float  # model time summed over the worker's chunks
+    seconds: float  # wall time summed over the worker's chunks (model load excluded)
+    cpu_seconds: float  # the worker process's CPU time over the same spans
     peak_rss_mb: float
 
     @property
     def mol_per_s(self) -> float:
+        """Rows per second of the worker's busy wall time."""
         return self.rows / self.seconds if self.seconds > 0 else float("nan")
+
+    @property
+    def mol_per_cpu_s(self) -> float:
+        """Rows per CPU second: the rate of a core of its own, whatever else runs there."""
+        return self.rows / self.cpu_seconds if self.cpu_seconds > 0 else float("nan")
 
 
 def default_workers() -> int:
@@ -78,10 +85,10 @@ class Tally:
         self.invalid += result.invalid
         self.computed += result.rows
         self.written += 1
-        old = self.workers.get(result.worker, WorkerStats(0, 0.0, 0.0))
-        self.workers[result.worker] = WorkerStats(old.rows + result.rows,
-                                                  old.seconds + result.seconds,
-                                                  max(old.peak_rss_mb, result.peak_rss_mb))
+        old = self.workers.get(result.worker, WorkerStats(0, 0.0, 0.0, 0.0))
+        self.workers[result.worker] = WorkerStats(
+            old.rows + result.rows, old.seconds + result.seconds,
+            old.cpu_seconds + result.cpu_seconds, max(old.peak_rss_mb, result.peak_rss_mb))
 
 
 def drive(cluster: LazyClient, chunks: Iterator[Chunk], spec: ModelSpec, out: Path,

@@ -46,7 +46,8 @@ class PartResult(NamedTuple):
     name: str
     rows: int
     invalid: int
-    seconds: float  # model time on the worker (load excluded)
+    seconds: float  # wall time of the chunk on the worker (model load excluded)
+    cpu_seconds: float  # CPU time of the worker process over the same span
     worker: str  # the worker's address (host:port), or its pid outside Dask
     peak_rss_mb: float  # the worker process's peak resident memory so far
 
@@ -138,7 +139,7 @@ def run_part(spec: ModelSpec, task: PartTask) -> PartResult:
     from exlm_chem.cli.embed import atomic_output
 
     load_model(spec)  # outside the timer: per-worker rates are model time
-    began = time.perf_counter()
+    began, began_cpu = time.perf_counter(), time.process_time()
     n = len(task.smiles)
     results = compute(spec, task.smiles)
     frame = pd.concat([pd.DataFrame({
@@ -153,5 +154,5 @@ def run_part(spec: ModelSpec, task: PartTask) -> PartResult:
                                            PART_KEY: json.dumps(record).encode()})
     with atomic_output(Path(task.out) / task.name) as tmp:
         pq.write_table(table, tmp)
-    return PartResult(task.name, n, invalid, time.perf_counter() - began, _worker_name(),
-                      _peak_rss_mb())
+    return PartResult(task.name, n, invalid, time.perf_counter() - began,
+                      time.process_time() - began_cpu, _worker_name(), _peak_rss_mb())
