@@ -52,7 +52,7 @@ def projection_section(runs: list[dict], extra: dict) -> list[str]:
     flops = extra["flops"]["flops"]
     feed, prep = extra["feed_mol_s"], extra["prep_mol_s"]
     lines = [
-        "## Projection to 1B molecules (arithmetic on the figures above, not a measurement)",
+        "### Projection to 1B molecules (arithmetic on the figures above, not a measurement)",
         "",
         f"Measured inputs: {rate:.1f} mol per CPU second for a single-threaded worker (the "
         f"1-worker run), driver feed {feed:,.0f} mol/s, RDKit check + tokenising "

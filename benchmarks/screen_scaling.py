@@ -2,17 +2,19 @@
 
 The library is the first ``--n`` SMILES of MOSES train; the model is a classifier on the
 shipped ``models/exlm-small`` encoder, fine-tuned for one epoch on 64 BBBP molecules
-(its quality is irrelevant here: the cost is the encoder's forward pass). Each worker
+(its quality is irrelevant here: the cost is the encoder's forward pass), or with
+``--preset tiny`` one on a random tiny encoder, which times the pipeline itself (reading,
+RDKit checks, Dask, Parquet) at a scale the shared CPUs allow. Each worker
 count gets a fresh output directory and a fresh ``LocalCluster`` of single-threaded
 worker processes. Also measured, for the projection: how fast the driver alone streams
 the input (a ceiling on any cluster's total rate), how fast one core validates (RDKit)
 and tokenises SMILES (the CPU work a GPU worker still needs), and the encoder's forward
 FLOPs per molecule from the model's shape and the library's real token lengths.
 
-Usage::
+Usage (prints a Markdown section; ``--md`` also writes it to a file)::
 
-    nice python benchmarks/screen_scaling.py --n 200000 --workers 1 2 \\
-        --md benchmarks/results/screen_scaling_cpu.md
+    nice python benchmarks/screen_scaling.py --n 200000 --workers 1 2 --projection
+    nice python benchmarks/screen_scaling.py --n 200000 --workers 1 2 --preset tiny
 """
 
 from __future__ import annotations
@@ -20,8 +22,8 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import multiprocessing
 import os
-import resource
 import shutil
 import sys
 import tempfile
@@ -30,6 +32,8 @@ from pathlib import Path
 
 from _provenance import REPO, git_commit, load_average, machine
 from screen_projection import flops_per_molecule, projection_section
+
+from exlm_chem.screening.worker import peak_rss_mb
 
 # the shared data folder, found as the tests find it ($EXLM_CHEM_DATA is its moleculenet/)
 DATA = Path(os.environ.get("EXLM_CHEM_DATA", REPO.parent / "shared" / "data" / "moleculenet")
@@ -47,7 +51,7 @@ def write_library(n: int, path: Path) -> Path:
     return path
 
 
-def fit_model(out: Path) -> Path:
+def fit_model(out: Path, preset: str) -> Path:
     import pandas as pd
     import torch
 
@@ -57,7 +61,9 @@ def fit_model(out: Path) -> Path:
     torch.set_num_threads(1)
     bbbp = pd.read_csv(DATA / "moleculenet" / "bbbp.csv.gz").iloc[:80]
     bbbp = bbbp[check_smiles(bbbp["smiles"].tolist()).valid].iloc[:64]
-    clf = ExLMMoleculeClassifier(pretrained=str(REPO / "models" / "exlm-small"), epochs=1,
+    # small: the shipped encoder; tiny: a random tiny-preset one, to time the machinery
+    pretrained = str(REPO / "models" / "exlm-small") if preset == "small" else None
+    clf = ExLMMoleculeClassifier(pretrained=pretrained, preset=preset, epochs=1,
                                  validation_fraction=0.0, device="cpu", random_state=0)
     clf.fit(bbbp["smiles"].tolist(), bbbp["p_np"].to_numpy())
     return clf.save(out)
@@ -103,14 +109,23 @@ def run_screen(model: Path, library: Path, out: Path, workers: int, args) -> dic
             "load_before": load_before, "load_after": load_average()}
 
 
+def model_name(args) -> str:
+    if args.model is not None:
+        return f"`{args.model}`"
+    if args.preset == "small":
+        return ("classifier on `models/exlm-small` (9 layers, d 256, k 2), one epoch on 64 "
+                "BBBP rows")
+    return "classifier on a random tiny-preset encoder (2 layers, d 64): the pipeline's cost"
+
+
 def format_report(runs: list[dict], extra: dict, args) -> str:
     lines = [
-        f"# Screening throughput on a local Dask cluster ({args.n} MOSES molecules, CPU)",
+        f"## {args.n:,} MOSES molecules, {model_name(args)} (CPU)",
         "",
         f"- command: `nice python benchmarks/screen_scaling.py {' '.join(sys.argv[1:])}`",
         f"- commit {git_commit()}; machine: {machine()}; date {time.strftime('%Y-%m-%d')}",
-        "- model: classifier on `models/exlm-small` (9 layers, d 256, k 2; one epoch on 64 "
-        f"BBBP rows); predict mode, chunk rows {args.chunk_rows}, batch "
+        f"- model: {model_name(args)}; "
+        f"predict mode, chunk rows {args.chunk_rows}, batch "
         f"{args.batch_size or 'default (2 x 32)'}; one single-threaded process per worker",
         "- wall s includes starting the cluster and loading the model in each worker; "
         "total mol/s is rows over that. Per worker: rows over its busy wall time (shared "
@@ -134,7 +149,8 @@ def format_report(runs: list[dict], extra: dict, args) -> str:
               f"Driver feed (read + chunk, no model): {extra['feed_mol_s']:,.0f} mol per CPU "
               f"second. RDKit check + tokenising: {extra['prep_mol_s']:,.0f} mol per CPU "
               "second.", ""]
-    lines += projection_section(runs, extra)
+    if args.projection:
+        lines += projection_section(runs, extra)
     return "\n".join(lines) + "\n"
 
 
@@ -144,8 +160,13 @@ def main() -> int:
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--chunk-rows", type=int, default=5_000)
     parser.add_argument("--batch-size", type=int, default=None)
+    parser.add_argument("--preset", choices=("small", "tiny"), default="small",
+                        help="encoder of the throw-away classifier: the shipped exlm-small, "
+                             "or a random tiny one (times the pipeline, not the model)")
     parser.add_argument("--model", type=Path, default=None,
                         help="fitted estimator directory (default: fit a throw-away one)")
+    parser.add_argument("--projection", action="store_true",
+                        help="add the 1B-molecule projection from this run's rates")
     parser.add_argument("--md", type=Path, default=None, help="write the report here")
     parser.add_argument("--json", type=Path, default=None, help="raw figures")
     parser.add_argument("--progress", action="store_true")
@@ -153,14 +174,17 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="screen_scaling_") as tmp:
         work = Path(tmp)
         library = write_library(args.n, work / "library.smi")
-        model = args.model or fit_model(work / "model")
+        if args.model is None:  # in a child process: the driver's peak memory stays its own
+            with multiprocessing.get_context("spawn").Pool(1) as pool:
+                model = pool.apply(fit_model, (work / "model", args.preset))
+        else:
+            model = args.model
         sample = library.read_text().split()[:5000]
         extra = {"feed_mol_s": feed_rate(library, args.chunk_rows),
                  "prep_mol_s": prep_rate(sample, model),
                  "flops": flops_per_molecule(model, sample)}
         runs = [run_screen(model, library, work / f"out_{w}", w, args) for w in args.workers]
-    scale = 1 if sys.platform == "darwin" else 1024
-    extra["driver_peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale / 2**20
+    extra["driver_peak_mb"] = peak_rss_mb()
     report = format_report(runs, extra, args)
     print(report)
     if args.md:

@@ -112,6 +112,8 @@ def screen(
         Molecules per forward pass (default: the embedder's, or the estimator's own).
     device : str
         Worker device: ``"auto"`` (CUDA when the worker has it), ``"cpu"``, ``"cuda:0"``.
+        For several GPUs, give each worker its own (e.g. dask-cuda's LocalCUDACluster,
+        which sets ``CUDA_VISIBLE_DEVICES`` per worker) and pass its client or address.
     progress : bool
         A progress bar over rows.
 

@@ -115,7 +115,19 @@ def compute(spec: ModelSpec, smiles: list[str]) -> Any:
     return pd.concat([frame, outputs], axis=1)
 
 
-def _peak_rss_mb() -> float:
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process since it started its program.
+
+    Linux's VmHWM, not ``ru_maxrss``: a worker process is forked from its nanny before
+    exec, and ``ru_maxrss`` keeps the parent's resident size from before the exec.
+    """
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024  # kB
+    except OSError:
+        pass
     scale = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: KiB on Linux, bytes on macOS
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale / 2**20
 
@@ -155,4 +167,4 @@ def run_part(spec: ModelSpec, task: PartTask) -> PartResult:
     with atomic_output(Path(task.out) / task.name) as tmp:
         pq.write_table(table, tmp)
     return PartResult(task.name, n, invalid, time.perf_counter() - began,
-                      time.process_time() - began_cpu, _worker_name(), _peak_rss_mb())
+                      time.process_time() - began_cpu, _worker_name(), peak_rss_mb())

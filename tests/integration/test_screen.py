@@ -78,6 +78,13 @@ def _screen(model, library, out, client, **kwargs):
                   **kwargs)
 
 
+def _loaded_models(cluster) -> dict[str, dict[str, int]]:
+    """Per worker: model path -> id() of the object in its process-wide cache."""
+    from exlm_chem.screening import worker
+
+    return cluster.run(lambda: {key[0]: id(model) for key, model in worker._MODELS.items()})
+
+
 def _expected_rows(library) -> pd.DataFrame:
     from exlm_chem.featurize import check_smiles
 
@@ -152,6 +159,7 @@ def test_rerun_skips_finished_parts_and_redoes_partial_ones(fitted, library,
                                                             tmp_path):
     out = tmp_path / "screen"
     first = _screen(fitted, library, out, cluster).summary
+    loaded = _loaded_models(cluster)
     parts = sorted(out.glob("part-*.parquet"))
     mtimes = {p.name: p.stat().st_mtime_ns for p in parts}
     parts[1].unlink()  # never finished
@@ -166,6 +174,11 @@ def test_rerun_skips_finished_parts_and_redoes_partial_ones(fitted, library,
             assert p.stat().st_mtime_ns == mtimes[p.name], f"{p.name} was rewritten"
     assert not list(out.glob(".*"))
     _check_predictions(out, expected_predictions)
+    model_path = str(Path(fitted).resolve())
+    now = _loaded_models(cluster)
+    assert any(model_path in w for w in now.values())
+    assert {a: w.get(model_path) for a, w in now.items()} == {  # the same objects: not reloaded
+        a: w.get(model_path) for a, w in loaded.items()}
     third = _screen(fitted, library, out, None, workers=1).summary  # starts no cluster
     assert (third.parts_written, third.parts_skipped, third.workers) == (0, 10, {})
 
@@ -194,7 +207,9 @@ def test_a_killed_worker_loses_only_its_chunk(fitted, library, expected_predicti
 
     def run() -> None:
         try:
-            box["summary"] = _screen(fitted, library, out, cluster).summary
+            # 34 small chunks: the run outlasts the kill even on a fast machine
+            box["summary"] = screen(fitted, list(library), out, client=cluster, chunk_rows=4,
+                                    device="cpu").summary
         except BaseException as error:  # reported by the main thread
             box["error"] = error
 
@@ -214,11 +229,11 @@ def test_a_killed_worker_loses_only_its_chunk(fitted, library, expected_predicti
     thread.join(timeout=300)
     assert "error" not in box, box.get("error")
     assert victim is not None, "the run ended before a worker could be killed"
-    assert killed_at < 10, "the kill came after the last part"
+    assert killed_at < 34, "the kill came after the last part"
     summary = box["summary"]
-    assert (summary.rows, summary.parts_written) == (len(expected_predictions), 10)
+    assert (summary.rows, summary.parts_written) == (len(expected_predictions), 34)
+    assert not list(out.glob(".*"))  # a part the victim was writing: cleaned up
     _check_predictions(out, expected_predictions)
-    print(f"killed {victim} with {killed_at} parts written; workers: {summary.workers}")
     deadline = time.monotonic() + 120  # the nanny restarts it; the next test wants two
     while time.monotonic() < deadline:
         workers = cluster.scheduler_info()["workers"]
