@@ -102,14 +102,17 @@ def compute(spec: ModelSpec, smiles: list[str]) -> Any:
         from exlm_chem.cli.predict import output_names, predict_values
         from exlm_chem.featurize import check_smiles
 
-        names = output_names(model)
-        checked = check_smiles(smiles)
-        valid, reasons = checked.valid, checked.reasons
-        values = np.full((len(smiles), len(names)), np.nan)  # [n, outputs]
-        rows = np.flatnonzero(valid)
-        if rows.size:  # the model sees the valid rows only; reasons come from the check
-            values[rows] = predict_values(model, [smiles[i] for i in rows])
-        outputs = pd.DataFrame(values, columns=names)
+        values = predict_values(model, smiles)  # [n, outputs]; NaN rows where invalid
+        # the estimator has checked every row; RDKit sees only the NaN rows again, for
+        # their reasons (a valid row with a NaN output stays valid)
+        nan_rows = np.flatnonzero(np.isnan(values).any(axis=1))
+        checked = check_smiles([smiles[i] for i in nan_rows])
+        valid = np.ones(len(smiles), dtype=bool)
+        valid[nan_rows] = checked.valid
+        reasons: list[str | None] = [None] * len(smiles)
+        for i, reason in zip(nan_rows, checked.reasons, strict=True):
+            reasons[i] = reason
+        outputs = pd.DataFrame(values, columns=output_names(model))
     frame = pd.DataFrame({"valid": np.asarray(valid, dtype=bool),
                           "invalid_reason": [r or "" for r in reasons]})
     return pd.concat([frame, outputs], axis=1)
