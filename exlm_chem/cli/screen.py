@@ -30,8 +30,9 @@ class ScreenCommand(Subcommand):
         where.add_argument("--workers", type=int, default=None,
                            help="start a local cluster of N single-threaded worker processes "
                                 "(default: one per CPU core)")
-        parser.add_argument("--chunk-rows", type=int, default=10_000,
-                            help="rows per chunk and output part (default 10000)")
+        parser.add_argument("--chunk-rows", type=int, default=None,
+                            help="rows per chunk and output part (default 10000); a killed "
+                                 "worker loses at most one chunk of work")
         parser.add_argument("--smiles-column", default="smiles",
                             help="SMILES column of .csv and .parquet inputs")
         parser.add_argument("--pooling", choices=("bos", "mean"), default="bos",
@@ -53,9 +54,10 @@ class ScreenCommand(Subcommand):
         if not logging.getLogger().isEnabledFor(logging.DEBUG):  # -v shows Dask's chatter
             logging.getLogger("distributed").setLevel(logging.WARNING)
 
+        chunking = {} if args.chunk_rows is None else {"chunk_rows": args.chunk_rows}
         result = screen(args.model, args.inputs, args.out, embed=args.embed,
-                        scheduler=args.scheduler, workers=args.workers,
-                        chunk_rows=args.chunk_rows, smiles_column=args.smiles_column,
+                        scheduler=args.scheduler, workers=args.workers, **chunking,
+                        smiles_column=args.smiles_column,
                         pooling=args.pooling, batch_size=args.batch_size,
                         max_length=args.max_length, device=args.device,
                         progress=args.progress)
