@@ -146,11 +146,15 @@ def _chunks(files: Sequence[InputFile], chunk_rows: int, smiles_column: str) -> 
     for file_index, file in enumerate(files):
         pending: list[str] = []
         index = 0
-        for block in read_blocks(file.path, smiles_column):
-            pending.extend(block)
-            while len(pending) >= chunk_rows:
-                yield Chunk(file_index, index, index * chunk_rows, pending[:chunk_rows])
-                del pending[:chunk_rows]
-                index += 1
+        try:
+            for block in read_blocks(file.path, smiles_column):
+                pending.extend(block)
+                while len(pending) >= chunk_rows:
+                    yield Chunk(file_index, index, index * chunk_rows, pending[:chunk_rows])
+                    del pending[:chunk_rows]
+                    index += 1
+        except (OSError, EOFError, ValueError) as error:  # gzip, UTF-8, CSV, Parquet errors
+            raise ValueError(f"{file.path}: unreadable after data row "
+                             f"{index * chunk_rows + len(pending)}: {error}") from error
         if pending:
             yield Chunk(file_index, index, index * chunk_rows, pending)

@@ -87,3 +87,13 @@ def test_missing_smiles_column_names_the_file_and_columns(tmp_path, three_format
     with pytest.raises(ValueError, match=r"'smiles' not found in .*c\.parquet.*id, SMILES"):
         check_smiles_column(tmp_path / "c.parquet", "smiles")
     check_smiles_column(tmp_path / "a.smi.gz", "anything")  # .smi has no columns
+
+
+def test_an_unreadable_file_is_named_with_the_row_reached(tmp_path, monkeypatch):
+    monkeypatch.setattr(inputs, "_READ_BLOCK", 10)
+    data = gzip.compress("".join(f"C{'C' * (i % 5)}\n" for i in range(1000)).encode())
+    (tmp_path / "cut.smi.gz").write_bytes(data[: len(data) // 2])  # a truncated download
+    files = resolve_inputs([tmp_path / "cut.smi.gz"])
+    with pytest.raises(ValueError, match=r"cut\.smi\.gz: unreadable after data row \d+: "
+                                         r"Compressed file ended"):
+        list(iter_chunks(files, 100))
