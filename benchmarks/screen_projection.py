@@ -11,8 +11,14 @@ import json
 from pathlib import Path
 
 LIBRARY = 1_000_000_000
-H100_BF16_DENSE = 989e12  # FLOP/s, NVIDIA's H100 SXM datasheet figure without sparsity
-MFU = (0.05, 0.20)  # assumed share of that peak a 7M-parameter encoder on ~45 tokens reaches
+# H100 SXM datasheet peaks (dense, no sparsity) and the share of each assumed reachable by
+# a 256-wide, 9-layer encoder on ~40-token sequences in large length-sorted batches
+GPU_SCENARIOS = (
+    # the inference code as it is: float32 matmuls, TF32 off (PyTorch's default)
+    ("fp32 (the code today)", 67e12, (0.30, 0.60)),
+    # bf16 autocast, which inference does not use yet (pre-training does)
+    ("bf16 autocast (not implemented for inference)", 989e12, (0.05, 0.20)),
+)
 CORES_PER_GPU = 8  # CPU cores assumed beside each GPU for RDKit checks and tokenising
 
 
@@ -39,7 +45,8 @@ def flops_per_molecule(model: Path, smiles: list[str]) -> dict:
 
 
 def _hours(seconds: float) -> str:
-    return f"{seconds / 3600:,.1f}" if seconds < 3600 * 1000 else f"{seconds / 3600:,.0f}"
+    hours = seconds / 3600
+    return f"{hours:,.2f}" if hours < 1 else f"{hours:,.1f}" if hours < 1000 else f"{hours:,.0f}"
 
 
 def projection_section(runs: list[dict], extra: dict) -> list[str]:
@@ -74,30 +81,45 @@ def projection_section(runs: list[dict], extra: dict) -> list[str]:
     for n in (1, 64, 512, 4096):
         total = min(n * rate, feed)
         lines.append(f"| {n} | {_hours(LIBRARY / total)} | {_hours(LIBRARY / rate)} |")
-    gpu = [u * H100_BF16_DENSE / flops for u in MFU]
     fed = CORES_PER_GPU * prep
     lines += [
         "",
-        f"GPU (projection from FLOPs): H100 SXM BF16 dense peak {H100_BF16_DENSE / 1e12:.0f} "
-        f"TFLOP/s at an assumed {MFU[0]:.0%}-{MFU[1]:.0%} utilisation (a 256-wide, 9-layer "
-        "encoder on ~45-token sequences keeps the tensor cores far from full) gives "
-        f"{gpu[0]:,.0f}-{gpu[1]:,.0f} mol/s per GPU for the forward pass alone. Each "
-        "molecule must also be checked by RDKit and tokenised on a CPU core: with "
-        f"{CORES_PER_GPU} cores per GPU that is {fed:,.0f} mol/s, so the CPU side, not the "
-        "GPU, sets the pace unless more cores (or a prepared, pre-tokenised library) feed "
-        "each GPU. The project's GPU machine has no RDKit at all: there, a library would be "
-        "validated and tokenised on CPUs first.",
+        "GPU (projection from FLOPs, one H100 SXM per worker): forward rate = peak x assumed "
+        "utilisation / FLOPs per molecule. Each molecule must also be checked by RDKit and "
+        f"tokenised on a CPU core: with {CORES_PER_GPU} cores per GPU at the measured rate "
+        f"that is {fed:,.0f} mol/s per GPU, which caps the fed column. The project's GPU "
+        "machine has no RDKit at all: there, a library would be validated and tokenised on "
+        "CPUs first (the pre-tokenised column).",
         "",
-        "| GPUs | forward-only mol/s per GPU | wall hours, pre-tokenised input | wall hours, "
-        f"{CORES_PER_GPU} cores/GPU check + tokenise | GPU-hours, pre-tokenised |",
-        "|---|---|---|---|---|",
+        "| precision | peak TFLOP/s x assumed use | forward mol/s per GPU | GPUs | wall hours, "
+        f"pre-tokenised | wall hours, {CORES_PER_GPU} cores/GPU check + tokenise | "
+        "GPU-hours, pre-tokenised |",
+        "|---|---|---|---|---|---|---|",
     ]
-    for n in (1, 8, 64):
-        bare = [LIBRARY / min(n * g, feed) for g in gpu]  # [slow, fast]
-        fed_walls = [LIBRARY / min(n * min(g, fed), feed) for g in gpu]
-        lines.append(f"| {n} | {gpu[0]:,.0f}-{gpu[1]:,.0f} | {_hours(bare[0])}-"
-                     f"{_hours(bare[1])} | {_hours(fed_walls[0])}-{_hours(fed_walls[1])} | "
-                     f"{_hours(n * bare[0])}-{_hours(n * bare[1])} |")
-    lines += ["", "Wall times at 64 GPUs hit the single driver's feed rate; GPU-hours there "
-              "include GPUs waiting on it."]
+    for name, peak, (low, high) in GPU_SCENARIOS:
+        gpu = [low * peak / flops, high * peak / flops]  # [slow, fast] mol/s per GPU
+        for n in (1, 8, 64):
+            bare = [LIBRARY / min(n * g, feed) for g in gpu]
+            fed_walls = [LIBRARY / min(n * min(g, fed), feed) for g in gpu]
+            lines.append(
+                f"| {name} | {peak / 1e12:.0f} x {low:.0%}-{high:.0%} | "
+                f"{gpu[0]:,.0f}-{gpu[1]:,.0f} | {n} | {_hours(bare[0])}-{_hours(bare[1])} | "
+                f"{_hours(fed_walls[0])}-{_hours(fed_walls[1])} | "
+                f"{_hours(n * bare[0])}-{_hours(n * bare[1])} |")
+    lines += ["", f"Where N GPUs would exceed the single driver's feed ({feed:,.0f} mol/s), "
+              "the wall time is the driver's and GPU-hours include GPUs waiting on it; split "
+              "the library across several `screen` runs instead."]
     return lines
+
+
+def main() -> int:
+    """Print the projection from a ``screen_scaling.py --json`` file."""
+    import sys
+
+    figures = json.loads(Path(sys.argv[1]).read_text())
+    print("\n".join(projection_section(figures["runs"], figures)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
