@@ -17,12 +17,13 @@ from exlm_chem.cli.embed import EmbedCommand
 from exlm_chem.cli.fit import FitCommand
 from exlm_chem.cli.predict import PredictCommand
 from exlm_chem.cli.pretrain import PretrainCommand
+from exlm_chem.cli.screen import ScreenCommand
 from exlm_chem.cli.text import TextGlueCommand, TextPretrainCommand
 
 COMMANDS: list[type[Subcommand]] = [
     DataSummaryCommand, PretrainCommand, EmbedCommand, FitCommand, PredictCommand,
     ExplainCommand, EntropyCommand, TextPretrainCommand, TextGlueCommand, BenchmarkCommand,
-    CorpusPrepareCommand,
+    CorpusPrepareCommand, ScreenCommand,
 ]
 
 
