@@ -29,6 +29,8 @@ def check_smiles(smiles: Sequence[Any], max_chars: int = MAX_SMILES_CHARS) -> Ch
     """Validate each entry: a non-empty string RDKit can parse, at most ``max_chars`` long."""
     from rdkit import Chem, RDLogger
 
+    from exlm_chem.moleculenet import _rdkit_reason
+
     RDLogger.DisableLog("rdApp.*")
     valid = np.zeros(len(smiles), dtype=bool)
     reasons: list[str | None] = []
@@ -40,7 +42,7 @@ def check_smiles(smiles: Sequence[Any], max_chars: int = MAX_SMILES_CHARS) -> Ch
         elif len(s) > max_chars:
             reason = f"too long ({len(s)} characters > {max_chars})"
         elif Chem.MolFromSmiles(s) is None:
-            reason = "RDKit could not parse the SMILES"
+            reason = _rdkit_reason(s)  # RDKit's own message, e.g. "... unclosed ring ..."
         else:
             reason = None
             valid[i] = True

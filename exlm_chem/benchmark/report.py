@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from exlm_chem.atomic_files import atomic_path
 from exlm_chem.benchmark.records import Budget, CellRecord
 
 __all__ = [
@@ -329,19 +329,9 @@ def markdown_report(records: Sequence[CellRecord], title: str = "MoleculeNet ben
 # ----------------------------------------------------------------------------- files
 def _atomic_write(path: str | os.PathLike[str], write: Callable[[Path], None]) -> Path:
     """Let ``write`` fill a temporary file beside ``path``, then rename it into place."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp",
-                                        dir=target.parent)
-    os.close(handle)
-    tmp = Path(tmp_name)
-    try:
+    with atomic_path(path) as tmp:
         write(tmp)
-        os.replace(tmp, target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return target
+    return Path(path)
 
 
 def write_csv(records: Sequence[CellRecord], path: str | os.PathLike[str]) -> Path:

@@ -20,6 +20,7 @@ from typing import Any
 import safetensors.torch
 import torch
 
+from exlm_chem.atomic_files import atomic_path, default_dir_mode, fsync_dir
 from exlm_chem.model.config import ExLMConfig
 
 CONFIG_FILE = "config.json"
@@ -32,32 +33,14 @@ _SHIP_DTYPES = {torch.float32, torch.float16, torch.bfloat16}
 
 
 # ---- atomic file-system helpers (reused by the trainer for its training state) ---------------
-def _fsync_dir(path: Path) -> None:
-    """Flush a directory entry to disk where the OS allows it (not on Windows)."""
-    with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+_fsync_dir = fsync_dir
 
 
 def write_json_atomic(path: str | Path, obj: Any) -> None:
     """Write ``obj`` as indented JSON to ``path`` via a temporary file and ``os.replace``."""
-    path = Path(path)
     text = json.dumps(obj, indent=2) + "\n"  # serialise first: a TypeError leaves no debris
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    _fsync_dir(path.parent)
+    with atomic_path(path, durable=True) as tmp:
+        tmp.write_text(text, encoding="utf-8")
 
 
 @contextlib.contextmanager
@@ -77,9 +60,7 @@ def atomic_directory(path: str | Path) -> Iterator[Path]:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.tmp-"))
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes 0700; a published checkpoint is shared
+    os.chmod(tmp, default_dir_mode())  # mkdtemp makes 0700; a published checkpoint is shared
     try:
         yield tmp
         for child in tmp.iterdir():  # make the contents durable before publishing them
