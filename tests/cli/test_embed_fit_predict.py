@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from exlm_chem.atomic_files import default_file_mode
 from exlm_chem.cli import main
 from exlm_chem.embed import embed
 
@@ -68,6 +69,7 @@ def test_embed_writes_one_row_per_input_row(input_csv, tiny_checkpoint, expected
         "4 invalid (1 SMILES Parse Error: syntax error, 1 empty SMILES, "
         "1 SMILES Parse Error: unclosed ring, 1 too long)")
     assert sorted(p.name for p in tmp_path.iterdir()) == [out.name]  # no temporary left
+    assert out.stat().st_mode & 0o777 == default_file_mode()  # not the temporary's 0600
     if suffix == ".npy":
         X = np.load(out)
         valid = ~np.isnan(X).any(axis=1)
