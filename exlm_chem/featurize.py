@@ -68,11 +68,14 @@ def check_smiles(smiles: Sequence[Any], max_chars: int = MAX_SMILES_CHARS) -> Ch
 
 
 def _rdkit_reason(chem: Any, smiles: str) -> str | None:
+    """None when RDKit parses ``smiles``, else RDKit's own message (e.g. an unclosed ring)."""
+    from exlm_chem.moleculenet import _rdkit_reason as rdkit_message
+
     try:
         mol = chem.MolFromSmiles(smiles)
     except Exception as err:  # an RDKit failure on one row must not end the batch
         return f"RDKit failed on it ({type(err).__name__})"
-    return None if mol is not None else "RDKit could not parse the SMILES"
+    return None if mol is not None else rdkit_message(smiles)
 
 
 def warn_unknown_tokens(tokenizer: SmilesTokenizer, smiles: Sequence[str],

@@ -148,18 +148,12 @@ def atomic_file(path: str | os.PathLike[str]) -> Iterator[Path]:
     The file is created by the caller's writer (so it gets the usual permissions); a
     failure removes whatever was written, and the debris of killed runs is swept first.
     """
+    from exlm_chem.atomic_files import atomic_path
+
     path = Path(path).expanduser()
     check_output_file(path)
-    sweep_debris(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / (temp_prefix(path, "tmp") + os.urandom(4).hex())
-    try:
+    with atomic_path(path) as tmp:
         yield tmp
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
 
 
 def write_json_atomic(path: str | os.PathLike[str], obj: Any) -> None:

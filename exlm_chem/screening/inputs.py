@@ -81,9 +81,9 @@ def check_smiles_column(path: str | Path, column: str) -> None:
     """A clear ``ValueError`` when a CSV or Parquet file lacks the SMILES ``column``."""
     fmt = input_format(path)
     if fmt == "csv":
-        from exlm_chem.cli.embed import require_columns
+        from exlm_chem.cli.inputs import open_table
 
-        require_columns(path, [column], "--smiles-column")
+        open_table(path, {"--smiles-column": [column]})
     elif fmt == "parquet":
         import pyarrow.parquet as pq
 

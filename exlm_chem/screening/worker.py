@@ -151,7 +151,7 @@ def run_part(spec: ModelSpec, task: PartTask) -> PartResult:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from exlm_chem.cli.embed import atomic_output
+    from exlm_chem.safe_write import atomic_file as atomic_output
 
     load_model(spec)  # outside the timer: per-worker rates are model time
     began, began_cpu = time.perf_counter(), time.process_time()
