@@ -9,6 +9,7 @@ import torch
 from torch import nn
 
 from exlm_chem.featurize import encode_pooled, length_sorted_batches
+from exlm_chem.inference_inputs import inference_expansion
 from exlm_chem.model.config import ExLMConfig
 from exlm_chem.model.heads import ClassificationHead
 from exlm_chem.tokenizer import SmilesTokenizer
@@ -23,7 +24,8 @@ class FinetuneNet(nn.Module):
     ----------
     encoder : ExLMEncoder
         Called as ``encoder(input_ids, pos_original, pos_copy, padding_mask)``; its
-        ``config`` gives ``d_model`` and ``k_states``.
+        ``config`` gives ``d_model`` and, through
+        :func:`~exlm_chem.inference_inputs.inference_expansion`, the input's expansion.
     tokenizer : SmilesTokenizer
     n_out : int
         Number of outputs (tasks).
@@ -42,7 +44,7 @@ class FinetuneNet(nn.Module):
         self.encoder = encoder
         self.head = ClassificationHead(encoder.config.d_model, n_out, pooler_dropout)
         self.tokenizer = tokenizer
-        self.k_states = encoder.config.k_states
+        self.k_states = inference_expansion(encoder.config)  # 1 for an MLM twin
         self.pooling = pooling
         self.max_length = max_length
 

@@ -1,8 +1,10 @@
 """Run benchmark cells one by one and append each result as soon as it exists.
 
-A cell is (method, task, seed). Cells already in ``results.jsonl`` (same method, model,
-mode, task, seed, split and budget) are skipped, so rerunning the same command resumes an
-interrupted run where it stopped.
+A cell is (method, task, seed). Cells already in ``results.jsonl`` with the same key
+(method, model hash, mode, task, seed, split, budget and protocol: input expansion,
+pooling, max length, settings, data checksum, protocol version; see
+:mod:`exlm_chem.benchmark.records`) are skipped, so rerunning the same command resumes an
+interrupted run where it stopped, and a changed protocol reruns the cell.
 """
 
 from __future__ import annotations
@@ -25,13 +27,16 @@ from exlm_chem.benchmark.records import (
     ResultsFile,
     TaskData,
     cell_key,
+    cell_protocol,
 )
-from exlm_chem.benchmark.tasks import load_task, split_depends_on_seed
+from exlm_chem.benchmark.tasks import load_task, split_depends_on_seed, task_sha256
 from exlm_chem.metrics import mean_prc_auc, mean_roc_auc
 
 logger = logging.getLogger(__name__)
 
 MethodFn = Callable[[TaskData, int, Budget, bool], MethodOutput]
+#: (task, budget) -> (encoder input protocol or None, settings or None), known before a run
+ProtocolFn = Callable[[str, Budget], tuple[dict | None, dict | None]]
 
 
 class MethodSpec(NamedTuple):
@@ -43,6 +48,7 @@ class MethodSpec(NamedTuple):
     mode: str  # "probe" | "finetune" | "supervised"
     run: MethodFn
     uses_budget: bool  # False: the budget is not recorded as part of the cell
+    protocol: ProtocolFn | None = None  # what the cell key records besides the data checksum
 
 
 def score_cell(data: TaskData, output: MethodOutput) -> tuple[float, float, np.ndarray]:
@@ -70,6 +76,14 @@ def _cell_budget(spec: MethodSpec, budget: Budget) -> dict:
     return budget._asdict() if spec.uses_budget else Budget()._asdict()
 
 
+def spec_protocol(spec: MethodSpec, task: str, budget: Budget, data_sha256: str) -> dict:
+    """The protocol part of a cell's key (see :func:`~exlm_chem.benchmark.records.
+    cell_protocol`), from the method's declaration and the data file's checksum."""
+    cell_budget = Budget(**_cell_budget(spec, budget))
+    inputs, settings = spec.protocol(task, cell_budget) if spec.protocol else (None, None)
+    return cell_protocol(data_sha256, inputs, settings)
+
+
 def run_benchmark(
     methods: Sequence[MethodSpec],
     tasks: Sequence[str],
@@ -91,9 +105,14 @@ def run_benchmark(
     results = ResultsFile(Path(out_dir) / RESULTS_FILE)
     done = results.done()
     commit, host = git_commit(), machine()
-    pending = [(task, spec, seed) for task in tasks for spec in methods for seed in seeds
-               if cell_key(spec.method, spec.model, spec.mode, task, seed, split,
-                           _cell_budget(spec, budget)) not in done]
+    pending = []  # (task, spec, seed, protocol)
+    for task in tasks:
+        sha = task_sha256(task, data_path)
+        for spec in methods:
+            protocol = spec_protocol(spec, task, budget, sha)
+            pending += [(task, spec, seed, protocol) for seed in seeds
+                        if cell_key(spec.method, spec.model, spec.mode, task, seed, split,
+                                    _cell_budget(spec, budget), protocol) not in done]
     skipped = len(tasks) * len(methods) * len(seeds) - len(pending)
     if skipped:
         logger.info("resuming: %d of %d cells already in %s", skipped,
@@ -104,11 +123,14 @@ def run_benchmark(
 
         bar = tqdm(total=len(pending), desc="benchmark cells", unit="cell")
     written, loaded = [], {}
-    for task, spec, seed in pending:
+    for task, spec, seed, protocol in pending:
         split_seed = seed if split_depends_on_seed(split) else 0
         if (task, split_seed) not in loaded:
             loaded = {(task, split_seed): load_task(task, split, split_seed, data_path)}
         data = loaded[(task, split_seed)]
+        if data.data_sha256 != protocol["data_sha256"]:
+            raise RuntimeError(f"{task}: the data file changed while the benchmark ran "
+                               f"(sha256 {protocol['data_sha256']} -> {data.data_sha256})")
         if bar is not None:
             bar.set_postfix_str(f"{spec.label} | {task} | seed {seed}")
         started = time.monotonic()
@@ -125,6 +147,7 @@ def run_benchmark(
             settings=dict(output.settings or {}), wall_s=round(time.monotonic() - started, 2),
             commit=commit, machine=host,
             finished_at=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            protocol=protocol,
         )
         results.append(record)
         written.append(record)

@@ -29,11 +29,12 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from exlm_chem.collate import SpecialIds, expand_for_inference
+from exlm_chem.collate import SpecialIds
 from exlm_chem.featurize import length_sorted_batches, pool
 from exlm_chem.finetune import EpochRecord, make_optimizer, optimizer_step
 from exlm_chem.finetune_net import FinetuneNet
 from exlm_chem.finetune_settings import FinetuneSettings
+from exlm_chem.inference_inputs import inference_inputs
 from exlm_chem.model.config import ExLMConfig
 from exlm_chem.text.glue import GlueSplit, GlueTask, get_task, glue_metrics, read_glue_split
 from exlm_chem.text.tokenizer import TOKENIZER_FILE, TextTokenizer
@@ -89,7 +90,7 @@ class TextPairNet(FinetuneNet):
         """Pooled encoder states [B, d]."""
         tok = self.tokenizer
         special = SpecialIds(tok.bos_id, tok.pad_id, tok.eos_id, tok.mask_id)
-        tensors = [t.to(self.device) for t in expand_for_inference(ids, self.k_states, special)]
+        tensors = [t.to(self.device) for t in inference_inputs(ids, self.k_states, special)]
         input_ids, pos_original, pos_copy, padding_mask = tensors  # each [B, X]
         hidden = self.encoder(input_ids, pos_original, pos_copy, padding_mask)  # [B, X, d]
         return pool(hidden, padding_mask, self.pooling)
