@@ -13,10 +13,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
-from exlm_chem.collate import SpecialIds
 from exlm_chem.errors import InvalidRow, InvalidSmilesError
-from exlm_chem.inference_inputs import inference_inputs
-from exlm_chem.tokenizer import SmilesTokenizer
 
 MAX_SMILES_CHARS = 2000  # longer strings are rejected: no molecule of interest is that long
 
@@ -70,24 +67,3 @@ def pool(hidden: torch.Tensor, padding_mask: torch.Tensor, pooling: str) -> torc
         weights = padding_mask.unsqueeze(-1).to(hidden.dtype)  # [B, X, 1]
         return (hidden * weights).sum(1) / weights.sum(1).clamp_min(1.0)
     raise ValueError(f"pooling must be 'bos' or 'mean', got {pooling!r}")
-
-
-def encode_pooled(
-    model: torch.nn.Module,
-    tokenizer: SmilesTokenizer,
-    smiles: Sequence[str],
-    k: int,
-    pooling: str = "bos",
-    max_length: int = 256,
-    device: torch.device | str = "cpu",
-) -> torch.Tensor:
-    """Pooled encoder states [B, d] for already-validated SMILES (gradients flow).
-
-    ``k`` is the checkpoint's :func:`~exlm_chem.inference_inputs.inference_expansion`.
-    """
-    special = SpecialIds(tokenizer.bos_id, tokenizer.pad_id, tokenizer.eos_id, tokenizer.mask_id)
-    ids = [np.asarray(tokenizer.encode(s, max_length=max_length)) for s in smiles]
-    tensors = [t.to(device) for t in inference_inputs(ids, k, special)]
-    input_ids, pos_original, pos_copy, padding_mask = tensors
-    hidden = model(input_ids, pos_original, pos_copy, padding_mask)  # [B, X, d]
-    return pool(hidden, padding_mask, pooling)

@@ -59,8 +59,10 @@ def inference_expansion(config: Any) -> int:
         raise ValueError(f"unknown objective {objective!r}; expected 'exlm' or 'mlm'")
     if k == UNEXPANDED:
         # an ExLM with one copy saw copy index 1 on BOS/EOS; k=1 here would mean index 0
-        raise ValueError("an 'exlm' checkpoint with k_states=1 has no unambiguous "
-                         "unexpanded input; pre-train ExLM with k_states >= 2")
+        raise ValueError(
+            "an 'exlm' checkpoint with k_states=1 has no unambiguous "
+            "unexpanded input; pre-train ExLM with k_states >= 2"
+        )
     return k
 
 

@@ -29,12 +29,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from exlm_chem.collate import SpecialIds
-from exlm_chem.featurize import length_sorted_batches, pool
+from exlm_chem.featurize import length_sorted_batches
 from exlm_chem.finetune import EpochRecord, make_optimizer, optimizer_step
 from exlm_chem.finetune_net import FinetuneNet
 from exlm_chem.finetune_settings import FinetuneSettings
-from exlm_chem.inference_inputs import inference_inputs
 from exlm_chem.model.config import ExLMConfig
 from exlm_chem.text.glue import GlueSplit, GlueTask, get_task, glue_metrics, read_glue_split
 from exlm_chem.text.tokenizer import TOKENIZER_FILE, TextTokenizer
@@ -83,17 +81,9 @@ class TextPairNet(FinetuneNet):
 
     ``forward`` / ``embed`` take a list of already-framed id arrays (see
     :func:`encode_split`) instead of SMILES strings, so a split is tokenised once, not
-    once per epoch.
+    once per epoch; the encoder input follows the checkpoint's objective
+    (:func:`~exlm_chem.inference_inputs.inference_expansion`).
     """
-
-    def embed(self, ids: Sequence[np.ndarray]) -> torch.Tensor:
-        """Pooled encoder states [B, d]."""
-        tok = self.tokenizer
-        special = SpecialIds(tok.bos_id, tok.pad_id, tok.eos_id, tok.mask_id)
-        tensors = [t.to(self.device) for t in inference_inputs(ids, self.k_states, special)]
-        input_ids, pos_original, pos_copy, padding_mask = tensors  # each [B, X]
-        hidden = self.encoder(input_ids, pos_original, pos_copy, padding_mask)  # [B, X, d]
-        return pool(hidden, padding_mask, self.pooling)
 
 
 class GlueSeedResult(NamedTuple):
