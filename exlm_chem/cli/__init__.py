@@ -16,11 +16,13 @@ from exlm_chem.cli.embed import EmbedCommand
 from exlm_chem.cli.fit import FitCommand
 from exlm_chem.cli.predict import PredictCommand
 from exlm_chem.cli.pretrain import PretrainCommand
+from exlm_chem.cli.splits import PrepareSplitsCommand
 from exlm_chem.cli.text import TextGlueCommand, TextPretrainCommand
 
 COMMANDS: list[type[Subcommand]] = [
     DataSummaryCommand, PretrainCommand, EmbedCommand, FitCommand, PredictCommand,
     ExplainCommand, EntropyCommand, TextPretrainCommand, TextGlueCommand, BenchmarkCommand,
+    PrepareSplitsCommand,
 ]
 
 

@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from exlm_chem.benchmark import records, runner
+from exlm_chem.benchmark import records
 from exlm_chem.benchmark.records import Budget, MethodOutput, ResultsFile, TaskData
 from exlm_chem.benchmark.runner import MethodSpec, run_benchmark
 
@@ -34,11 +34,20 @@ def _toy_task(sha: str) -> TaskData:
     return TaskData("bace", ["C"] * 6, labels, np.arange(2), np.arange(2, 3), np.arange(3, 6), sha)
 
 
+class _Source:
+    """A task source whose data checksum the test controls (no files, no RDKit)."""
+
+    def __init__(self, state: dict) -> None:
+        self.state = state
+
+    def sha256(self, task: str) -> str:
+        return self.state["data_sha256"]
+
+    def load(self, task: str, split: str, seed: int) -> TaskData:
+        return _toy_task(self.state["data_sha256"])
+
+
 def _run(tmp_path, monkeypatch, state: dict, calls: list) -> None:
-    monkeypatch.setattr(runner, "task_sha256", lambda task, path: state["data_sha256"])
-    monkeypatch.setattr(
-        runner, "load_task", lambda task, split, seed, path: _toy_task(state["data_sha256"])
-    )
 
     def method(data, seed, budget, progress):
         calls.append(seed)
@@ -53,7 +62,9 @@ def _run(tmp_path, monkeypatch, state: dict, calls: list) -> None:
         uses_budget=True,
         protocol=lambda task, budget: (state["inputs"], state["settings"]),
     )
-    run_benchmark([spec], ["bace"], [0], "scaffold", Budget(), tmp_path, progress=False)
+    run_benchmark(
+        [spec], ["bace"], [0], "scaffold", Budget(), tmp_path, progress=False, source=_Source(state)
+    )
 
 
 @pytest.mark.parametrize("change", sorted(CHANGES))
