@@ -80,6 +80,7 @@ def worker(spec: dict) -> dict:
 
     from exlm_chem.embed import Embedder
     from exlm_chem.featurize import check_smiles, length_sorted_batches
+    from exlm_chem.inference_inputs import inference_expansion
     from exlm_chem.model import ExLMConfig, ExLMModel
     from exlm_chem.tokenizer import SmilesTokenizer
 
@@ -95,7 +96,7 @@ def worker(spec: dict) -> dict:
 
     if spec["impl"] == "exlm":
         model = ExLMModel(config).eval()
-        embedder = Embedder(model, tokenizer, config.k_states, device="cpu")
+        embedder = Embedder(model, tokenizer, inference_expansion(config), device="cpu")
         params = sum(p.numel() for p in model.encoder.parameters())
 
         def run(batch):

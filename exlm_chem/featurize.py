@@ -15,9 +15,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
-from exlm_chem.collate import SpecialIds, expand_for_inference
 from exlm_chem.errors import InvalidRow, InvalidSmilesError
-from exlm_chem.tokenizer import SmilesTokenizer
 
 MAX_SMILES_CHARS = 2000  # longer strings are rejected: no molecule of interest is that long
 UNKNOWN_SHARE = 0.5  # molecules with more of their tokens [UNK] than this are warned about
@@ -124,21 +122,3 @@ def pool(hidden: torch.Tensor, padding_mask: torch.Tensor, pooling: str) -> torc
         weights = padding_mask.unsqueeze(-1).to(hidden.dtype)  # [B, X, 1]
         return (hidden * weights).sum(1) / weights.sum(1).clamp_min(1.0)
     raise ValueError(f"pooling must be 'bos' or 'mean', got {pooling!r}")
-
-
-def encode_pooled(
-    model: torch.nn.Module,
-    tokenizer: SmilesTokenizer,
-    smiles: Sequence[str],
-    k_states: int,
-    pooling: str = "bos",
-    max_length: int = 256,
-    device: torch.device | str = "cpu",
-) -> torch.Tensor:
-    """Pooled encoder states [B, d] for already-validated SMILES (gradients flow)."""
-    special = SpecialIds(tokenizer.bos_id, tokenizer.pad_id, tokenizer.eos_id, tokenizer.mask_id)
-    ids = [np.asarray(tokenizer.encode(s, max_length=max_length)) for s in smiles]
-    tensors = [t.to(device) for t in expand_for_inference(ids, k_states, special)]
-    input_ids, pos_original, pos_copy, padding_mask = tensors
-    hidden = model(input_ids, pos_original, pos_copy, padding_mask)  # [B, X, d]
-    return pool(hidden, padding_mask, pooling)

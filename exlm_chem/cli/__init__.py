@@ -22,6 +22,7 @@ from exlm_chem.cli.fit import FitCommand
 from exlm_chem.cli.predict import PredictCommand
 from exlm_chem.cli.pretrain import PretrainCommand
 from exlm_chem.cli.screen import ScreenCommand
+from exlm_chem.cli.splits import PrepareSplitsCommand
 from exlm_chem.cli.text import TextGlueCommand, TextPretrainCommand
 
 # One line per subcommand (each module imports only argparse at the top, so this is cheap).
@@ -29,6 +30,7 @@ COMMANDS: list[type[Subcommand]] = [
     DataSummaryCommand, PretrainCommand, EmbedCommand, FitCommand, PredictCommand,
     ExplainCommand, EntropyCommand, TextPretrainCommand, TextGlueCommand, BenchmarkCommand,
     CorpusPrepareCommand, ScreenCommand,
+    PrepareSplitsCommand,
 ]
 
 
