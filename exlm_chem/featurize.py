@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from exlm_chem.errors import InvalidRow, InvalidSmilesError
+from exlm_chem.tokenizer import SmilesTokenizer
 
 MAX_SMILES_CHARS = 2000  # longer strings are rejected: no molecule of interest is that long
 UNKNOWN_SHARE = 0.5  # molecules with more of their tokens [UNK] than this are warned about
