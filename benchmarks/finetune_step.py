@@ -16,6 +16,7 @@ launch-bound, with the assumptions printed beside it. Writes a markdown table.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import statistics
 import time
@@ -165,14 +166,27 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--out", default=None, help="also write the markdown here")
+    parser.add_argument("--rows", default=None,
+                        help="JSON-lines file of measured rows: appended to, and rows "
+                             "already there are not measured again (resume)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     source = PreparedSplits(args.prepared)
+    rows_file = Path(args.rows) if args.rows else None
+    done = {}
+    if rows_file is not None and rows_file.is_file():
+        done = {(r["task"], r["model"]): r for r in map(json.loads, rows_file.open())}
     rows = []
     for task in args.tasks or source.tasks:
         for model in args.models:
-            rows.append(measure(Path(model), source, task, args.repeats, args.micro))
-            print(rows[-1], flush=True)
+            row = done.get((task, Path(model).name))
+            if row is None:
+                row = measure(Path(model), source, task, args.repeats, args.micro)
+                if rows_file is not None:
+                    with rows_file.open("a") as handle:
+                        handle.write(json.dumps(row) + "\n")
+            rows.append(row)
+            print(row, flush=True)
     command = "python benchmarks/finetune_step.py " + " ".join(
         f"--{k.replace('_', '-')} {' '.join(map(str, v)) if isinstance(v, list) else v}"
         for k, v in vars(args).items() if v is not None)

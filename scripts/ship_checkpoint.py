@@ -150,6 +150,10 @@ def card(
                 f"{source['machine']}, input {source['inputs']} (protocol version "
                 f"{source['version']}); command: `{source['command']}`.",
             ]
+            if meta["objective"] == "mlm" and control:
+                lines[-1] += (" The random-init column was probed with BOS/EOS expanded to k=2 "
+                              "copies (the ExLM input): a floor for comparison, not measured "
+                              "with this twin's unexpanded input.")
     lines += [
         "",
         "Produced by `python scripts/ship_checkpoint.py` from the run's own metadata; "
