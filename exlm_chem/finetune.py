@@ -162,8 +162,9 @@ def _evaluate(net: FinetuneNet, valid: LabelledSmiles, inputs: EncodedSet, task:
               batch_size: int) -> tuple[float, float]:
     """(validation loss on the training scale, selection score) of the current weights."""
     outputs = torch.from_numpy(predict_encoded(net, inputs, batch_size))  # [N, T]
-    targets = (np.asarray(valid.labels, dtype=np.float64) - mean.numpy()) / scale.numpy()
-    loss = masked_loss(outputs, torch.as_tensor(targets, dtype=torch.float32), task)
+    labels = torch.as_tensor(np.asarray(valid.labels, dtype=np.float64))  # [N, T]
+    targets = (labels - mean.double()) / scale.double()  # float64: large targets stay exact
+    loss = masked_loss(outputs, targets.float(), task)
     loss_value = float(loss) if loss is not None else float("nan")
     if metric == "valid_loss" or not torch.isfinite(outputs).all():
         return loss_value, loss_value if metric == "valid_loss" else float("nan")
