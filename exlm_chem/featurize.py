@@ -74,7 +74,12 @@ def _rdkit_reason(chem: Any, smiles: str) -> str | None:
         mol = chem.MolFromSmiles(smiles)
     except Exception as err:  # an RDKit failure on one row must not end the batch
         return f"RDKit failed on it ({type(err).__name__})"
-    return None if mol is not None else rdkit_message(smiles)
+    if mol is not None:
+        return None
+    try:
+        return rdkit_message(smiles)
+    except Exception:  # RDKit's log of odd text may not decode; the row is still invalid
+        return "RDKit could not parse the SMILES"
 
 
 def warn_unknown_tokens(tokenizer: SmilesTokenizer, smiles: Sequence[str],
