@@ -115,7 +115,7 @@ def build_finetune_net(
     return FinetuneNet(encoder, tokenizer, n_out, pooler_dropout, pooling, max_length)
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def predict_encoded(net: FinetuneNet, inputs: EncodedSet, batch_size: int = 64,
                     embed: bool = False) -> np.ndarray:
     """Outputs [N, n_out] (or pooled states [N, d] with ``embed``) of an encoded set.

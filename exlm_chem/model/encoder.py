@@ -18,7 +18,8 @@ from torch import nn
 
 from exlm_chem.model.config import ExLMConfig
 from exlm_chem.model.heads import LMHead, TransitionHead
-from exlm_chem.model.rope import apply_rope, rope_cos_sin
+from exlm_chem.model.rope import rope_rotation, rotate_pairs
+from exlm_chem.model.token_layout import TokenLayout, token_layout
 
 
 class SelfAttention(nn.Module):
@@ -32,20 +33,29 @@ class SelfAttention(nn.Module):
         self.qkv = nn.Linear(config.d_model, 3 * config.d_model)  # fused q, k, v projections
         self.out = nn.Linear(config.d_model, config.d_model)
 
-    def forward(
-        self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, key_mask: torch.Tensor | None
-    ) -> torch.Tensor:
-        B, X, d = x.shape
-        qkv = self.qkv(x).view(B, X, 3, self.n_heads, self.head_dim)  # [B, X, 3, H, hd]
-        q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # 3 x [B, H, X, hd]
-        q = apply_rope(q, cos, sin)
-        k = apply_rope(k, cos, sin)
-        # SDPA scales q.k by hd**-0.5 itself; key_mask is [B, 1, 1, X] with True = attend
-        y = F.scaled_dot_product_attention(
-            q, k, v, attn_mask=key_mask,
-            dropout_p=self.attention_dropout if self.training else 0.0,
-        )  # [B, H, X, hd]
-        y = y.transpose(1, 2).reshape(B, X, d)  # [B, X, d]
+    def forward(self, x: torch.Tensor, rotation: torch.Tensor, layout: TokenLayout) -> torch.Tensor:
+        """``x`` [N, d] real tokens in ``layout``'s flat order; ``rotation`` [N, 1, 1, hd/2]."""
+        N, d = x.shape
+        H, hd = self.n_heads, self.head_dim
+        qkv = self.qkv(x).view(N, 3, H, hd)  # [N, 3, H, hd]
+        # q and k rotated together in the fused layout: one complex multiply
+        qk = rotate_pairs(qkv[:, :2], rotation)  # [N, 2, H, hd]
+        v = qkv[:, 2]  # [N, H, hd]
+        dropout = self.attention_dropout if self.training else 0.0
+        outputs = []
+        for g in layout.groups:
+            if g.gather is None:  # the group's flat range is already [Bg, Xg]
+                qk_g, v_g = qk[g.start : g.stop], v[g.start : g.stop]
+            else:
+                qk_g, v_g = qk.index_select(0, g.gather), v.index_select(0, g.gather)
+            q_g, k_g = qk_g.view(g.batch, g.width, 2, H, hd).permute(2, 0, 3, 1, 4).unbind(0)
+            v_g = v_g.view(g.batch, g.width, H, hd).transpose(1, 2)  # [Bg, H, Xg, hd]
+            # SDPA scales q.k by hd**-0.5 itself; key_mask is [Bg, 1, 1, Xg], True = attend
+            y = F.scaled_dot_product_attention(q_g, k_g, v_g, attn_mask=g.key_mask,
+                                               dropout_p=dropout)  # [Bg, H, Xg, hd]
+            y = y.transpose(1, 2).reshape(g.batch * g.width, d)  # [Bg*Xg, d]
+            outputs.append(y if g.real is None else y.index_select(0, g.real))
+        y = outputs[0] if len(outputs) == 1 else torch.cat(outputs)  # [N, d]
         return self.out(y)
 
 
@@ -73,10 +83,9 @@ class Block(nn.Module):
         self.ffn = FeedForward(config)
         self.dropout = nn.Dropout(config.dropout)
 
-    def forward(
-        self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, key_mask: torch.Tensor | None
-    ) -> torch.Tensor:
-        x = x + self.dropout(self.attn(self.ln_attn(x), cos, sin, key_mask))
+    def forward(self, x: torch.Tensor, rotation: torch.Tensor, layout: TokenLayout) -> torch.Tensor:
+        """``x`` [N, d] real tokens (see :class:`SelfAttention`)."""
+        x = x + self.dropout(self.attn(self.ln_attn(x), rotation, layout))
         x = x + self.dropout(self.ffn(self.ln_ffn(x)))
         return x
 
@@ -118,7 +127,7 @@ class ExLMEncoder(nn.Module):
         Returns
         -------
         Tensor [B, X, d]
-            Final hidden states (padded positions hold unspecified finite values).
+            Final hidden states; zeros at padded positions.
         """
         if input_ids.dim() != 2:
             raise ValueError(f"input_ids must be [B, X], got {tuple(input_ids.shape)}")
@@ -126,23 +135,22 @@ class ExLMEncoder(nn.Module):
             raise ValueError(
                 f"positions must match input_ids {tuple(input_ids.shape)}; got "
                 f"pos_original {tuple(pos_original.shape)}, pos_copy {tuple(pos_copy.shape)}")
-        key_mask = None
+        B, X = input_ids.shape
         if padding_mask is not None:
             if padding_mask.shape != input_ids.shape:
                 raise ValueError(f"padding_mask {tuple(padding_mask.shape)} must match "
                                  f"input_ids {tuple(input_ids.shape)}")
             padding_mask = padding_mask.bool()
-            # a sample with no real token would give SDPA an all-False key row (NaN);
-            # let such a sample attend everywhere: its outputs are padding anyway
-            empty = ~padding_mask.any(dim=-1, keepdim=True)  # [B, 1]
-            key_mask = (padding_mask | empty)[:, None, None, :]  # [B, 1, 1, X]
-
-        cos, sin = rope_cos_sin(pos_original, pos_copy, self.config.head_dim,
-                                self.config.rope_base)  # [B, 1, X, hd] each
-        x = self.dropout(self.embed_tokens(input_ids))  # [B, X, d]
+        # position-wise work on real tokens only; attention by groups of similar length
+        layout = token_layout(padding_mask, B, X)
+        rotation = rope_rotation(layout.flatten(pos_original)[None],
+                                 layout.flatten(pos_copy)[None], self.config.head_dim,
+                                 self.config.rope_base)[0]  # [N, hd/2] complex
+        rotation = rotation[:, None, None, :]  # [N, 1, 1, hd/2]: over q/k and heads
+        x = self.dropout(self.embed_tokens(layout.flatten(input_ids)))  # [N, d]
         for block in self.blocks:
-            x = block(x, cos, sin, key_mask)
-        return self.ln_final(x)
+            x = block(x, rotation, layout)
+        return layout.unflatten(self.ln_final(x))  # [B, X, d]
 
 
 def init_weights(module: nn.Module, pad_id: int | None = None) -> None:

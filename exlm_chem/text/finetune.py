@@ -104,7 +104,7 @@ class GlueReport(NamedTuple):
     median: dict[str, dict[str, float]]  # eval set -> metric -> median over seeds
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def _predict(net: TextPairNet, data: GlueEncoded, batch_size: int) -> np.ndarray:
     """Outputs [N, n_out] in input order (eval mode, length-sorted batches)."""
     out = np.empty((len(data.ids), net.n_out), dtype=np.float32)

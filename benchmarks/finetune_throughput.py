@@ -1,0 +1,207 @@
+"""Fine-tuning step throughput and peak memory: ExLM vs a same-size Hugging Face RoBERTa.
+
+One optimiser step per batch of BBBP molecules, both models built in one process and
+timed in alternating rounds over the same batches (see ``_side_by_side.py``):
+
+* ExLM: BOS/EOS expansion of the token ids (``collate.expand_for_inference``), the
+  encoder, the first-BOS pooling and the classification head (``exlm_chem.finetune``'s
+  network), binary cross-entropy, backward, clipping at 1.0, AdamW;
+* RoBERTa: ``transformers.RobertaForSequenceClassification`` of the same layers, width,
+  heads, FFN and vocabulary on the same token ids, with the same loss and optimiser.
+
+Dropout 0.1 everywhere, attention dropout 0.1 (the Table 8 setting). Tokenisation is done
+once up front for both. ``--batching random`` (default) forms batches as the fine-tuning
+loop does today: a seeded random order, cut every ``--batch-size``; ``sorted`` forms them
+by length.
+Peak RSS: each model alone in a subprocess over the same batches.
+
+Runs against whichever ``exlm_chem`` is imported (``PYTHONPATH=<old checkout>``); see
+``embed_throughput.py`` for ``--json``/``--compare``.
+
+Usage::
+
+    python benchmarks/finetune_throughput.py --n 256 --threads 1 2 --rounds 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+
+from _side_by_side import (
+    alternate,
+    markdown,
+    peak_rss_in_subprocess,
+    peak_rss_mb,
+    provenance,
+    roberta_config,
+    shared_data,
+    summarise,
+)
+
+from exlm_chem.provenance import load_average
+
+
+def bbbp_smiles(path: str | Path, n: int) -> list[str]:
+    """The first ``n`` BBBP SMILES that RDKit parses (the rows fine-tuning would use)."""
+    import pandas as pd
+
+    from exlm_chem.featurize import check_smiles
+
+    frame = pd.read_csv(path)
+    column = next(c for c in frame.columns if c.lower() == "smiles")
+    smiles = frame[column].astype(str).tolist()
+    valid = check_smiles(smiles).valid
+    return [s for s, ok in zip(smiles, valid, strict=True) if ok][:n]
+
+
+def make_batches(lengths, batch_size: int, batching: str) -> list:
+    import numpy as np
+
+    from exlm_chem.featurize import length_sorted_batches
+
+    if batching == "sorted":
+        return list(length_sorted_batches(lengths, batch_size))
+    order = np.random.default_rng(0).permutation(len(lengths))
+    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+
+
+def build(spec: dict) -> tuple[dict, list, list[int]]:
+    """Runners ``{"exlm", "roberta"}`` (one batch -> one optimiser step) and the batches."""
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+
+    from exlm_chem.collate import SpecialIds, expand_for_inference
+    from exlm_chem.finetune_net import build_finetune_net
+    from exlm_chem.model import ExLMConfig
+    from exlm_chem.tokenizer import SmilesTokenizer
+
+    torch.manual_seed(0)
+    tokenizer = SmilesTokenizer()
+    config = ExLMConfig.preset(spec["preset"], vocab_size=tokenizer.vocab_size, objective="mlm",
+                               dropout=0.1, attention_dropout=0.1)
+    smiles = bbbp_smiles(spec["data"], spec["n"])
+    encoded = tokenizer.batch_encode(smiles, max_length=spec["max_length"])
+    ids, lengths = encoded.input_ids, encoded.lengths  # [n, N], [n]
+    labels = torch.from_numpy(np.random.default_rng(0).integers(0, 2, (len(smiles), 1))).float()
+    batches = make_batches(lengths, spec["batch_size"], spec["batching"])
+
+    def optimiser(model):
+        return torch.optim.AdamW(model.parameters(), lr=4e-4, betas=(0.9, 0.99), eps=1e-6)
+
+    def step(model, opt, logits, batch):
+        loss = F.binary_cross_entropy_with_logits(logits, labels[batch])
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        return float(loss.detach())
+
+    runners = {}
+    if spec.get("impl") in (None, "exlm"):
+        net = build_finetune_net(config, tokenizer, 1).train()
+        special = SpecialIds(tokenizer.bos_id, tokenizer.pad_id, tokenizer.eos_id,
+                             tokenizer.mask_id)
+        exlm_opt = optimiser(net)
+
+        def exlm(batch):
+            tensors = expand_for_inference([ids[i, : lengths[i]] for i in batch],
+                                           config.k_states, special)
+            hidden = net.encoder(*tensors)  # [B, X, d]
+            return step(net, exlm_opt, net.head(hidden[:, 0]), batch)
+
+        runners["exlm"] = exlm
+    if spec.get("impl") in (None, "roberta"):
+        from transformers import RobertaForSequenceClassification
+
+        roberta = RobertaForSequenceClassification(
+            roberta_config(config, spec["max_length"])).train()
+        hf_opt = optimiser(roberta)
+
+        def hf(batch):
+            width = int(lengths[batch].max())
+            input_ids = torch.from_numpy(ids[batch, :width])  # [B, N]
+            mask = (input_ids != config.pad_id).long()
+            return step(roberta, hf_opt, roberta(input_ids=input_ids, attention_mask=mask).logits,
+                        batch)
+
+        runners["roberta"] = hf
+    return runners, batches, [len(b) for b in batches]
+
+
+def worker(spec: dict) -> dict:
+    """One model alone over all batches: its peak RSS and rate."""
+    import torch
+
+    torch.set_num_threads(spec["threads"])
+    runners, batches, sizes = build(spec)
+    (run,) = runners.values()
+    start = time.perf_counter()
+    for batch in batches:
+        run(batch)
+    return {"peak_rss_mb": peak_rss_mb(), "mol_per_s": sum(sizes) / (time.perf_counter() - start)}
+
+
+def measure(args: argparse.Namespace) -> dict:
+    import torch
+
+    spec = {"preset": args.preset, "n": args.n, "batch_size": args.batch_size,
+            "max_length": args.max_length, "data": args.data, "batching": args.batching}
+    runners, batches, sizes = build(spec)
+    rows = []
+    for threads in args.threads:
+        torch.set_num_threads(threads)
+        for run in runners.values():  # warm-up: allocator, kernels, optimiser state
+            run(batches[0])
+        rates = alternate(runners, batches, sizes, args.rounds)
+        rows.append({"threads": threads, **summarise(rates, "exlm", "roberta")})
+        print(f"{threads} thread(s): ratio {rows[-1]['ratio']:.2f}", file=sys.stderr)
+    rss = {impl: peak_rss_in_subprocess(__file__, {**spec, "impl": impl, "threads": 1})
+           ["peak_rss_mb"] for impl in ("exlm", "roberta")}
+    return {"rows": rows, "rss": rss, "load_average_end": load_average()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--n", type=int, default=256, help="molecules per round")
+    parser.add_argument("--preset", default="small")
+    # 32, not Table 8's 128: RoBERTa on random batches of 128 (padded to ~236 tokens, math
+    # attention for the dropout) peaks near 8 GB, too much beside other jobs
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--batching", choices=("random", "sorted"), default="random")
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--rounds", type=int, default=5, help="alternating rounds per model")
+    parser.add_argument("--max-length", type=int, default=256)
+    parser.add_argument("--data", default=str(shared_data() / "moleculenet" / "bbbp.csv.gz"))
+    parser.add_argument("--label", default="this code")
+    parser.add_argument("--json", help="save this run (figures and provenance) here")
+    parser.add_argument("--compare", nargs="*", default=[],
+                        help="saved runs (--json of earlier runs) to put first in the table")
+    parser.add_argument("--out", help="write the markdown table here")
+    args = parser.parse_args(argv)
+    if args.worker:
+        print(json.dumps(worker(json.loads(args.worker))))
+        return 0
+    command = "python benchmarks/finetune_throughput.py " + shlex.join(
+        sys.argv[1:] if argv is None else argv)
+    run = {"label": args.label, "provenance": provenance(command), **measure(args)}
+    if args.json:
+        Path(args.json).write_text(json.dumps(run, indent=1) + "\n", encoding="utf-8")
+    runs = [json.loads(Path(p).read_text(encoding="utf-8")) for p in args.compare] + [run]
+    table = markdown(f"Fine-tuning step throughput, {args.preset} preset: ExLM vs same-size "
+                     f"RoBERTa ({args.n} BBBP molecules per round, batch {args.batch_size}, "
+                     f"{args.batching} batches, one AdamW step per batch)", runs, "mol/s")
+    print(table)
+    if args.out:
+        Path(args.out).write_text(table + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
