@@ -40,6 +40,7 @@ def build(spec: dict) -> tuple[dict, list, list[int]]:
 
     from exlm_chem.embed import Embedder
     from exlm_chem.featurize import length_sorted_batches
+    from exlm_chem.inference_inputs import inference_expansion
     from exlm_chem.model import ExLMConfig, ExLMModel
     from exlm_chem.tokenizer import SmilesTokenizer
 
@@ -52,7 +53,8 @@ def build(spec: dict) -> tuple[dict, list, list[int]]:
     batches = list(length_sorted_batches(lengths, spec["batch_size"]))
     runners = {}
     if spec.get("impl") in (None, "exlm"):
-        embedder = Embedder(ExLMModel(config).eval(), tokenizer, config.k_states, device="cpu")
+        embedder = Embedder(ExLMModel(config).eval(), tokenizer, inference_expansion(config),
+                            device="cpu")
 
         def exlm(batch):
             return embedder.pooled_batch([ids[i, : lengths[i]] for i in batch], "bos")

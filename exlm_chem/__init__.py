@@ -36,6 +36,7 @@ _LAZY = {
     "Embedder": "exlm_chem.embed",
     "explain": "exlm_chem.analysis",
     "masked_entropy": "exlm_chem.analysis",
+    "screen": "exlm_chem.screening.run",
 }
 
 __all__ = ["__version__", *_LAZY]

@@ -2,8 +2,9 @@
 
 ``--budget-minutes M`` times a few real steps (after warm-up steps that are not timed),
 then fixes ``max_steps`` so that warm-up plus the full linear decay end inside the
-budget. The probe's updates are undone, so the run that follows is exactly the run
-``--max-steps N`` would give with the decided N.
+budget, with the warm-up cut to a tenth of those steps if it was longer. The probe's
+updates are undone, so the run that follows is exactly the run ``--max-steps N
+--warmup-steps W`` would give with the decided N and W.
 
 The decision is written to ``RUN/budget.json``. ExLM and its twin must get the same
 steps (and so, reading the same stream, the same tokens): give each run the other's
@@ -26,6 +27,8 @@ from typing import Any
 
 import torch
 
+from exlm_chem.recipes import fitted_warmup
+
 logger = logging.getLogger(__name__)
 
 BUDGET_FILE = "budget.json"
@@ -37,15 +40,6 @@ def steps_within(remaining_s: float, seconds_per_step: float, margin: float) -> 
     if seconds_per_step <= 0:
         raise ValueError(f"seconds_per_step must be > 0, got {seconds_per_step}")
     return max(1, math.floor(remaining_s * (1.0 - margin) / seconds_per_step))
-
-
-def fitted_warmup(warmup_steps: int, max_steps: int, cap: float = 0.1) -> int:
-    """Warm-up kept to at most ``cap`` of the run so that the decay happens at all.
-
-    The paper warms up for 10K of 120K steps (8%); a short budget run keeps its preset's
-    warm-up only when that is at most a tenth of its steps.
-    """
-    return max(1, min(warmup_steps, math.floor(cap * max_steps)))
 
 
 def read_budget(run_dir: str | Path) -> dict[str, Any] | None:
@@ -182,5 +176,5 @@ def decide_budget(trainer: Any, progress: dict, run_start: float, resume: bool) 
     return {**record, "applied": applied}
 
 
-__all__ = ["BUDGET_FILE", "await_partners", "decide_budget", "fitted_warmup", "measure_pace",
-           "read_budget", "settle", "steps_within", "write_budget"]
+__all__ = ["BUDGET_FILE", "await_partners", "decide_budget", "measure_pace", "read_budget",
+           "settle", "steps_within", "write_budget"]

@@ -21,7 +21,6 @@ import gzip
 import hashlib
 import logging
 import os
-import tempfile
 import urllib.error
 import urllib.request
 import zlib
@@ -29,6 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
+from exlm_chem.atomic_files import atomic_path
 from exlm_chem.errors import DataFileError
 
 __all__ = [
@@ -191,6 +191,19 @@ def read_verified(
     return VerifiedFile(path=path, content=content, digest=digest, revision=revision)
 
 
+def _fetch(url: str, tmp: Path, timeout: float, subject: str) -> tuple[bytes, FileDigest]:
+    """Stream ``url`` into ``tmp``; its (decompressed) content and digest."""
+    try:
+        with open(tmp, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as resp:
+            while chunk := resp.read(_CHUNK):
+                out.write(chunk)
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        # URLError covers HTTPError (404 ...) and refused connections; OSError covers
+        # timeouts and resets mid-stream; ValueError an unusable URL.
+        raise DownloadError(f"download of {url} failed: {exc}") from exc
+    return _digest_or_raise(tmp.read_bytes(), subject, ChecksumError)
+
+
 def download_verified(
     url: str,
     dest: str | os.PathLike[str],
@@ -213,29 +226,17 @@ def download_verified(
         The downloaded bytes match no known revision (nothing is kept).
     """
     dest = Path(dest)
+    logger.info("downloading %s -> %s", url, dest)
     try:
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
-    except OSError as exc:
-        raise DownloadError(f"cannot write to {dest.parent}: {exc}") from exc
-    tmp = Path(tmp_name)
-    try:
-        logger.info("downloading %s -> %s", url, dest)
-        try:
-            with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as resp:
-                while chunk := resp.read(_CHUNK):
-                    out.write(chunk)
-        except (urllib.error.URLError, OSError, ValueError) as exc:
-            # URLError covers HTTPError (404 ...) and refused connections; OSError covers
-            # timeouts and resets mid-stream; ValueError an unusable URL.
-            raise DownloadError(f"download of {url} failed: {exc}") from exc
-        subject = f"{what} from {url} (not saved to {dest})"
-        content, digest = _digest_or_raise(tmp.read_bytes(), subject, ChecksumError)
-        revision = match_revision(digest, revisions)
-        if revision is None:
-            raise ChecksumError(_mismatch_message(subject, digest, revisions))
-        os.replace(tmp, dest)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
+        # the temporary file is renamed to dest on success and removed on any error
+        with atomic_path(dest) as tmp:
+            content, digest = _fetch(url, tmp, timeout, f"{what} from {url} (not saved to {dest})")
+            revision = match_revision(digest, revisions)
+            if revision is None:
+                subject = f"{what} from {url} (not saved to {dest})"
+                raise ChecksumError(_mismatch_message(subject, digest, revisions))
+    except DownloadError:
         raise
+    except OSError as exc:  # creating the temporary file or renaming it
+        raise DownloadError(f"cannot write to {dest.parent}: {exc}") from exc
     return VerifiedFile(path=dest, content=content, digest=digest, revision=revision)

@@ -26,13 +26,14 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
-from exlm_chem.collate import SpecialIds, expand_for_inference
+from exlm_chem.collate import SpecialIds
 from exlm_chem.featurize import (
     check_smiles,
     length_sorted_batches,
     pooled_states,
     warn_unknown_tokens,
 )
+from exlm_chem.inference_inputs import inference_expansion, inference_inputs
 from exlm_chem.tokenizer import SmilesTokenizer
 
 POOLINGS = ("bos", "mean")
@@ -81,7 +82,8 @@ class Embedder:
     tokenizer : SmilesTokenizer
         The tokenizer whose ids the model was trained on.
     k_states : int
-        Copies of BOS and EOS in the expanded input (the model's ``config.k_states``).
+        Copies of BOS and EOS in the input: :func:`~exlm_chem.inference_inputs.
+        inference_expansion` of the model's config (1, unexpanded, for an MLM twin).
     device : str or torch.device
         Where to run; ``"auto"`` picks CUDA when available. The model is moved there.
     metadata : dict, optional
@@ -124,7 +126,8 @@ class Embedder:
         model, config, metadata = load_checkpoint(directory)
         tokenizer = SmilesTokenizer(Path(directory) / VOCAB_FILE)
         metadata = {**metadata, "checkpoint": str(directory)}
-        return cls(model, tokenizer, config.k_states, device=device, metadata=metadata)
+        return cls(model, tokenizer, inference_expansion(config), device=device,
+                   metadata=metadata)
 
     @property
     def dim(self) -> int:
@@ -178,7 +181,7 @@ class Embedder:
 
         The caller sets eval/inference mode (see :meth:`encode_valid`).
         """
-        tensors = expand_for_inference(rows, self.k_states, self.special)
+        tensors = inference_inputs(rows, self.k_states, self.special)
         input_ids, pos_original, pos_copy, padding_mask = (
             t.to(self.device) for t in tensors)
         pooled = pooled_states(self.model, input_ids, pos_original, pos_copy, padding_mask,

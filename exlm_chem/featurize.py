@@ -15,7 +15,6 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
-from exlm_chem.collate import SpecialIds, expand_for_inference
 from exlm_chem.errors import InvalidRow, InvalidSmilesError
 from exlm_chem.tokenizer import SmilesTokenizer
 
@@ -68,11 +67,19 @@ def check_smiles(smiles: Sequence[Any], max_chars: int = MAX_SMILES_CHARS) -> Ch
 
 
 def _rdkit_reason(chem: Any, smiles: str) -> str | None:
+    """None when RDKit parses ``smiles``, else RDKit's own message (e.g. an unclosed ring)."""
+    from exlm_chem.moleculenet import _rdkit_reason as rdkit_message
+
     try:
         mol = chem.MolFromSmiles(smiles)
     except Exception as err:  # an RDKit failure on one row must not end the batch
         return f"RDKit failed on it ({type(err).__name__})"
-    return None if mol is not None else "RDKit could not parse the SMILES"
+    if mol is not None:
+        return None
+    try:
+        return rdkit_message(smiles)
+    except Exception:  # RDKit's log of odd text may not decode; the row is still invalid
+        return "RDKit could not parse the SMILES"
 
 
 def warn_unknown_tokens(tokenizer: SmilesTokenizer, smiles: Sequence[str],
@@ -135,18 +142,3 @@ def pooled_states(model: torch.nn.Module, input_ids: torch.Tensor, pos_original:
         return model(input_ids, pos_original, pos_copy, padding_mask, first_only=True)
     return pool(model(input_ids, pos_original, pos_copy, padding_mask), padding_mask, pooling)
 
-
-def encode_pooled(
-    model: torch.nn.Module,
-    tokenizer: SmilesTokenizer,
-    smiles: Sequence[str],
-    k_states: int,
-    pooling: str = "bos",
-    max_length: int = 256,
-    device: torch.device | str = "cpu",
-) -> torch.Tensor:
-    """Pooled encoder states [B, d] for already-validated SMILES (gradients flow)."""
-    special = SpecialIds(tokenizer.bos_id, tokenizer.pad_id, tokenizer.eos_id, tokenizer.mask_id)
-    ids = [np.asarray(tokenizer.encode(s, max_length=max_length)) for s in smiles]
-    tensors = [t.to(device) for t in expand_for_inference(ids, k_states, special)]
-    return pooled_states(model, *tensors, pooling)

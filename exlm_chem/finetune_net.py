@@ -8,22 +8,30 @@ import numpy as np
 import torch
 from torch import nn
 
-from exlm_chem.featurize import encode_pooled, length_sorted_batches
+from exlm_chem.collate import SpecialIds
+from exlm_chem.featurize import length_sorted_batches, pooled_states
+from exlm_chem.finetune_data import EncodedSet, autocast, encode_rows
+from exlm_chem.inference_inputs import inference_expansion
 from exlm_chem.model.config import ExLMConfig
 from exlm_chem.model.heads import ClassificationHead
 from exlm_chem.tokenizer import SmilesTokenizer
 
-__all__ = ["FinetuneNet", "build_finetune_net", "predict_batched"]
+__all__ = ["FinetuneNet", "build_finetune_net", "predict_batched", "predict_encoded"]
 
 
 class FinetuneNet(nn.Module):
-    """Encoder + pooling + head, mapping SMILES strings to outputs [B, n_out].
+    """Encoder + pooling + head, mapping molecules to outputs [B, n_out].
+
+    Molecules are SMILES strings or already tokenised id rows ``[BOS, ..., EOS]``
+    (int arrays, e.g. prepared split files or GLUE pairs); :meth:`encode` turns either into
+    the encoder's input once, :meth:`forward_inputs` runs it.
 
     Parameters
     ----------
     encoder : ExLMEncoder
         Called as ``encoder(input_ids, pos_original, pos_copy, padding_mask)``; its
-        ``config`` gives ``d_model`` and ``k_states``.
+        ``config`` gives ``d_model`` and, through
+        :func:`~exlm_chem.inference_inputs.inference_expansion`, the input's expansion.
     tokenizer : SmilesTokenizer
     n_out : int
         Number of outputs (tasks).
@@ -42,7 +50,7 @@ class FinetuneNet(nn.Module):
         self.encoder = encoder
         self.head = ClassificationHead(encoder.config.d_model, n_out, pooler_dropout)
         self.tokenizer = tokenizer
-        self.k_states = encoder.config.k_states
+        self.k_states = inference_expansion(encoder.config)  # 1 for an MLM twin
         self.pooling = pooling
         self.max_length = max_length
 
@@ -54,14 +62,33 @@ class FinetuneNet(nn.Module):
     def n_out(self) -> int:
         return self.head.out.out_features
 
-    def embed(self, smiles: Sequence[str]) -> torch.Tensor:
-        """Pooled encoder states [B, d] of already-validated SMILES."""
-        return encode_pooled(self.encoder, self.tokenizer, smiles, self.k_states,
-                             self.pooling, self.max_length, self.device)
+    def encode(self, molecules: Sequence[str | np.ndarray]) -> EncodedSet:
+        """Encoder inputs (on the CPU) of SMILES or token id rows, tokenised once."""
+        tok = self.tokenizer
+        rows = [np.asarray(m, dtype=np.int64) if not isinstance(m, str)
+                else np.asarray(tok.encode(m, max_length=self.max_length), dtype=np.int64)
+                for m in molecules]
+        special = SpecialIds(tok.bos_id, tok.pad_id, tok.eos_id, tok.mask_id)
+        return encode_rows(rows, self.k_states, special)
 
-    def forward(self, smiles: Sequence[str]) -> torch.Tensor:
+    def embed_inputs(self, input_ids: torch.Tensor, pos_original: torch.Tensor,
+                     pos_copy: torch.Tensor, padding_mask: torch.Tensor) -> torch.Tensor:
+        """Pooled encoder states [B, d] of a batch of encoder inputs (each [B, X])."""
+        return pooled_states(self.encoder, input_ids, pos_original, pos_copy, padding_mask,
+                             self.pooling)
+
+    def forward_inputs(self, input_ids: torch.Tensor, pos_original: torch.Tensor,
+                       pos_copy: torch.Tensor, padding_mask: torch.Tensor) -> torch.Tensor:
         """Logits (classification) or values (regression), [B, n_out]."""
-        return self.head(self.embed(smiles))
+        return self.head(self.embed_inputs(input_ids, pos_original, pos_copy, padding_mask))
+
+    def embed(self, molecules: Sequence[str | np.ndarray]) -> torch.Tensor:
+        """Pooled encoder states [B, d] of already-validated molecules."""
+        return self.embed_inputs(*(t.to(self.device) for t in self.encode(molecules)[:4]))
+
+    def forward(self, molecules: Sequence[str | np.ndarray]) -> torch.Tensor:
+        """Logits (classification) or values (regression), [B, n_out]."""
+        return self.head(self.embed(molecules))
 
 
 def build_finetune_net(
@@ -89,22 +116,34 @@ def build_finetune_net(
 
 
 @torch.inference_mode()
-def predict_batched(
-    net: FinetuneNet, smiles: Sequence[str], batch_size: int = 64, embed: bool = False
-) -> np.ndarray:
-    """Outputs [N, n_out] (or pooled states [N, d] with ``embed``) in input order.
+def predict_encoded(net: FinetuneNet, inputs: EncodedSet, batch_size: int = 64,
+                    embed: bool = False) -> np.ndarray:
+    """Outputs [N, n_out] (or pooled states [N, d] with ``embed``) of an encoded set.
 
-    Runs over length-sorted batches in eval mode, restoring the previous mode after.
+    Length-sorted batches in eval mode (bf16 autocast on CUDA), restoring the previous
+    mode after; ``inputs`` may already sit on the net's device. The outputs stay on the
+    device until the single copy back at the end.
     """
-    fn = net.embed if embed else net
+    device = net.device
     width = net.encoder.config.d_model if embed else net.n_out
-    out = np.empty((len(smiles), width), dtype=np.float32)
+    out = torch.empty((inputs.n_rows, width), dtype=torch.float32, device=device)
+    inputs = inputs.to(device)
+    fn = net.embed_inputs if embed else net.forward_inputs
     was_training = net.training
     net.eval()
     try:
-        # characters are a cheap stand-in for token counts when grouping by length
-        for idx in length_sorted_batches([len(s) for s in smiles], batch_size):
-            out[idx] = fn([smiles[i] for i in idx]).float().cpu().numpy()
+        for idx in length_sorted_batches(inputs.lengths, batch_size):
+            rows = torch.from_numpy(idx).to(device)
+            with autocast(device):
+                out[rows] = fn(*inputs.batch(rows, idx)).float()
     finally:
         net.train(was_training)
-    return out
+    return out.cpu().numpy()
+
+
+def predict_batched(
+    net: FinetuneNet, smiles: Sequence[str | np.ndarray], batch_size: int = 64,
+    embed: bool = False,
+) -> np.ndarray:
+    """Outputs [N, n_out] (or pooled states [N, d] with ``embed``) in input order."""
+    return predict_encoded(net, net.encode(smiles), batch_size, embed)

@@ -1,7 +1,7 @@
 """Fine-tuning hyper-parameters: one dataclass and the paper's per-task presets.
 
-The presets are the ExLM paper's Table 8 (appendix K), stored in
-``benchmarks/finetune_settings.json``. The field names equal the estimator parameters,
+The presets are the ExLM paper's Table 8 (appendix K), shipped in the package as
+``exlm_chem/data/finetune_settings.json``. The field names equal the estimator parameters,
 so ``ExLMMoleculeClassifier(**dataclasses.asdict(finetune_preset("bbbp")))`` works.
 This module imports no torch.
 """
@@ -15,8 +15,8 @@ from pathlib import Path
 
 __all__ = ["PRESETS_FILE", "FinetuneSettings", "finetune_preset", "finetune_presets"]
 
-#: Where the paper's Table 8 lives (a source checkout; not part of an installed wheel).
-PRESETS_FILE = Path(__file__).resolve().parents[1] / "benchmarks" / "finetune_settings.json"
+#: Where the paper's Table 8 lives: package data, so an installed wheel has it too.
+PRESETS_FILE = Path(__file__).resolve().parent / "data" / "finetune_settings.json"
 
 
 @dataclass(frozen=True)
@@ -63,8 +63,8 @@ def finetune_presets(path: str | Path | None = None) -> dict[str, FinetuneSettin
     """All named presets (lower-case task names) from the settings JSON file."""
     path = Path(path) if path is not None else PRESETS_FILE
     if not path.is_file():
-        raise FileNotFoundError(f"fine-tuning presets not found at {path}; they ship in a "
-                                "source checkout as benchmarks/finetune_settings.json")
+        raise FileNotFoundError(f"fine-tuning presets not found at {path}; they ship in the "
+                                "package as exlm_chem/data/finetune_settings.json")
     data = json.loads(path.read_text(encoding="utf-8"))
     known = {f.name for f in fields(FinetuneSettings)}
     presets = {}

@@ -35,6 +35,7 @@ from exlm_chem.download import (
     DownloadError,
     Revision,
     VerifiedFile,
+    digest_bytes,
     download_verified,
     read_verified,
 )
@@ -122,6 +123,8 @@ class MoleculeDataset(NamedTuple):
         Label of the revision the file matched (``"unverified"`` if not checked).
     path : Path
         The file actually read.
+    sha256 : str
+        sha256 of the file's decompressed content (names the data revision in cache keys).
     """
 
     name: str
@@ -132,6 +135,7 @@ class MoleculeDataset(NamedTuple):
     source_rows: np.ndarray
     revision: str
     path: Path
+    sha256: str = ""
 
 
 _TOX21_TASKS = (
@@ -620,7 +624,27 @@ def _parse(spec: DatasetSpec, verified: VerifiedFile) -> MoleculeDataset:
         source_rows=source_rows,
         revision=verified.revision.label if verified.revision else "unverified",
         path=path,
+        sha256=verified.digest.sha256_content,
     )
+
+
+def local_sha256(name: str, path: str | os.PathLike[str] | None = None) -> str | None:
+    """Content sha256 of the file :func:`load_moleculenet` would read, without parsing it.
+
+    Looks where the loader looks (``path``, then ``$EXLM_CHEM_DATA``, ``data/``, the user
+    cache) but never downloads; None when there is no local file yet. Cheap enough to
+    decide from it whether cached results still match the data.
+    """
+    spec = get_spec(name)
+    found: Path | None
+    if path is not None:
+        given = Path(path).expanduser()
+        found = _find(spec, [(given, "path")]) if given.is_dir() else given
+    else:
+        found = _find(spec, _search_dirs(default_cache_dir()))
+    if found is None or not found.is_file():
+        return None
+    return digest_bytes(found.read_bytes())[1].sha256_content
 
 
 def load_moleculenet(

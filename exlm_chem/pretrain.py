@@ -273,7 +273,7 @@ class Pretrainer:
         for _, _, idx in batches.iterate():
             if n >= len(self.valid):
                 break
-            with self.autocast:
+            with self.autocast, self._eager():
                 out = self.objective(to_device(maker(idx, rng), self.device), with_accuracy=True)
             n_invalid = int(out.n_invalid)
             losses += float(out.loss) * (out.n_samples - n_invalid)
@@ -288,6 +288,15 @@ class Pretrainer:
             "valid_invalid_paths": invalid,
             "valid_molecules": n,
         }
+
+    def _eager(self):
+        """No compilation for validation: an eval/no-grad graph would be compiled anew, which
+        costs more than a few eager batches (the compiled training graph stays cached)."""
+        import contextlib
+
+        if self.args.compile and hasattr(torch.compiler, "set_stance"):
+            return torch.compiler.set_stance("force_eager")
+        return contextlib.nullcontext()
 
     def _fresh_progress(self) -> dict:
         return {"step": 0, "epoch": 0, "position": 0, "tokens_seen": 0, "invalid_paths": 0,

@@ -15,12 +15,15 @@ paper's per-GPU batch, which one GPU holds. Pass ``--max-tokens 131072`` for the
 global batch (120K steps x 128K = up to 15.7B padded tokens, against 7.9B).
 
 Any setting given explicitly (``PretrainArgs(max_steps=...)`` or ``--max-steps``) wins
-over the preset's.
+over the preset's. A preset's warm-up is cut to a tenth of a shorter run's steps (the paper
+warms up for 8% of its run), so that ``--preset paper --max-steps 3000`` still decays; an
+explicit ``warmup_steps`` is kept as given.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 #: schedule settings a preset fills in when the run leaves them unset (None)
@@ -41,12 +44,21 @@ def model_preset(preset: str) -> str:
     return RECIPES[preset]["model"] if preset in RECIPES else preset
 
 
+def fitted_warmup(warmup_steps: int, max_steps: int, cap: float = 0.1) -> int:
+    """Warm-up cut to at most ``cap`` of the run (at least 1 step), so the decay happens."""
+    return max(1, min(warmup_steps, math.floor(cap * max_steps)))
+
+
 def resolve_schedule(args: Any) -> Any:
     """A copy of a ``PretrainArgs`` whose unset schedule fields hold its preset's values."""
     values = {**GENERIC, **{k: v for k, v in RECIPES.get(args.preset, {}).items()
                             if k != "model"}}
     filled = {k: v for k, v in values.items() if getattr(args, k) is None}
+    if "warmup_steps" in filled:
+        max_steps = filled.get("max_steps", args.max_steps)
+        filled["warmup_steps"] = fitted_warmup(filled["warmup_steps"], max_steps)
     return dataclasses.replace(args, **filled) if filled else args
 
 
-__all__ = ["GENERIC", "PAPER_FIXED", "RECIPES", "model_preset", "resolve_schedule"]
+__all__ = ["GENERIC", "PAPER_FIXED", "RECIPES", "fitted_warmup", "model_preset",
+           "resolve_schedule"]

@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from exlm_chem.atomic_files import fsync_dir
 from exlm_chem.debris import sweep_debris, temp_prefix
 from exlm_chem.errors import OutputPathError
 from exlm_chem.output_owner import check_output_dir, check_output_file, replace_refusal
@@ -54,16 +55,6 @@ def _publish_modes(directory: Path) -> None:
             if child.stat().st_mode & 0o777 != mode:
                 os.chmod(child, mode)
     fsync_dir(directory)
-
-
-def fsync_dir(path: Path) -> None:
-    """Flush a directory entry to disk where the OS allows it (not on Windows)."""
-    with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
 
 def _exchange(a: Path, b: Path) -> bool:
@@ -148,18 +139,12 @@ def atomic_file(path: str | os.PathLike[str]) -> Iterator[Path]:
     The file is created by the caller's writer (so it gets the usual permissions); a
     failure removes whatever was written, and the debris of killed runs is swept first.
     """
+    from exlm_chem.atomic_files import atomic_path
+
     path = Path(path).expanduser()
     check_output_file(path)
-    sweep_debris(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / (temp_prefix(path, "tmp") + os.urandom(4).hex())
-    try:
+    with atomic_path(path) as tmp:
         yield tmp
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
 
 
 def write_json_atomic(path: str | os.PathLike[str], obj: Any) -> None:

@@ -51,6 +51,30 @@ def run_probe(model_dir: Path, names: list[str]) -> dict:
     return results
 
 
+def probe_from_results(out: Path, results: Path, command: str) -> None:
+    """Replace metadata.json's probe figures with the benchmark's records of this model."""
+    from exlm_chem.benchmark.encoders import checkpoint_id
+    from exlm_chem.benchmark.records import ResultsFile
+
+    model_id = checkpoint_id(out)
+    rows = [r for r in ResultsFile(results).latest()
+            if r.model == model_id and r.mode == "probe" and r.seed == 0 and r.protocol]
+    if not rows:
+        raise SystemExit(f"no current probe records of {model_id} in {results}")
+    probe = {r.task: {"roc_auc": r.roc_auc, "prc_auc": r.prc_auc, "n_train": r.n_train,
+                      "n_test": r.n_test, "seconds": r.wall_s} for r in rows}
+    probe["mean_roc_auc"] = float(np.mean([r.roc_auc for r in rows]))
+    (first,) = {(r.commit, r.machine, json.dumps(r.protocol["inputs"]),
+                 r.protocol["version"]) for r in rows}
+    meta = json.loads((out / "metadata.json").read_text())
+    meta["probe"] = probe
+    meta["probe_source"] = {"where": str(results.relative_to(REPO)) if results.is_absolute()
+                            and results.is_relative_to(REPO) else str(results),
+                            "commit": first[0], "machine": first[1], "inputs": first[2],
+                            "version": first[3], "command": command}
+    (out / "metadata.json").write_text(json.dumps(meta, indent=2) + "\n")
+
+
 def card(
     name: str, meta: dict, config: dict, probe: dict | None, control: dict | None = None
 ) -> str:
@@ -118,6 +142,18 @@ def card(
             "random-init column probes the same `small` architecture with random weights "
             "(seed 0): the floor a pretrained encoder has to beat.",
         ]
+        source = meta.get("probe_source")
+        if source:
+            lines += [
+                "",
+                f"Probe figures: {source['where']}, records of commit {source['commit']} on "
+                f"{source['machine']}, input {source['inputs']} (protocol version "
+                f"{source['version']}); command: `{source['command']}`.",
+            ]
+            if meta["objective"] == "mlm" and control:
+                lines[-1] += (" The random-init column was probed with BOS/EOS expanded to k=2 "
+                              "copies (the ExLM input): a floor for comparison, not measured "
+                              "with this twin's unexpanded input.")
     lines += [
         "",
         "Produced by `python scripts/ship_checkpoint.py` from the run's own metadata; "
@@ -140,6 +176,18 @@ def main() -> None:
         help="probe results (JSON) of a random-init encoder, shown beside",
     )
     parser.add_argument(
+        "--probe-from",
+        type=Path,
+        default=None,
+        help="take the probe figures from a benchmark results.jsonl (this model's seed-0 "
+        "probe records) instead of running the probe; with --card-only",
+    )
+    parser.add_argument(
+        "--command",
+        default="",
+        help="with --probe-from: the command that wrote those records (for the card)",
+    )
+    parser.add_argument(
         "--card-only",
         action="store_true",
         help="rewrite MODEL_CARD.md from the shipped metadata.json",
@@ -149,6 +197,8 @@ def main() -> None:
     out = REPO / "models" / args.name
     control = json.loads(args.control.read_text()) if args.control else None
     if args.card_only:
+        if args.probe_from:
+            probe_from_results(out, args.probe_from, args.command)
         _, config, saved = load_checkpoint(out)
         text = card(args.name, saved, config.to_dict(), saved.get("probe"), control)
         (out / "MODEL_CARD.md").write_text(text)

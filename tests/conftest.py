@@ -20,6 +20,13 @@ if not Path("/dev/nvidiactl").exists():
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
+# The README's test command passes a relative EXLM_CHEM_DATA (../shared/...). Tests symlink
+# to it, change directory and start subprocesses elsewhere, so pin it to an absolute path
+# once, relative to where pytest was started, before any test reads it.
+for _name in ("EXLM_CHEM_DATA", "EXLM_CHEM_PRETRAIN_DATA"):
+    if os.environ.get(_name):
+        os.environ[_name] = str(Path(os.environ[_name]).expanduser().resolve())
+
 
 def _moleculenet_dir() -> Path:
     env = os.environ.get("EXLM_CHEM_DATA")

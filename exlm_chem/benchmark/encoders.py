@@ -1,8 +1,9 @@
 """Pretrained encoders as benchmark rows: probe mode and fine-tune mode.
 
-``probe``: embed every molecule once with the frozen encoder (cached on disk per
-checkpoint and task, since the seeds of a cell share it), then one logistic regression per
-task (:mod:`exlm_chem.probe`). ``finetune``: the paper's protocol, per-task settings from
+``probe``: embed every molecule once with the frozen encoder (cached on disk, keyed by
+the checkpoint's hash, the input protocol, the data file's checksum and the protocol
+version, since the seeds of a cell share it), then one logistic regression per task
+(:mod:`exlm_chem.probe`). ``finetune``: the paper's protocol, per-task settings from
 Table 8 (:mod:`exlm_chem.finetune_settings`), best validation epoch restored, optionally
 capped by a :class:`~exlm_chem.benchmark.records.Budget`.
 """
@@ -11,14 +12,19 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import os
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from exlm_chem.benchmark.records import Budget, MethodOutput, TaskData
+from exlm_chem.benchmark.records import PROTOCOL_VERSION, Budget, MethodOutput, TaskData
 
 MODES = ("probe", "finetune")
+POOLING = "bos"  # the paper's: the first BOS state
+MAX_LENGTH = 256  # tokens per molecule including BOS/EOS before expansion
+PROBE_C = 1.0  # inverse L2 strength of the probe's logistic regressions
 
 
 def checkpoint_id(path: str | os.PathLike[str]) -> str:
@@ -33,6 +39,32 @@ def checkpoint_id(path: str | os.PathLike[str]) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return f"{path.resolve().name}@{digest.hexdigest()[:12]}"
+
+
+def input_protocol(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """How the benchmark feeds this checkpoint: ``{"expansion_k", "pooling",
+    "max_length"}``; k from :func:`~exlm_chem.inference_inputs.inference_expansion`."""
+    from exlm_chem.inference_inputs import inference_expansion
+
+    config = json.loads((Path(path) / "config.json").read_text(encoding="utf-8"))
+    return {"expansion_k": inference_expansion(config), "pooling": POOLING,
+            "max_length": MAX_LENGTH}
+
+
+def cell_finetune_settings(task: str, budget: Budget):
+    """The paper's Table 8 settings for ``task``, epochs capped by ``budget.max_epochs``
+    (the warm-up share and the decay to 0 are then fitted to the capped epochs)."""
+    from exlm_chem.finetune_settings import finetune_preset
+
+    settings = finetune_preset(task)
+    if budget.max_epochs is not None and budget.max_epochs < settings.epochs:
+        settings = dataclasses.replace(settings, epochs=budget.max_epochs)
+    return settings
+
+
+def probe_settings() -> dict[str, Any]:
+    return {"classifier": "logistic_regression", "C": PROBE_C,
+            "solver": "lbfgs (deterministic: seed-independent)", "standardised": True}
 
 
 class EncoderMethod:
@@ -58,6 +90,7 @@ class EncoderMethod:
         self.model_id = checkpoint_id(self.path)
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self.device = device
+        self.inputs = input_protocol(self.path)
         self._embedder = None
         self._probe_scores: dict[tuple, np.ndarray] = {}
 
@@ -67,20 +100,38 @@ class EncoderMethod:
             return self._probe(data, seed, progress)
         return self._finetune(data, seed, budget, progress)
 
+    def protocol(self, task: str, budget: Budget) -> tuple[dict, dict]:
+        """(input protocol, settings) of a cell, before it runs (part of its key)."""
+        if self.mode == "probe":
+            return self.inputs, probe_settings()
+        return self.inputs, dataclasses.asdict(cell_finetune_settings(task, budget))
+
+    def embedding_cache(self, data: TaskData) -> Path | None:
+        """Where ``data``'s embeddings are cached; the name hashes everything they depend
+        on (model hash, input protocol, data checksum and molecules, protocol version)."""
+        if self.cache_dir is None:
+            return None
+        text = hashlib.sha256("\n".join(data.smiles).encode()).hexdigest()
+        key = json.dumps({"model": self.model_id, "inputs": self.inputs,
+                          "data_sha256": data.data_sha256, "smiles_sha256": text,
+                          "version": PROTOCOL_VERSION}, sort_keys=True)
+        digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+        return self.cache_dir / self.model_id.replace("@", "_") / f"{data.name}_{digest}.npy"
+
     # probe ---------------------------------------------------------------------------
     def _embeddings(self, data: TaskData, progress: bool) -> np.ndarray:
-        cached = None
-        if self.cache_dir is not None:
-            # keyed by content too: a different file revision must not reuse vectors
-            text = hashlib.sha256("\n".join(data.smiles).encode()).hexdigest()[:12]
-            cached = self.cache_dir / self.model_id.replace("@", "_") / f"{data.name}_{text}.npy"
-            if cached.is_file():
-                return np.load(cached, allow_pickle=False)
+        cached = self.embedding_cache(data)
+        if cached is not None and cached.is_file():
+            return np.load(cached, allow_pickle=False)
         from exlm_chem.embed import Embedder, embed
 
         if self._embedder is None:
             self._embedder = Embedder.from_checkpoint(self.path, device=self.device)
-        vectors, valid = embed(data.smiles, model=self._embedder, progress=progress)
+        if self._embedder.k_states != self.inputs["expansion_k"]:
+            raise RuntimeError(f"{self.path}: embedder expands to {self._embedder.k_states}, "
+                               f"the cell key says {self.inputs['expansion_k']}")
+        vectors, valid = embed(data.smiles, model=self._embedder, pooling=POOLING,
+                               max_length=MAX_LENGTH, progress=progress)
         if not valid.all():
             bad = np.flatnonzero(~valid)[:10].tolist()
             raise ValueError(f"{data.name}: rows {bad} passed the loader but not the embedder")
@@ -99,17 +150,14 @@ class EncoderMethod:
         """
         from exlm_chem.probe import probe_scores
 
-        C = 1.0
         key = (data.name, hashlib.sha256(np.concatenate([data.train, [-1], data.test])
                                          .astype(np.int64).tobytes()).hexdigest())
         if key not in self._probe_scores:
             vectors = self._embeddings(data, progress)
             self._probe_scores[key] = probe_scores(vectors, data.labels, data.train,
-                                                   data.test, C=C)
+                                                   data.test, C=PROBE_C)
         return MethodOutput(self._probe_scores[key].copy(),
-                            settings={"classifier": "logistic_regression", "C": C,
-                                      "solver": "lbfgs (deterministic: seed-independent)",
-                                      "pooling": "bos", "standardised": True})
+                            settings={**probe_settings(), "pooling": POOLING})
 
     # fine-tune -----------------------------------------------------------------------
     def _finetune(self, data: TaskData, seed: int, budget: Budget,
@@ -121,19 +169,19 @@ class EncoderMethod:
             LabelledSmiles,
             build_finetune_net,
             finetune,
-            finetune_preset,
             predict_batched,
         )
 
-        settings = finetune_preset(data.name)
-        if budget.max_epochs is not None and budget.max_epochs < settings.epochs:
-            # the schedule (warm-up share, decay to 0) is fitted to the capped epochs
-            settings = dataclasses.replace(settings, epochs=budget.max_epochs)
+        settings = cell_finetune_settings(data.name, budget)
         torch.manual_seed(seed)  # head initialisation and dropout
         backbone = load_backbone(self.path, preset="", dropout=settings.dropout)
         device = resolve_device(self.device)
         net = build_finetune_net(backbone.config, backbone.tokenizer, data.labels.shape[1],
-                                 backbone.encoder_state, settings.pooler_dropout).to(device)
+                                 backbone.encoder_state, settings.pooler_dropout, POOLING,
+                                 MAX_LENGTH).to(device)
+        if net.k_states != self.inputs["expansion_k"]:
+            raise RuntimeError(f"{self.path}: the net expands to {net.k_states}, the cell "
+                               f"key says {self.inputs['expansion_k']}")
 
         def part(rows: np.ndarray) -> LabelledSmiles:
             return LabelledSmiles([data.smiles[i] for i in rows], data.labels[rows])

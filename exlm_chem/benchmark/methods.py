@@ -42,7 +42,7 @@ def encoder_spec(method: str, path: str | os.PathLike[str], mode: str,
     run = EncoderMethod(path, mode, cache_dir=cache_dir, device=device)
     kind = {"exlm": "ExLM", "mlm": "MLM"}.get(_objective(path), "encoder")
     return MethodSpec(method, f"{kind} {path.resolve().name} ({mode})", run.model_id, mode,
-                      run, uses_budget=mode == "finetune")
+                      run, uses_budget=mode == "finetune", protocol=run.protocol)
 
 
 def build_methods(names: Sequence[str], model: str | os.PathLike[str] | None,
@@ -81,10 +81,29 @@ def _specs(names: Sequence[str], model: str | os.PathLike[str] | None,
             from exlm_chem.benchmark.rf import rf_method
 
             specs.append(MethodSpec("rf_ecfp4", "RF on ECFP4", None, "supervised",
-                                    rf_method, uses_budget=False))
+                                    rf_method, uses_budget=False, protocol=_rf_protocol))
         else:
             from exlm_chem.benchmark.attentivefp import attentivefp_method
 
             specs.append(MethodSpec("attentivefp", "AttentiveFP", None, "supervised",
-                                    attentivefp_method, uses_budget=True))
+                                    attentivefp_method, uses_budget=True,
+                                    protocol=_attentivefp_protocol))
     return specs
+
+
+def _rf_protocol(task: str, budget: Budget) -> tuple[None, dict]:
+    from dataclasses import asdict
+
+    from exlm_chem.benchmark.rf import RandomForestSettings
+
+    settings = asdict(RandomForestSettings())
+    settings.pop("n_jobs")  # parallelism does not change the forest
+    return None, settings
+
+
+def _attentivefp_protocol(task: str, budget: Budget) -> tuple[None, dict]:
+    from dataclasses import asdict
+
+    from exlm_chem.benchmark.attentivefp import AttentiveFPSettings
+
+    return None, asdict(AttentiveFPSettings())  # the budget's epoch cap is in the key too

@@ -3,6 +3,13 @@
 Every finished (method, task, seed) cell is one JSON line in ``results.jsonl``, written
 and flushed as soon as the cell ends, so an interrupted run loses at most the cell it was
 in; a rerun skips every cell whose :func:`cell_key` is already in the file.
+
+A key holds what the cell measured, not only its name: besides method, model hash, mode,
+task, seed, split and budget, the record's ``protocol`` (:func:`cell_protocol`) names the
+input protocol of an encoder (expansion k, pooling, max length), the method's settings
+(fine-tuning after the budget cap), the data file's sha256 and :data:`PROTOCOL_VERSION`.
+Change any of them and the cell runs again; a record written before protocols existed
+(no ``protocol``) matches nothing.
 """
 
 from __future__ import annotations
@@ -17,6 +24,10 @@ from typing import Any, NamedTuple
 import numpy as np
 
 RESULTS_FILE = "results.jsonl"
+
+#: Bump when a code change alters what a cell measures with unchanged settings, so that
+#: older records stop counting as done. 2: MLM twins are fed unexpanded inputs.
+PROTOCOL_VERSION = 2
 
 
 class Budget(NamedTuple):
@@ -46,6 +57,7 @@ class TaskData(NamedTuple):
     train: np.ndarray  # int64 row indices into smiles
     valid: np.ndarray
     test: np.ndarray
+    data_sha256: str = ""  # sha256 of the data file's content (the data revision)
 
 
 class MethodOutput(NamedTuple):
@@ -84,17 +96,40 @@ class CellRecord(NamedTuple):
     commit: str
     machine: str
     finished_at: str  # ISO 8601, UTC
+    protocol: dict[str, Any] | None = None  # cell_protocol(); None in records before v2
 
     def key(self) -> tuple:
         return cell_key(self.method, self.model, self.mode, self.task, self.seed, self.split,
-                        self.budget)
+                        self.budget, self.protocol)
+
+    def identity(self) -> tuple:
+        """The cell's name without its protocol: a rerun under a new protocol replaces it."""
+        return self.key()[:-1]
+
+
+def cell_protocol(data_sha256: str, inputs: dict[str, Any] | None = None,
+                  settings: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The part of a cell's key that says how it was measured.
+
+    Parameters
+    ----------
+    data_sha256 : str
+        sha256 of the data file's content (:attr:`TaskData.data_sha256`).
+    inputs : dict, optional
+        An encoder's input protocol: ``{"expansion_k", "pooling", "max_length"}``.
+    settings : dict, optional
+        The method's hyper-parameters as run (fine-tuning: after the budget cap).
+    """
+    return {"version": PROTOCOL_VERSION, "data_sha256": data_sha256,
+            "inputs": _jsonable(inputs), "settings": _jsonable(settings)}
 
 
 def cell_key(method: str, model: str | None, mode: str, task: str, seed: int, split: str,
-             budget: dict[str, Any]) -> tuple:
+             budget: dict[str, Any], protocol: dict[str, Any] | None) -> tuple:
     """What makes two cells the same experiment (used to skip finished cells)."""
     return (method, model, mode, task, int(seed), split,
-            budget.get("max_epochs"), budget.get("max_minutes"))
+            budget.get("max_epochs"), budget.get("max_minutes"),
+            json.dumps(protocol, sort_keys=True))
 
 
 def _jsonable(value: Any) -> Any:
@@ -113,6 +148,7 @@ def _from_json(row: dict[str, Any]) -> CellRecord:
     row = dict(row)
     for name in ("roc_auc", "prc_auc"):
         row[name] = float("nan") if row[name] is None else row[name]
+    row.setdefault("protocol", None)  # written before cell protocols: matches no key
     return CellRecord(**{f: row[f] for f in CellRecord._fields})
 
 
@@ -143,6 +179,13 @@ class ResultsFile:
 
     def done(self) -> set[tuple]:
         return {record.key() for record in self}
+
+    def latest(self) -> list[CellRecord]:
+        """One record per cell :meth:`~CellRecord.identity`: the last one written (a cell
+        rerun under a new protocol supersedes its older records), in file order."""
+        last = {record.identity(): i for i, record in enumerate(self)}
+        keep = set(last.values())
+        return [record for i, record in enumerate(self) if i in keep]
 
     def append(self, record: CellRecord) -> None:
         """Write one line and fsync it, so a crash right after loses nothing."""

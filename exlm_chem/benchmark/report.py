@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
@@ -22,14 +21,17 @@ from typing import Any
 
 import numpy as np
 
+from exlm_chem.atomic_files import atomic_path
 from exlm_chem.benchmark.records import Budget, CellRecord
 
 __all__ = [
     "PAPER_PLOT_ROWS",
     "TASKS",
     "TASK_TITLES",
+    "chart_data",
     "markdown_report",
     "paper_table",
+    "plot_report",
     "summarize",
     "write_cells_csv",
     "write_csv",
@@ -329,19 +331,9 @@ def markdown_report(records: Sequence[CellRecord], title: str = "MoleculeNet ben
 # ----------------------------------------------------------------------------- files
 def _atomic_write(path: str | os.PathLike[str], write: Callable[[Path], None]) -> Path:
     """Let ``write`` fill a temporary file beside ``path``, then rename it into place."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp",
-                                        dir=target.parent)
-    os.close(handle)
-    tmp = Path(tmp_name)
-    try:
+    with atomic_path(path) as tmp:
         write(tmp)
-        os.replace(tmp, target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return target
+    return Path(path)
 
 
 def write_csv(records: Sequence[CellRecord], path: str | os.PathLike[str]) -> Path:
@@ -368,6 +360,54 @@ def _write_text(path: str | os.PathLike[str], text: str) -> Path:
     return _atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
+# ----------------------------------------------------------------------------- chart
+def chart_data(records: Sequence[CellRecord], include_paper: bool = True) -> Any:
+    """The numbers of the report's chart (ROC-AUC x100 per row and task, budgets,
+    provenance), as :class:`~exlm_chem.benchmark.report_plot.ChartData`."""
+    from exlm_chem.benchmark.report_plot import ChartData, ChartRow, QuotedRow
+
+    summary = summarize(records)
+    if summary.empty:
+        raise ValueError("no benchmark cells to plot")
+    rows = []
+    for label in dict.fromkeys(summary["label"]):
+        part = summary[summary["label"] == label].set_index("task")
+        means = {t: float(part.loc[t, "roc_auc_mean"]) for t in TASKS if t in part.index}
+        mean, count = _row_mean(means)
+        rows.append(ChartRow(
+            label=label, budget=_budget_label(list(part["budget"])),
+            means=[100 * means.get(t, math.nan) for t in TASKS],
+            stds=[100 * float(part.loc[t, "roc_auc_std"]) if t in part.index else math.nan
+                  for t in TASKS],
+            mean=100 * mean, n_tasks=count))
+    quoted = []
+    if include_paper:
+        paper = paper_table()["rows"]
+        for name in PAPER_PLOT_ROWS:
+            values = [paper[name].get(g) for g in (*TASKS, "mean")]
+            quoted.append(QuotedRow(name, [math.nan if v is None else float(v)
+                                           for v in values]))
+    seeds = " ".join(str(s) for s in sorted({int(r.seed) for r in records}))
+    subtitle = (f"split {', '.join(dict.fromkeys(summary['split']))} · seeds {seeds} · "
+                f"commit {_joined(list(summary['commit']))} · "
+                f"{_joined(list(summary['machine']))}")
+    return ChartData([TASK_TITLES[t] for t in TASKS], rows, quoted,
+                     "MoleculeNet test ROC-AUC, mean ± std over seeds", subtitle)
+
+
+def _budget_label(budgets: Sequence[str]) -> str:
+    text = _joined(budgets)
+    return "no limit" if text in ("", "none") else text
+
+
+def plot_report(records: Sequence[CellRecord], path: str | os.PathLike[str],
+                include_paper: bool = True) -> Path:
+    """The report's chart as PNG (see :func:`~.report_plot.plot_chart`); returns the path."""
+    from exlm_chem.benchmark.report_plot import plot_chart
+
+    return plot_chart(chart_data(records, include_paper), path)
+
+
 # ----------------------------------------------------------------------------- all
 def write_report(records: Sequence[CellRecord], out_dir: str | os.PathLike[str],
                  command: str | None = None) -> dict[str, Path]:
@@ -376,8 +416,6 @@ def write_report(records: Sequence[CellRecord], out_dir: str | os.PathLike[str],
     Each file is written to a temporary name and renamed, so a reader never sees a half
     file. Returns ``{"markdown", "summary_csv", "cells_csv", "plot"}`` -> path.
     """
-    from exlm_chem.benchmark.report_plot import plot_report
-
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     return {

@@ -1,8 +1,10 @@
 """Run benchmark cells one by one and append each result as soon as it exists.
 
-A cell is (method, task, seed). Cells already in ``results.jsonl`` (same method, model,
-mode, task, seed, split and budget) are skipped, so rerunning the same command resumes an
-interrupted run where it stopped.
+A cell is (method, task, seed). Cells already in ``results.jsonl`` with the same key
+(method, model hash, mode, task, seed, split, budget and protocol: input expansion,
+pooling, max length, settings, data checksum, protocol version; see
+:mod:`exlm_chem.benchmark.records`) are skipped, so rerunning the same command resumes an
+interrupted run where it stopped, and a changed protocol reruns the cell.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 import numpy as np
 
@@ -25,13 +27,16 @@ from exlm_chem.benchmark.records import (
     ResultsFile,
     TaskData,
     cell_key,
+    cell_protocol,
 )
-from exlm_chem.benchmark.tasks import load_task, split_depends_on_seed
+from exlm_chem.benchmark.tasks import load_task, split_depends_on_seed, task_sha256
 from exlm_chem.metrics import mean_prc_auc, mean_roc_auc
 
 logger = logging.getLogger(__name__)
 
 MethodFn = Callable[[TaskData, int, Budget, bool], MethodOutput]
+#: (task, budget) -> (encoder input protocol or None, settings or None), known before a run
+ProtocolFn = Callable[[str, Budget], tuple[dict | None, dict | None]]
 
 
 class MethodSpec(NamedTuple):
@@ -43,6 +48,7 @@ class MethodSpec(NamedTuple):
     mode: str  # "probe" | "finetune" | "supervised"
     run: MethodFn
     uses_budget: bool  # False: the budget is not recorded as part of the cell
+    protocol: ProtocolFn | None = None  # what the cell key records besides the data checksum
 
 
 def score_cell(data: TaskData, output: MethodOutput) -> tuple[float, float, np.ndarray]:
@@ -70,6 +76,87 @@ def _cell_budget(spec: MethodSpec, budget: Budget) -> dict:
     return budget._asdict() if spec.uses_budget else Budget()._asdict()
 
 
+def spec_protocol(spec: MethodSpec, task: str, budget: Budget, data_sha256: str) -> dict:
+    """The protocol part of a cell's key (see :func:`~exlm_chem.benchmark.records.
+    cell_protocol`), from the method's declaration and the data file's checksum."""
+    cell_budget = Budget(**_cell_budget(spec, budget))
+    inputs, settings = spec.protocol(task, cell_budget) if spec.protocol else (None, None)
+    return cell_protocol(data_sha256, inputs, settings)
+
+
+class Cell(NamedTuple):
+    """One cell still to run, with the protocol its key was computed from."""
+
+    task: str
+    spec: MethodSpec
+    seed: int
+    protocol: dict
+
+
+class TaskSource(Protocol):
+    """Where cells get their data: MoleculeNet files, or prepared split files."""
+
+    def sha256(self, task: str) -> str: ...
+
+    def load(self, task: str, split: str, seed: int) -> TaskData: ...
+
+
+class MoleculeNetSource(NamedTuple):
+    """MoleculeNet files parsed and split with RDKit (``path``: as ``--data``)."""
+
+    path: str | os.PathLike[str] | None = None
+
+    def sha256(self, task: str) -> str:
+        return task_sha256(task, self.path)
+
+    def load(self, task: str, split: str, seed: int) -> TaskData:
+        return load_task(task, split, seed, self.path)
+
+
+def pending_cells(methods: Sequence[MethodSpec], tasks: Sequence[str], seeds: Sequence[int],
+                  split: str, budget: Budget, source: TaskSource, done: set[tuple]
+                  ) -> list[Cell]:
+    """Cells whose key is not in ``done``, task by task, then method, then seed."""
+    pending = []
+    for task in tasks:
+        sha = source.sha256(task)
+        for spec in methods:
+            protocol = spec_protocol(spec, task, budget, sha)
+            pending += [Cell(task, spec, seed, protocol) for seed in seeds
+                        if cell_key(spec.method, spec.model, spec.mode, task, seed, split,
+                                    _cell_budget(spec, budget), protocol) not in done]
+    return pending
+
+
+def run_cell(cell: Cell, data: TaskData, split: str, budget: Budget, commit: str, host: str,
+             progress: bool = False) -> CellRecord:
+    """Run and score one cell on its loaded data; the record is not written here."""
+    if data.data_sha256 != cell.protocol["data_sha256"]:
+        raise RuntimeError(f"{cell.task}: the data file changed while the benchmark ran "
+                           f"(sha256 {cell.protocol['data_sha256']} -> {data.data_sha256})")
+    spec, started = cell.spec, time.monotonic()
+    output = spec.run(data, cell.seed, budget, progress)
+    roc, prc, per_task = score_cell(data, output)
+    return CellRecord(
+        method=spec.method, label=spec.label, model=spec.model, mode=spec.mode,
+        task=cell.task, seed=int(cell.seed), split=split, roc_auc=roc, prc_auc=prc,
+        n_tasks_scored=int(np.isfinite(per_task).sum()),
+        per_task_roc_auc=[None if np.isnan(v) else round(float(v), 6) for v in per_task],
+        n_train=len(data.train), n_valid=len(data.valid), n_test=len(data.test),
+        epochs=output.epochs, best_epoch=output.best_epoch,
+        stopped_early=bool(output.stopped_early), budget=_cell_budget(spec, budget),
+        settings=dict(output.settings or {}), wall_s=round(time.monotonic() - started, 2),
+        commit=commit, machine=host,
+        finished_at=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        protocol=cell.protocol,
+    )
+
+
+def describe(record: CellRecord) -> str:
+    return (f"{record.label} | {record.task} | seed {record.seed}: ROC-AUC "
+            f"{record.roc_auc:.4f}, PRC-AUC {record.prc_auc:.4f}, {record.wall_s:.0f} s")
+
+
 def run_benchmark(
     methods: Sequence[MethodSpec],
     tasks: Sequence[str],
@@ -80,20 +167,20 @@ def run_benchmark(
     data_path: str | os.PathLike[str] | None = None,
     progress: bool = True,
     on_cell: Callable[[CellRecord], None] | None = None,
+    source: TaskSource | None = None,
 ) -> list[CellRecord]:
     """Run every missing cell; returns the records written by this call.
 
     Cells run task by task (each dataset is loaded and split once per seed-independent
-    split), then method by method, then seed by seed.
+    split), then method by method, then seed by seed. ``source`` replaces the MoleculeNet
+    files under ``data_path`` (e.g. :class:`~exlm_chem.benchmark.prepared.PreparedSplits`).
     """
     from exlm_chem.provenance import git_commit, machine
 
+    source = source if source is not None else MoleculeNetSource(data_path)
     results = ResultsFile(Path(out_dir) / RESULTS_FILE)
-    done = results.done()
     commit, host = git_commit(), machine()
-    pending = [(task, spec, seed) for task in tasks for spec in methods for seed in seeds
-               if cell_key(spec.method, spec.model, spec.mode, task, seed, split,
-                           _cell_budget(spec, budget)) not in done]
+    pending = pending_cells(methods, tasks, seeds, split, budget, source, results.done())
     skipped = len(tasks) * len(methods) * len(seeds) - len(pending)
     if skipped:
         logger.info("resuming: %d of %d cells already in %s", skipped,
@@ -104,37 +191,21 @@ def run_benchmark(
 
         bar = tqdm(total=len(pending), desc="benchmark cells", unit="cell")
     written, loaded = [], {}
-    for task, spec, seed in pending:
-        split_seed = seed if split_depends_on_seed(split) else 0
-        if (task, split_seed) not in loaded:
-            loaded = {(task, split_seed): load_task(task, split, split_seed, data_path)}
-        data = loaded[(task, split_seed)]
+    for cell in pending:
+        split_seed = cell.seed if split_depends_on_seed(split) else 0
+        if (cell.task, split_seed) not in loaded:
+            loaded = {(cell.task, split_seed): source.load(cell.task, split, split_seed)}
         if bar is not None:
-            bar.set_postfix_str(f"{spec.label} | {task} | seed {seed}")
-        started = time.monotonic()
-        output = spec.run(data, seed, budget, progress)
-        roc, prc, per_task = score_cell(data, output)
-        record = CellRecord(
-            method=spec.method, label=spec.label, model=spec.model, mode=spec.mode,
-            task=task, seed=int(seed), split=split, roc_auc=roc, prc_auc=prc,
-            n_tasks_scored=int(np.isfinite(per_task).sum()),
-            per_task_roc_auc=[None if np.isnan(v) else round(float(v), 6) for v in per_task],
-            n_train=len(data.train), n_valid=len(data.valid), n_test=len(data.test),
-            epochs=output.epochs, best_epoch=output.best_epoch,
-            stopped_early=bool(output.stopped_early), budget=_cell_budget(spec, budget),
-            settings=dict(output.settings or {}), wall_s=round(time.monotonic() - started, 2),
-            commit=commit, machine=host,
-            finished_at=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        )
+            bar.set_postfix_str(f"{cell.spec.label} | {cell.task} | seed {cell.seed}")
+        record = run_cell(cell, loaded[(cell.task, split_seed)], split, budget, commit, host,
+                          progress)
         results.append(record)
         written.append(record)
-        message = (f"{spec.label} | {task} | seed {seed}: ROC-AUC {roc:.4f}, "
-                   f"PRC-AUC {prc:.4f}, {record.wall_s:.0f} s")
         if bar is not None:
-            bar.write(message)
+            bar.write(describe(record))
             bar.update(1)
         else:
-            logger.info(message)
+            logger.info(describe(record))
         if on_cell is not None:
             on_cell(record)
     if bar is not None:

@@ -18,6 +18,17 @@ def split_depends_on_seed(split: str) -> bool:
     return split == "scaffold_balanced"
 
 
+def task_sha256(name: str, path: str | os.PathLike[str] | None = None) -> str:
+    """sha256 of the content of the file :func:`load_task` reads (the data revision).
+
+    Hashes the local file without parsing it; loads (and so downloads) only when there
+    is no local file yet.
+    """
+    from exlm_chem.moleculenet import load_moleculenet, local_sha256
+
+    return local_sha256(name, path) or load_moleculenet(name, path=path).sha256
+
+
 def load_task(name: str, split: str, seed: int,
               path: str | os.PathLike[str] | None = None) -> TaskData:
     """One dataset's valid molecules, labels and the requested split (80/10/10).
@@ -39,4 +50,5 @@ def load_task(name: str, split: str, seed: int,
     else:
         indices = scaffold_balanced_split(smiles, seed=seed)
     labels = np.asarray(dataset.labels, dtype=np.float64)  # [N, T]
-    return TaskData(name, smiles, labels, indices.train, indices.valid, indices.test)
+    return TaskData(name, smiles, labels, indices.train, indices.valid, indices.test,
+                    dataset.sha256)

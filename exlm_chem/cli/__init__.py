@@ -1,4 +1,8 @@
-"""``exlm-chem`` command line: one small class per subcommand."""
+"""``exlm-chem`` command line: one small class per subcommand.
+
+Building the parser must stay cheap (``exlm-chem --help`` answers at once): subcommand
+modules import only argparse at the top and do their heavy imports inside ``run``.
+"""
 
 from __future__ import annotations
 
@@ -17,34 +21,74 @@ from exlm_chem.cli.embed import EmbedCommand
 from exlm_chem.cli.fit import FitCommand
 from exlm_chem.cli.predict import PredictCommand
 from exlm_chem.cli.pretrain import PretrainCommand
+from exlm_chem.cli.screen import ScreenCommand
+from exlm_chem.cli.splits import PrepareSplitsCommand
 from exlm_chem.cli.text import TextGlueCommand, TextPretrainCommand
 
+# One line per subcommand (each module imports only argparse at the top, so this is cheap).
 COMMANDS: list[type[Subcommand]] = [
     DataSummaryCommand, PretrainCommand, EmbedCommand, FitCommand, PredictCommand,
     ExplainCommand, EntropyCommand, TextPretrainCommand, TextGlueCommand, BenchmarkCommand,
-    CorpusPrepareCommand,
+    CorpusPrepareCommand, ScreenCommand,
+    PrepareSplitsCommand,
 ]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="exlm-chem", description=__doc__)
+class _LazyParser(argparse.ArgumentParser):
+    """A subcommand's parser that declares its options only when that subcommand is used.
+
+    ``exlm-chem --help`` and a mistyped subcommand then never run any ``add_arguments``,
+    so they stay instant even if a subcommand needs a heavy import to list its options.
+    """
+
+    command: type[Subcommand] | None = None
+
+    def _declare(self) -> None:
+        command, self.command = self.command, None
+        if command is not None:
+            command.add_arguments(self)
+
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+        self._declare()
+        return super().parse_known_args(args, namespace)
+
+    def format_help(self) -> str:
+        self._declare()
+        return super().format_help()
+
+    def format_usage(self) -> str:
+        self._declare()
+        return super().format_usage()
+
+
+def build_parser(declare_all: bool = False) -> argparse.ArgumentParser:
+    """The ``exlm-chem`` parser; subcommand options are declared when first needed.
+
+    ``declare_all=True`` declares every subcommand's options at once (tests use it to
+    check that no declaration needs a heavy import).
+    """
+    parser = argparse.ArgumentParser(
+        prog="exlm-chem", description="Molecular property prediction from SMILES with ExLM."
+    )
     parser.add_argument("--version", action="version", version=f"exlm_chem {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     parser.add_argument("--debug", action="store_true", help="show the traceback of any error")
     groups: dict[str, argparse._SubParsersAction] = {}
-    top = parser.add_subparsers(dest="command", required=True)
+    top = parser.add_subparsers(dest="command", required=True, parser_class=_LazyParser)
     for command in COMMANDS:
         if command.group:  # e.g. "data summary": a nested sub-command
             if command.group not in groups:
                 group_parser = top.add_parser(command.group, help=f"{command.group} commands")
                 groups[command.group] = group_parser.add_subparsers(
-                    dest="subcommand", required=True
+                    dest="subcommand", required=True, parser_class=_LazyParser
                 )
             sub = groups[command.group].add_parser(command.name, help=command.help)
         else:
             sub = top.add_parser(command.name, help=command.help)
-        command.add_arguments(sub)
+        sub.command = command
         sub.set_defaults(handler=command)
+        if declare_all:
+            sub._declare()
     return parser
 
 

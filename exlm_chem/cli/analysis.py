@@ -12,30 +12,16 @@ _MODEL_HELP = "checkpoint directory (default: $EXLM_CHEM_MODEL, then models/exlm
 
 def read_smiles_input(path: str | Path, smiles_column: str = "smiles",
                       limit: int | None = None) -> list[str]:
-    """SMILES from a ``.csv``/``.csv.gz`` (column ``smiles_column``) or a ``.smi`` file.
+    """The first ``limit`` SMILES of a CSV, Parquet or ``.smi`` file (see
+    :mod:`exlm_chem.cli.inputs`); an empty SMILES cell is an error naming the data row."""
+    from exlm_chem.cli.inputs import iter_chunks, open_table
 
-    A ``.smi`` file holds one SMILES per line (first whitespace-separated field; blank
-    lines skipped). Empty CSV cells are an error naming the data row.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"SMILES file not found: {path}")
-    suffixes = [s.lower() for s in path.suffixes]
-    if ".csv" in suffixes:
-        import pandas as pd
-
-        from exlm_chem.cli.embed import require_columns
-
-        require_columns(path, [smiles_column], "--smiles-column")
-        column = pd.read_csv(path, usecols=[smiles_column], dtype=str, nrows=limit)
-        values = column[smiles_column].tolist()
-        for row, value in enumerate(values):
-            if not isinstance(value, str) or not value.strip():
-                raise ValueError(f"{path}, data row {row}: empty SMILES cell")
-        return [v.strip() for v in values]
-    from exlm_chem.corpus import read_smiles_file
-
-    return read_smiles_file(path, limit=limit)
+    table = open_table(path, {"--smiles-column": [smiles_column]})
+    first = next(iter_chunks(table, [smiles_column], chunk_size=limit or table.n_rows))
+    for row, value in first[smiles_column].items():
+        if value is None or not value.strip():
+            raise ValueError(f"{path}, data row {row}: empty SMILES cell")
+    return [v.strip() for v in first[smiles_column]]
 
 
 class ExplainCommand(Subcommand):
@@ -81,8 +67,9 @@ class EntropyCommand(Subcommand):
         parser.add_argument("--labels", nargs="+", default=None,
                             help="names for the models in the table (default: dir names)")
         parser.add_argument("--smiles", required=True,
-                            help=".smi (one per line) or .csv file of molecules")
-        parser.add_argument("--smiles-column", default="smiles", help="column of a .csv")
+                            help=".smi (one per line), .csv or .parquet file of molecules")
+        parser.add_argument("--smiles-column", default="smiles",
+                            help="column of a .csv or .parquet file")
         parser.add_argument("--limit", type=int, default=1000,
                             help="use the first N molecules (default 1000)")
         parser.add_argument("--mask-ratios", nargs="+", type=float, default=[0.15, 0.3, 0.5])

@@ -96,7 +96,7 @@ class BenchmarkCommand(Subcommand):
             cls._run_cells(args, tasks, budget, out)
         from exlm_chem.benchmark.report import markdown_report, write_report
 
-        records = ResultsFile(out / RESULTS_FILE).records()
+        records = ResultsFile(out / RESULTS_FILE).latest()  # reruns supersede older records
         if not records:
             raise ValueError(f"no results in {out / RESULTS_FILE}")
         paths = write_report(records, out, command=command)

@@ -1,8 +1,8 @@
-"""``exlm-chem embed``: a CSV of SMILES -> one embedding row per input row.
+"""``exlm-chem embed``: a table of SMILES -> one embedding row per input row.
 
-The CSV is read in chunks and the output written chunk by chunk, so memory stays flat
-however long the file is. The output appears only when complete: it is written under a
-temporary name in the target's folder and renamed at the end.
+The input (CSV, ``.smi`` or Parquet; see :mod:`exlm_chem.cli.inputs`) is read in chunks
+and the output written chunk by chunk, so memory stays flat however long the file is.
+The output appears only when complete (temporary name, renamed at the end).
 
 Output formats, chosen by the suffix of ``--out``:
 
@@ -11,7 +11,7 @@ Output formats, chosen by the suffix of ``--out``:
   ``emb_0 .. emb_{d-1}`` (float32; NaN on invalid rows).
 - ``.npy``: the bare ``[rows, d]`` float32 matrix, row i = input row i, NaN rows where
   invalid (``valid = ~np.isnan(X).any(axis=1)``). It is written through a memory map of
-  known shape, so the rows are counted in a first, cheap pass over the SMILES column.
+  known shape (the rows are counted when the input is opened).
 """
 
 from __future__ import annotations
@@ -22,95 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from exlm_chem.cli.base import Subcommand
-from exlm_chem.safe_write import atomic_file, check_output_file
+from exlm_chem.cli.inputs import add_input_arguments, iter_chunks, open_table
+from exlm_chem.safe_write import check_output_file
 from exlm_chem.threads import add_threads_option, set_threads
 
 FORMATS = (".parquet", ".csv", ".npy")
-RESERVED_COLUMNS = ("row", "valid", "invalid_reason")
-
-
-def csv_columns(path: str | Path) -> list[str]:
-    """Header of a CSV file (any compression pandas reads)."""
-    import pandas as pd
-
-    return [str(c) for c in pd.read_csv(path, nrows=0).columns]
-
-
-def require_columns(path: str | Path, wanted: Sequence[str], what: str) -> list[str]:
-    """The CSV's columns; a clear ``ValueError`` naming them if any of ``wanted`` is missing."""
-    columns = csv_columns(path)
-    missing = [c for c in wanted if c not in columns]
-    if missing:
-        raise ValueError(f"{what} {', '.join(map(repr, missing))} not found in {path}; its "
-                         f"columns are: {', '.join(columns)}")
-    return columns
-
-
-def count_rows(path: str | Path, column: str, chunk_size: int = 200_000) -> int:
-    """Data rows of a CSV, reading only ``column`` (a cheap pass)."""
-    import pandas as pd
-
-    return sum(len(c) for c in pd.read_csv(path, usecols=[column], dtype=str,
-                                           chunksize=chunk_size))
-
-
-# a temporary name beside the output, renamed at the end; a killed run's leftovers are
-# removed by the next run writing the same output
-atomic_output = atomic_file
-
-
-class TableSink:
-    """Parquet or CSV written one DataFrame chunk at a time, with fixed column types.
-
-    ``columns`` maps each output column to ``"int64"``, ``"bool"``, ``"string"``,
-    ``"float32"`` or ``"float64"``. The Parquet schema is fixed up front: a chunk whose
-    text column is all missing must not become a null-typed column that the writer
-    would reject.
-    """
-
-    def __init__(self, path: Path, fmt: str, columns: dict[str, str]) -> None:
-        self.path = path
-        self.fmt = fmt
-        self.columns = dict(columns)
-        self._writer: Any = None  # pyarrow ParquetWriter, opened on the first chunk
-        self._rows = 0
-        if fmt == ".parquet":
-            import pyarrow as pa
-
-            types = {"int64": pa.int64(), "bool": pa.bool_(), "string": pa.string(),
-                     "float32": pa.float32(), "float64": pa.float64()}
-            self._schema = pa.schema([(c, types[t]) for c, t in self.columns.items()])
-
-    def write(self, frame: Any) -> None:
-        """Append a DataFrame holding exactly ``columns``, in that order."""
-        if list(frame.columns) != list(self.columns):
-            raise ValueError(f"chunk columns {list(frame.columns)[:5]}... do not match the "
-                             "output's")
-        if self.fmt == ".csv":
-            frame.to_csv(self.path, mode="w" if self._rows == 0 else "a",
-                         header=self._rows == 0, index=False)
-        else:
-            import pyarrow as pa
-            import pyarrow.parquet as pq
-
-            table = pa.Table.from_pandas(frame, schema=self._schema, preserve_index=False)
-            if self._writer is None:
-                self._writer = pq.ParquetWriter(self.path, self._schema)
-            self._writer.write_table(table)
-        self._rows += len(frame)
-
-    def close(self) -> None:
-        if self.fmt == ".parquet" and self._writer is None:  # no chunk came: header only
-            import pyarrow.parquet as pq
-
-            self._writer = pq.ParquetWriter(self.path, self._schema)
-        if self.fmt == ".csv" and self._rows == 0:
-            import pandas as pd
-
-            pd.DataFrame(columns=list(self.columns)).to_csv(self.path, index=False)
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
 
 
 def _embedding_frame(start: int, kept: dict[str, Any], chunk: Any, emb_columns: list[str]):
@@ -125,28 +41,8 @@ def _embedding_frame(start: int, kept: dict[str, Any], chunk: Any, emb_columns: 
     return pd.concat([frame, emb], axis=1)
 
 
-class _NpySink:
-    """A ``.npy`` of known shape, filled through a memory map."""
-
-    def __init__(self, path: Path, n_rows: int, dim: int) -> None:
-        import numpy as np
-
-        self._array = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32,
-                                                shape=(n_rows, dim))
-
-    def write(self, start: int, chunk: Any) -> None:
-        n = len(chunk.valid)
-        if start + n > self._array.shape[0]:
-            raise RuntimeError("the input grew while it was being embedded")
-        self._array[start : start + n] = chunk.embeddings
-
-    def close(self) -> None:
-        self._array.flush()
-        del self._array
-
-
 def export_embeddings(
-    input_csv: str | Path,
+    input_path: str | Path,
     out: str | Path,
     smiles_column: str = "smiles",
     model: str | Path = "default",
@@ -157,39 +53,48 @@ def export_embeddings(
     max_length: int = 256,
     device: str = "auto",
     progress: bool = True,
-) -> int:
-    """Embed the SMILES column of a CSV into ``out`` (.parquet, .csv or .npy).
+    encoding: str = "utf-8",
+) -> Any:
+    """Embed the SMILES column of a table into ``out`` (.parquet, .csv or .npy).
 
     Parameters
     ----------
-    input_csv : path
-        CSV (any compression pandas reads) with a ``smiles_column``.
+    input_path : path
+        CSV (any compression pandas reads), ``.smi`` or Parquet file with a
+        ``smiles_column``.
     out : path
         Output file; its suffix picks the format (see the module docstring).
     model, pooling, batch_size, max_length, device
         As in :func:`exlm_chem.embed.embed`.
     chunk_size : int, optional
-        CSV rows read, embedded and written at a time (default 8192).
+        Rows read, embedded and written at a time (default 8192).
     keep_columns : sequence of str
         Input columns copied to a table output.
     progress : bool
         tqdm bar over rows.
+    encoding : str
+        Text encoding of a CSV or ``.smi`` input.
 
     Returns
     -------
-    int
-        Rows written (= data rows of the input).
+    exlm_chem.cli.tally.RowTally
+        Rows read and written, invalid rows by reason.
     """
-    import pandas as pd
     from tqdm.auto import tqdm
 
+    from exlm_chem.atomic_files import atomic_path
+    from exlm_chem.cli.outputs import (
+        RESERVED_COLUMNS,
+        NpySink,
+        TableSink,
+        output_format,
+    )
+    from exlm_chem.cli.tally import RowTally
     from exlm_chem.embed import DEFAULT_BATCH_SIZE, DEFAULT_CHUNK_SIZE, Embedder
 
     out = Path(out)
-    fmt = out.suffix.lower()
-    if fmt not in FORMATS:
-        raise ValueError(f"--out must end in one of {', '.join(FORMATS)}, got {out.name!r}")
-    keep_columns = list(keep_columns)
+    fmt = output_format(out, FORMATS)
+    keep_columns = list(dict.fromkeys(keep_columns))
     if keep_columns and fmt == ".npy":
         raise ValueError("--keep-columns needs a table output (.parquet or .csv), not .npy")
     clash = [c for c in keep_columns if c in RESERVED_COLUMNS or c.startswith("emb_")]
@@ -197,49 +102,42 @@ def export_embeddings(
         raise ValueError(f"--keep-columns {clash} clash with output columns "
                          f"{', '.join(RESERVED_COLUMNS)}, emb_*")
     check_output_file(out)  # before any embedding: a result that cannot be written is lost
-    require_columns(input_csv, [smiles_column], "--smiles-column")
-    require_columns(input_csv, keep_columns, "--keep-columns")
     chunk_size = DEFAULT_CHUNK_SIZE if chunk_size is None else chunk_size
     batch_size = DEFAULT_BATCH_SIZE if batch_size is None else batch_size
     for name, value in (("--chunk-size", chunk_size), ("--batch-size", batch_size)):
         if value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value}")
-
+    table = open_table(input_path, {"--smiles-column": [smiles_column],
+                                    "--keep-columns": keep_columns}, encoding)
     embedder = Embedder.from_checkpoint(model, device=device)
-    n_rows = count_rows(input_csv, smiles_column)  # progress total; the .npy shape
-    # everything as text: SMILES must not become floats, kept columns are copied verbatim
-    # (and one dtype across chunks keeps the Parquet schema fixed)
-    columns = list(dict.fromkeys([smiles_column, *keep_columns]))
-    reader = pd.read_csv(input_csv, usecols=columns, dtype=str, chunksize=chunk_size)
-
-    with atomic_output(out) as tmp, \
-            tqdm(total=n_rows, unit="mol", desc="embed", disable=not progress) as bar:
-        emb_columns = [f"emb_{j}" for j in range(embedder.dim)]
+    tally = RowTally("embed")
+    emb_columns = [f"emb_{j}" for j in range(embedder.dim)]
+    with atomic_path(out) as tmp, \
+            tqdm(total=table.n_rows, unit="mol", desc="embed", disable=not progress) as bar:
         if fmt == ".npy":
-            sink: Any = _NpySink(tmp, n_rows, embedder.dim)
+            sink: Any = NpySink(tmp, table.n_rows, embedder.dim)
         else:
             sink = TableSink(tmp, fmt, {"row": "int64", **dict.fromkeys(keep_columns, "string"),
                                         "valid": "bool", "invalid_reason": "string",
                                         **dict.fromkeys(emb_columns, "float32")})
-        written = 0
         try:
-            for frame in reader:
-                # an empty cell arrives as NaN: call it what it is, an empty SMILES
-                smiles = [s if isinstance(s, str) else "" for s in frame[smiles_column]]
+            for frame in iter_chunks(table, [smiles_column, *keep_columns], chunk_size):
+                # an empty cell is what it is: an empty SMILES
+                smiles = [s if s is not None else "" for s in frame[smiles_column]]
                 chunk = embedder.embed_rows(smiles, pooling, batch_size, max_length,
                                             on_batch=bar.update)
                 if fmt == ".npy":
-                    sink.write(written, chunk)
+                    sink.write(tally.written, chunk.embeddings)
                 else:
                     kept = {c: frame[c].to_numpy(dtype=object) for c in keep_columns}
-                    sink.write(_embedding_frame(written, kept, chunk, emb_columns))
-                written += len(smiles)
+                    sink.write(_embedding_frame(tally.written, kept, chunk, emb_columns))
+                tally.add(len(smiles), len(smiles), chunk.reasons)
         finally:
             sink.close()
-        if written != n_rows:
-            raise RuntimeError(f"{input_csv} changed while it was read: counted {n_rows} "
-                               f"rows, embedded {written}")
-    return written
+        if tally.written != table.n_rows:
+            raise RuntimeError(f"{input_path} changed while it was read: counted "
+                               f"{table.n_rows} rows, embedded {tally.written}")
+    return tally
 
 
 class EmbedCommand(Subcommand):
@@ -248,23 +146,20 @@ class EmbedCommand(Subcommand):
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("input", help="CSV file with a SMILES column (.csv or .csv.gz)")
-        parser.add_argument("--smiles-column", default="smiles")
+        parser.add_argument("input", help="molecules: .csv[.gz], .smi[.gz] or .parquet")
         parser.add_argument("--model", default="default",
                             help="checkpoint directory (default: $EXLM_CHEM_MODEL, then "
                                  "models/exlm-small)")
         parser.add_argument("--out", required=True,
                             help="output file: .parquet, .csv or .npy (bare matrix)")
+        add_input_arguments(parser)
         parser.add_argument("--pooling", choices=("bos", "mean"), default="bos",
                             help="bos: first BOS state (what fine-tuning uses); mean: "
                                  "mean over tokens")
         parser.add_argument("--batch-size", type=int, default=None,
                             help="molecules per forward pass (default 128)")
         parser.add_argument("--chunk-size", type=int, default=None,
-                            help="CSV rows read and written at a time (default 8192)")
-        parser.add_argument("--keep-columns", nargs="+", default=[],
-                            help="input columns to copy to the output (e.g. an id, or the "
-                                 "SMILES column itself)")
+                            help="input rows read and written at a time (default 8192)")
         parser.add_argument("--max-length", type=int, default=256,
                             help="tokens per molecule incl. BOS/EOS; longer ones truncated")
         parser.add_argument("--device", default="auto", help="auto | cpu | cuda[:i]")
@@ -274,11 +169,11 @@ class EmbedCommand(Subcommand):
     @classmethod
     def run(cls, args: argparse.Namespace) -> int:
         set_threads(args.threads)
-        n = export_embeddings(
+        tally = export_embeddings(
             args.input, args.out, smiles_column=args.smiles_column, model=args.model,
             pooling=args.pooling, batch_size=args.batch_size, chunk_size=args.chunk_size,
             keep_columns=args.keep_columns, max_length=args.max_length, device=args.device,
-            progress=args.progress,
+            progress=args.progress, encoding=args.encoding,
         )
-        print(f"wrote {n} rows to {args.out}")
-        return 0
+        print(tally.line(args.input, f"wrote {tally.written} rows to {args.out}"))
+        return tally.exit_code(args.fail_on_invalid)

@@ -1,4 +1,4 @@
-"""``exlm-chem fit``: fine-tune a molecule classifier or regressor on a CSV and save it.
+"""``exlm-chem fit``: fine-tune a molecule classifier or regressor on a table and save it.
 
 Targets are always passed to the estimator as a table (one column per target, empty
 cells = missing label), so the saved model knows their names and ``exlm-chem predict``
@@ -11,6 +11,7 @@ import argparse
 from dataclasses import asdict
 
 from exlm_chem.cli.base import Subcommand
+from exlm_chem.cli.inputs import add_input_arguments, open_table, read_table
 from exlm_chem.threads import add_threads_option, set_threads
 
 TASKS = ("classification", "regression")
@@ -22,11 +23,11 @@ class FitCommand(Subcommand):
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("train", help="training CSV (.csv or .csv.gz)")
-        parser.add_argument("--smiles-column", default="smiles")
+        parser.add_argument("train", help="training molecules: .csv[.gz] or .parquet")
         parser.add_argument("--target-columns", nargs="+", required=True,
                             help="one or more label columns (empty cell = missing)")
         parser.add_argument("--out", required=True, help="directory to save the model to")
+        add_input_arguments(parser, keep_columns=False)
         parser.add_argument("--task", choices=TASKS, default="classification")
         parser.add_argument("--pretrained", default="default",
                             help="checkpoint directory to fine-tune (default: "
@@ -64,23 +65,24 @@ class FitCommand(Subcommand):
 
         import pandas as pd
 
-        from exlm_chem.cli.embed import require_columns
+        from exlm_chem.cli.tally import RowTally
         from exlm_chem.estimator import ExLMMoleculeClassifier, ExLMMoleculeRegressor
+        from exlm_chem.featurize import check_smiles
+
         targets = list(dict.fromkeys(args.target_columns))
-        require_columns(args.train, [args.smiles_column], "--smiles-column")
-        require_columns(args.train, targets, "--target-columns")
         if args.smiles_column in targets:
             raise ValueError(f"--smiles-column {args.smiles_column!r} is also a target column")
-        frame = pd.read_csv(args.train, usecols=[args.smiles_column, *targets],
-                            dtype={args.smiles_column: str})
-        smiles = [s if isinstance(s, str) else "" for s in frame[args.smiles_column]]
+        table = open_table(args.train, {"--smiles-column": [args.smiles_column],
+                                        "--target-columns": targets}, args.encoding)
+        frame = read_table(table, [args.smiles_column, *targets])
+        smiles = [s if s is not None else "" for s in frame[args.smiles_column]]
         y = frame[targets].apply(pd.to_numeric, errors="coerce")
         unparsable = frame[targets].notna() & y.isna()
         if unparsable.any().any():
             col = str(unparsable.any()[lambda s: s].index[0])
             row = int(unparsable[col].to_numpy().argmax())
-            raise ValueError(f"target column {col!r} holds a non-numeric value at data row "
-                             f"{row}: {frame[col].iloc[row]!r}")
+            raise ValueError(f"{args.train}: target column {col!r} holds a non-numeric value "
+                             f"at data row {row}: {frame[col].iloc[row]!r}")
 
         params = asdict(_settings(args.settings)) if args.settings else {}
         chosen = {"epochs": args.epochs, "lr": args.lr, "batch_size": args.batch_size,
@@ -95,12 +97,15 @@ class FitCommand(Subcommand):
                               progress=args.progress, **params)
         est.fit(smiles, y)
         est.save(args.out)
-        dropped = int(est.fit_invalid_mask_.sum())
-        print(f"saved {type(est).__name__} ({est.n_tasks_} task(s): {', '.join(targets)}) to "
-              f"{args.out}; best epoch {est.best_epoch_} ({est.selection_metric_} "
-              f"{est.best_score_:.4f})" + (f"; {dropped} invalid SMILES left out"
-                                           if dropped else ""))
-        return 0
+        tally = RowTally("fit")
+        reasons = check_smiles(smiles).reasons  # the estimator's own check, for the counts
+        tally.add(len(smiles), int((~est.fit_invalid_mask_).sum()), reasons)
+        print(tally.line(args.train, f"trained on {tally.written} rows and saved "
+                                     f"{type(est).__name__} ({est.n_tasks_} task(s): "
+                                     f"{', '.join(targets)}) to {args.out}, best epoch "
+                                     f"{est.best_epoch_} ({est.selection_metric_} "
+                                     f"{est.best_score_:.4f})"))
+        return tally.exit_code(args.fail_on_invalid)
 
 
 def _settings(name: str):

@@ -1,18 +1,21 @@
-"""``exlm-chem predict``: a saved model + a CSV of SMILES -> one prediction row per input row.
+"""``exlm-chem predict``: a saved model + a table of SMILES -> one prediction row per input row.
 
 Columns: ``row`` (0-based data row of the input), the ``--keep-columns``, ``valid``,
-``invalid_reason``, then one column per target, named after it: the positive-class
-probability (classifier) or the predicted value (regressor); NaN on invalid rows. The
-CSV is read and written in chunks, atomically (temporary name, renamed at the end).
+``invalid_reason`` (RDKit's own message), then one column per target, named after it: the
+positive-class probability (classifier) or the predicted value (regressor); NaN on invalid
+rows. The input (CSV, ``.smi`` or Parquet) is read and the output written in chunks,
+atomically (temporary name, renamed at the end).
 """
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from exlm_chem.cli.base import Subcommand
+from exlm_chem.cli.inputs import add_input_arguments, iter_chunks, open_table
 from exlm_chem.threads import add_threads_option, set_threads
 
 
@@ -58,13 +61,11 @@ class PredictCommand(Subcommand):
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("model", help="directory written by `exlm-chem fit`")
-        parser.add_argument("input", help="CSV file with a SMILES column (.csv or .csv.gz)")
-        parser.add_argument("--smiles-column", default="smiles")
+        parser.add_argument("input", help="molecules: .csv[.gz], .smi[.gz] or .parquet")
         parser.add_argument("--out", required=True, help="output file: .csv or .parquet")
-        parser.add_argument("--keep-columns", nargs="+", default=[],
-                            help="input columns to copy to the output")
+        add_input_arguments(parser)
         parser.add_argument("--chunk-size", type=int, default=8192,
-                            help="CSV rows read and written at a time")
+                            help="input rows read and written at a time")
         parser.add_argument("--device", default=None, help="auto | cpu | cuda[:i]")
         add_threads_option(parser)
         parser.add_argument("--no-progress", dest="progress", action="store_false")
@@ -72,30 +73,19 @@ class PredictCommand(Subcommand):
     @classmethod
     def run(cls, args: argparse.Namespace) -> int:
         set_threads(args.threads)
-        import numpy as np
-        import pandas as pd
-        from tqdm.auto import tqdm
-
-        from exlm_chem.cli.embed import (
-            RESERVED_COLUMNS,
-            TableSink,
-            atomic_output,
-            count_rows,
-            require_columns,
-        )
-        from exlm_chem.featurize import check_smiles
+        from exlm_chem.atomic_files import atomic_path
+        from exlm_chem.cli.outputs import RESERVED_COLUMNS, TableSink, output_format
+        from exlm_chem.cli.tally import RowTally
         from exlm_chem.safe_write import check_output_file
 
         out = Path(args.out)
-        fmt = out.suffix.lower()
-        if fmt not in (".csv", ".parquet"):
-            raise ValueError(f"--out must end in .csv or .parquet, got {out.name!r}")
+        fmt = output_format(out, (".csv", ".parquet"))
         if args.chunk_size < 1:
             raise ValueError(f"--chunk-size must be positive, got {args.chunk_size}")
         keep = list(dict.fromkeys(args.keep_columns))
         check_output_file(out)  # before any work: a result that cannot be written is lost
-        require_columns(args.input, [args.smiles_column], "--smiles-column")
-        require_columns(args.input, keep, "--keep-columns")
+        table = open_table(args.input, {"--smiles-column": [args.smiles_column],
+                                        "--keep-columns": keep}, args.encoding)
         est = load_estimator(args.model)
         if args.device:
             est.set_params(device=args.device)
@@ -105,35 +95,44 @@ class PredictCommand(Subcommand):
             raise ValueError(f"--keep-columns {clash} clash with output columns "
                              f"{', '.join((*RESERVED_COLUMNS, *names))}")
 
-        n_rows = count_rows(args.input, args.smiles_column)
-        columns = list(dict.fromkeys([args.smiles_column, *keep]))
-        reader = pd.read_csv(args.input, usecols=columns, dtype=str, chunksize=args.chunk_size)
         layout = {"row": "int64", **dict.fromkeys(keep, "string"), "valid": "bool",
                   "invalid_reason": "string", **dict.fromkeys(names, "float64")}
-        written = 0
-        with atomic_output(out) as tmp, tqdm(total=n_rows, unit="mol", desc="predict",
-                                             disable=not args.progress) as bar:
+        tally = RowTally("predict")
+        with atomic_path(out) as tmp:
             sink = TableSink(tmp, fmt, layout)
             try:
-                for frame in reader:
-                    smiles = [s if isinstance(s, str) else ""  # empty cell: empty SMILES
-                              for s in frame[args.smiles_column]]
-                    checked = check_smiles(smiles)
-                    values = np.full((len(smiles), len(names)), np.nan)  # [n, tasks]
-                    rows = np.flatnonzero(checked.valid)
-                    if rows.size:  # reasons come from this check; the model sees valid rows
-                        values[rows] = predict_values(est, [smiles[i] for i in rows])
-                    table = pd.DataFrame({
-                        "row": np.arange(written, written + len(smiles), dtype=np.int64),
-                        **{c: frame[c].to_numpy(dtype=object) for c in keep},
-                        "valid": checked.valid,
-                        "invalid_reason": [r or "" for r in checked.reasons],
-                        **{name: values[:, j] for j, name in enumerate(names)},
-                    })
-                    sink.write(table)
-                    written += len(smiles)
-                    bar.update(len(smiles))
+                for frame in _predicted_chunks(est, table, args, keep, names):
+                    sink.write(frame)
+                    tally.add(len(frame), len(frame), frame["invalid_reason"])
             finally:
                 sink.close()
-        print(f"wrote {written} predictions ({', '.join(names)}) to {out}")
-        return 0
+        print(tally.line(args.input, f"wrote {tally.written} rows ({', '.join(names)}) "
+                                     f"to {out}"))
+        return tally.exit_code(args.fail_on_invalid)
+
+
+def _predicted_chunks(est: Any, table: Any, args: argparse.Namespace, keep: list[str],
+                      names: list[str]) -> Iterator[Any]:
+    """Output DataFrames, one per input chunk, in the output's column order."""
+    import numpy as np
+    import pandas as pd
+    from tqdm.auto import tqdm
+
+    from exlm_chem.featurize import check_smiles
+
+    with tqdm(total=table.n_rows, unit="mol", desc="predict", disable=not args.progress) as bar:
+        for frame in iter_chunks(table, [args.smiles_column, *keep], args.chunk_size):
+            smiles = [s if s is not None else "" for s in frame[args.smiles_column]]
+            checked = check_smiles(smiles)
+            values = np.full((len(smiles), len(names)), np.nan)  # [n, tasks]
+            rows = np.flatnonzero(checked.valid)
+            if rows.size:  # reasons come from this check; the model sees valid rows
+                values[rows] = predict_values(est, [smiles[i] for i in rows])
+            yield pd.DataFrame({
+                "row": frame.index.to_numpy(dtype=np.int64),
+                **{c: frame[c].to_numpy(dtype=object) for c in keep},
+                "valid": checked.valid,
+                "invalid_reason": [r or "" for r in checked.reasons],
+                **{name: values[:, j] for j, name in enumerate(names)},
+            })
+            bar.update(len(smiles))

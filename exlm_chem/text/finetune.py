@@ -29,8 +29,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from exlm_chem.collate import SpecialIds, expand_for_inference
-from exlm_chem.featurize import length_sorted_batches, pooled_states
+from exlm_chem.featurize import length_sorted_batches
 from exlm_chem.finetune import EpochRecord, make_optimizer, optimizer_step
 from exlm_chem.finetune_net import FinetuneNet
 from exlm_chem.finetune_settings import FinetuneSettings
@@ -82,15 +81,9 @@ class TextPairNet(FinetuneNet):
 
     ``forward`` / ``embed`` take a list of already-framed id arrays (see
     :func:`encode_split`) instead of SMILES strings, so a split is tokenised once, not
-    once per epoch.
+    once per epoch; the encoder input follows the checkpoint's objective
+    (:func:`~exlm_chem.inference_inputs.inference_expansion`).
     """
-
-    def embed(self, ids: Sequence[np.ndarray]) -> torch.Tensor:
-        """Pooled encoder states [B, d]."""
-        tok = self.tokenizer
-        special = SpecialIds(tok.bos_id, tok.pad_id, tok.eos_id, tok.mask_id)
-        tensors = [t.to(self.device) for t in expand_for_inference(ids, self.k_states, special)]
-        return pooled_states(self.encoder, *tensors, self.pooling)  # [B, d]
 
 
 class GlueSeedResult(NamedTuple):

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from exlm_chem.atomic_files import default_file_mode
 from exlm_chem.cli import main
 from exlm_chem.embed import embed
 
@@ -63,8 +64,12 @@ def test_embed_writes_one_row_per_input_row(input_csv, tiny_checkpoint, expected
     out = tmp_path / f"emb{suffix}"
     keep = [] if suffix == ".npy" else ["--keep-columns", "name", "smiles"]
     assert main(_embed_args(input_csv, tiny_checkpoint, out, *keep)) == 0
-    assert f"wrote {N_ROWS} rows" in capsys.readouterr().out
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        f"embed: read {N_ROWS} rows from {input_csv}; wrote {N_ROWS} rows to {out}; "
+        "4 invalid (1 SMILES Parse Error: syntax error, 1 empty SMILES, "
+        "1 SMILES Parse Error: unclosed ring, 1 too long)")
     assert sorted(p.name for p in tmp_path.iterdir()) == [out.name]  # no temporary left
+    assert out.stat().st_mode & 0o777 == default_file_mode()  # not the temporary's 0600
     if suffix == ".npy":
         X = np.load(out)
         valid = ~np.isnan(X).any(axis=1)
@@ -75,7 +80,11 @@ def test_embed_writes_one_row_per_input_row(input_csv, tiny_checkpoint, expected
         source = pd.read_csv(input_csv, dtype=str)
         assert table["name"].astype(str).tolist() == source["name"].astype(str).tolist()
         assert table.loc[2, "smiles"] == "not_a_smiles"
-        assert table.loc[2, "invalid_reason"] == "RDKit could not parse the SMILES"
+        # RDKit's own words, not a generic "could not parse"
+        assert table.loc[2, "invalid_reason"].startswith(
+            "SMILES Parse Error: syntax error while parsing: not_a_smiles")
+        assert table.loc[11, "invalid_reason"] == (
+            "SMILES Parse Error: unclosed ring for input: 'C1CC'")
         assert table.loc[5, "invalid_reason"] == "empty SMILES"
         assert "too long" in table.loc[17, "invalid_reason"]
         valid = table["valid"].to_numpy(dtype=bool)
@@ -206,3 +215,81 @@ def test_predict_refuses_a_pretrained_checkpoint(tiny_checkpoint, input_csv, tmp
     (copy / "metadata.json").unlink()
     with pytest.raises(FileNotFoundError, match=r"metadata\.json"):
         main(["predict", str(copy), str(input_csv), "--out", str(tmp_path / "p.csv")])
+
+
+def test_predict_reads_parquet_and_smi_like_csv(fitted, input_csv, tmp_path):
+    source = pd.read_csv(input_csv, dtype=str)
+    as_parquet = tmp_path / "in.parquet"
+    source.to_parquet(as_parquet, index=False)
+    as_smi = tmp_path / "in.smi"
+    valid_rows = source[source["smiles"].notna() & (source["smiles"].str.len() < 2000)]
+    as_smi.write_text("".join(f"{s} {n}\n" for s, n in zip(valid_rows["smiles"],
+                                                         valid_rows["name"], strict=True)))
+    outputs = {}
+    for name, path in (("csv", input_csv), ("parquet", as_parquet), ("smi", as_smi)):
+        outputs[name] = tmp_path / f"pred_{name}.csv"
+        assert main(["predict", str(fitted), str(path), "--out", str(outputs[name]),
+                     "--keep-columns", "name", "--no-progress"]) == 0
+    by_csv, by_parquet = pd.read_csv(outputs["csv"]), pd.read_csv(outputs["parquet"])
+    pd.testing.assert_frame_equal(by_csv, by_parquet)
+    by_smi = pd.read_csv(outputs["smi"])
+    assert by_smi["name"].tolist() == valid_rows["name"].tolist()
+    np.testing.assert_allclose(by_smi["p_np"].to_numpy(),
+                               by_csv.loc[valid_rows.index, "p_np"].to_numpy(), rtol=1e-6)
+
+
+def test_predict_all_invalid_says_so_and_can_fail(fitted, tmp_path, capsys):
+    bad = tmp_path / "bad.csv"
+    pd.DataFrame({"smiles": ["C1CC", "not_a_smiles", "", "C(C)(C)(C)(C)C"]}).to_csv(
+        bad, index=False)
+    out = tmp_path / "pred.csv"
+    assert main(["predict", str(fitted), str(bad), "--out", str(out), "--no-progress"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        f"predict: read 4 rows from {bad}; wrote 4 rows (p_np) to {out}; 4 invalid "
+        "(1 SMILES Parse Error: unclosed ring, 1 SMILES Parse Error: syntax error, "
+        "1 empty SMILES, 1 Explicit valence is greater than permitted)")
+    assert main(["predict", str(fitted), str(bad), "--out", str(out), "--no-progress",
+                 "--fail-on-invalid"]) == 1
+    assert "4 of 4 rows are invalid (--fail-on-invalid)" in capsys.readouterr().err
+    pred = pd.read_csv(out)  # still written, every row marked
+    assert not pred["valid"].any() and pred["p_np"].isna().all()
+    assert pred.loc[3, "invalid_reason"] == (
+        "Explicit valence for atom # 0 C, 5, is greater than permitted")
+
+
+def test_fit_prints_one_summary_line(bbbp, tiny_checkpoint, tmp_path, capsys):
+    train = tmp_path / "train.csv"
+    frame = bbbp.iloc[:40][["smiles", "p_np"]].copy()
+    frame.loc[3, "smiles"] = "C1CC"
+    frame.to_csv(train, index=False)
+    args = ["fit", str(train), "--target-columns", "p_np", "--out", str(tmp_path / "m"),
+            "--pretrained", str(tiny_checkpoint), "--epochs", "1", "--device", "cpu",
+            "--no-progress", "--on-invalid", "drop"]
+    with pytest.warns(UserWarning, match="1 invalid SMILES left out"):
+        assert main(args) == 0
+    line = capsys.readouterr().out.strip()
+    assert "\n" not in line
+    assert line.startswith(f"fit: read 40 rows from {train}; trained on 39 rows and saved "
+                           f"ExLMMoleculeClassifier (1 task(s): p_np) to {tmp_path / 'm'}, "
+                           "best epoch 1 (")
+    assert line.endswith("; 1 invalid (1 SMILES Parse Error: unclosed ring)")
+    with pytest.warns(UserWarning):
+        assert main([*args, "--fail-on-invalid"]) == 1
+
+
+def test_inputs_without_rows_are_clear_errors(tiny_checkpoint, tmp_path):
+    header = tmp_path / "header.csv"
+    header.write_text("smiles,p_np\n")
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    fit = ["fit", "--target-columns", "p_np", "--out", str(tmp_path / "m"),
+           "--pretrained", str(tiny_checkpoint)]
+    with pytest.raises(ValueError, match=r"header\.csv has no data rows") as err:
+        main([fit[0], str(header), *fit[1:]])
+    assert "[0]" not in str(err.value)
+    with pytest.raises(ValueError, match=r"empty\.csv is empty"):
+        main([fit[0], str(empty), *fit[1:]])
+    for path in (header, empty):
+        with pytest.raises(ValueError, match=path.name.replace(".", r"\.")):
+            main(_embed_args(path, tiny_checkpoint, tmp_path / "e.csv"))
+    assert not (tmp_path / "m").exists() and not (tmp_path / "e.csv").exists()

@@ -126,7 +126,7 @@ def serve(kind: str, source: Path) -> None:
 
 def embed(argv: list[str]) -> None:
     from exlm_chem.cli import main
-    from exlm_chem.cli.embed import TableSink
+    from exlm_chem.cli.outputs import TableSink
 
     write, chunks = TableSink.write, []
 

@@ -8,14 +8,13 @@ import pytest
 
 from exlm_chem.budget import (
     await_partners,
-    fitted_warmup,
     read_budget,
     settle,
     steps_within,
     write_budget,
 )
 from exlm_chem.pretrain import PretrainArgs, check_args, learning_rate
-from exlm_chem.recipes import model_preset
+from exlm_chem.recipes import fitted_warmup, model_preset
 
 
 def test_steps_fit_the_remaining_time_minus_the_margin():
@@ -86,3 +85,12 @@ def test_paper_preset_fills_the_schedule_unless_given():
     assert (mine.max_steps, mine.max_tokens) == (120_000, 131_072)
     tiny = check_args(PretrainArgs(corpus=["c"], out="o", preset="tiny"))
     assert (tiny.max_steps, tiny.warmup_steps, tiny.max_tokens) == (1000, 100, 8192)
+
+
+def test_a_preset_warmup_shrinks_with_explicit_steps_but_an_explicit_one_stays():
+    short = check_args(PretrainArgs(corpus=["c"], out="o", preset="paper", max_steps=3000))
+    assert (short.max_steps, short.warmup_steps) == (3000, 300)
+    assert learning_rate(2999, short) < learning_rate(299, short)  # it decays
+    mine = check_args(PretrainArgs(corpus=["c"], out="o", preset="paper", max_steps=3000,
+                                   warmup_steps=2000))
+    assert mine.warmup_steps == 2000

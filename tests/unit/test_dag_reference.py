@@ -327,7 +327,8 @@ def fake_triton(monkeypatch):
     module = types.ModuleType("exlm_chem.dag.triton_kernels")
     module.TRITON_MAX_STATES = 5
 
-    def fake_kernel(emissions, log_transitions, target_lengths, state_lengths):
+    def fake_kernel(emissions, log_transitions, target_lengths, state_lengths, *,
+                    check_lengths=True):
         calls.append(emissions.shape)
         return torch.full((emissions.shape[0],), 123.0)
 
@@ -441,3 +442,19 @@ def test_package_import_does_not_import_triton():
         ", sorted(m for m in sys.modules if 'triton' in m)"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_length_check_can_be_skipped_and_reaches_the_kernel(monkeypatch, cpu_batch, fake_triton):
+    emissions, log_e, t_len, s_len = cpu_batch
+    too_long = t_len.clone()
+    too_long[0] = emissions.shape[1] + 1
+    with pytest.raises(ValueError, match="target_lengths"):
+        dag_logprob(emissions, log_e, too_long, s_len, backend="reference")
+    # a training step skips the host-side check (the lengths come from the collate)
+    seen = {}
+    module = sys.modules["exlm_chem.dag.triton_kernels"]
+    monkeypatch.setattr(module, "dag_logprob_triton",
+                        lambda *a, check_lengths=True: seen.setdefault("check", check_lengths))
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    dag_logprob(emissions, log_e, too_long, s_len, backend="triton", check_lengths=False)
+    assert seen == {"check": False}

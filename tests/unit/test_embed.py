@@ -135,7 +135,8 @@ def test_iter_embeddings_chunks_concatenate_to_embed(embedder, bbbp_smiles):
     np.testing.assert_array_equal(np.concatenate([c.valid for c in chunks]), whole.valid)
     reasons = [r for c in chunks for r in c.reasons]
     assert [i for i, r in enumerate(reasons) if r is not None] == [8, 21]
-    assert "RDKit" in reasons[8] and "not a string" in reasons[21]
+    assert reasons[8].startswith("SMILES Parse Error: syntax error")  # RDKit's own words
+    assert "not a string" in reasons[21]
 
 
 def test_iter_embeddings_is_lazy(embedder, bbbp_smiles):

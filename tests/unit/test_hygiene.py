@@ -58,10 +58,12 @@ def test_heldout_molecules_cover_every_split_mode_of_the_runner(moleculenet_dir,
     assert modes == [("scaffold", 0), ("deepchem_scaffold", 0), ("scaffold_balanced", 0),
                      ("scaffold_balanced", 1)]
     assert {split for split, _ in modes} == set(SPLITS)
-    held = benchmark_heldout_molecules(["bace"], splits=modes)["bace"]
-    for split, seed in modes:  # every valid/test molecule of every mode is held out
+    held = benchmark_heldout_molecules(["bace"], splits=modes[:3])["bace"]
+    parts = {}
+    for split, seed in modes[:3]:  # every valid/test molecule of every mode is held out
         data = load_task("bace", split, seed)
         part = [data.smiles[i] for i in np.concatenate([data.valid, data.test])]
-        assert {canonical_smiles(s) for s in part} <= held, (split, seed)
-    only_scaffold = benchmark_heldout_molecules(["bace"], splits=[("scaffold", 0)])["bace"]
-    assert len(held) > 1.5 * len(only_scaffold)
+        parts[split] = {canonical_smiles(s) for s in part}
+        assert parts[split] <= held, (split, seed)
+    assert held == set().union(*parts.values())
+    assert len(held) > 1.5 * len(parts["scaffold"])  # the other modes add many molecules

@@ -14,14 +14,16 @@ from exlm_chem.benchmark.records import CellRecord, ResultsFile
 from exlm_chem.benchmark.report import (
     TASKS,
     _atomic_write,
+    chart_data,
     markdown_report,
     paper_table,
+    plot_report,
     summarize,
     write_cells_csv,
     write_csv,
     write_report,
 )
-from exlm_chem.benchmark.report_plot import plot_report
+from exlm_chem.benchmark.report_plot import CHANCE, y_floor
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 EXLM = "ExLM tiny (finetune)"
@@ -212,6 +214,50 @@ def test_plot_writes_png(records, tmp_path):
     data = path.read_bytes()
     assert data.startswith(PNG_MAGIC) and len(data) > 5_000
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plot.png"]
+
+
+def test_chart_data_is_plain_numbers_with_each_rows_budget(records):
+    data = chart_data(records)
+    assert [r.label for r in data.rows] == [EXLM, RF]
+    exlm, rf = data.rows
+    assert exlm.budget == "max epochs 5, max minutes 3" and rf.budget == "no limit"
+    bace, muv = TASKS.index("bace"), TASKS.index("muv")
+    assert exlm.means[bace] == pytest.approx(75.0) and exlm.means[muv] == pytest.approx(70.0)
+    assert exlm.stds[bace] == pytest.approx(100 * np.std([0.8, 0.7], ddof=1))
+    assert math.isnan(exlm.means[TASKS.index("tox21")])
+    assert (exlm.mean, exlm.n_tasks) == (pytest.approx(72.5), 2)
+    assert [q.name for q in data.quoted] == ["EXLM", "SMILES-BERT*"]
+    assert len(data.quoted[0].values) == len(TASKS) + 1
+    assert "budget" not in data.subtitle  # budgets belong to rows, not one subtitle
+    assert chart_data(records, include_paper=False).quoted == []
+
+
+def test_chart_axis_starts_at_chance_or_zero():
+    assert y_floor([50.0, 71.2, float("nan")]) == CHANCE == 50.0
+    assert y_floor([49.9, 80.0]) == 0.0
+
+
+def test_report_plot_does_not_import_the_report():
+    import ast
+
+    import exlm_chem.benchmark.report_plot as module
+
+    tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))
+    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    assert not {m for m in imported if m and m.startswith("exlm_chem.benchmark")}
+
+
+def test_written_files_respect_the_umask(records, tmp_path):
+    import os
+
+    previous = os.umask(0o027)
+    try:
+        paths = write_report(records, tmp_path / "out")
+    finally:
+        os.umask(previous)
+    modes = {name: path.stat().st_mode & 0o777 for name, path in paths.items()}
+    assert modes == dict.fromkeys(paths, 0o640)  # 0o666 minus the umask, not mkstemp's 0600
 
 
 def test_write_report_files(records, tmp_path):

@@ -1,0 +1,40 @@
+"""Public names stay what they are, however the package's submodules get imported."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import types
+
+
+def _fresh(code: str) -> str:
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip()
+
+
+def test_a_function_named_like_its_module_stays_a_function():
+    # importing exlm_chem.embed (here through the lazy Embedder) used to rebind
+    # exlm_chem.embed to the module, so the README's `embed(smiles, ...)` failed
+    out = _fresh(
+        "import exlm_chem\n"
+        "exlm_chem.Embedder\n"
+        "import exlm_chem.embed, exlm_chem.analysis.explain\n"
+        "from exlm_chem import embed, explain\n"
+        "from exlm_chem.analysis import explain as explain2\n"
+        "print(type(embed).__name__, type(explain).__name__, type(explain2).__name__,\n"
+        "      type(exlm_chem.embed).__name__)\n"
+    )
+    assert out == "function function function function"
+
+
+def test_every_public_name_resolves_to_what_its_module_defines():
+    import exlm_chem
+    import exlm_chem.analysis
+
+    for package in (exlm_chem, exlm_chem.analysis):
+        for name, module in package._LAZY.items():
+            value = getattr(package, name)
+            assert value is getattr(sys.modules[module], name), f"{package.__name__}.{name}"
+            assert not isinstance(value, types.ModuleType), f"{package.__name__}.{name}"
