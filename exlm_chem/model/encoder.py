@@ -87,7 +87,8 @@ class ExLMEncoder(nn.Module):
         Returns
         -------
         Tensor [B, X, d] (or [B, d] with ``first_only``)
-            Final hidden states; zeros at padded positions.
+            Final hidden states; zeros at padded positions on the CPU (unspecified finite
+            values elsewhere, see :func:`~exlm_chem.model.token_layout.token_layout`).
         """
         if input_ids.dim() != 2:
             raise ValueError(f"input_ids must be [B, X], got {tuple(input_ids.shape)}")
@@ -166,7 +167,8 @@ class ExLMModel(nn.Module):
     ) -> torch.Tensor:
         """Hidden states [B, X, d] of an expanded batch, or [B, d] at position 0 with
         ``first_only`` (see :meth:`ExLMEncoder.forward`)."""
-        return self.encoder(input_ids, pos_original, pos_copy, padding_mask, first_only)
+        return self.encoder(input_ids, pos_original, pos_copy, padding_mask,
+                            first_only=first_only)
 
     def lm_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """Vocabulary logits [..., V] for any selection of hidden states [..., d]."""

@@ -79,6 +79,23 @@ def _groups(lengths: np.ndarray, slack: float) -> list[tuple[int, int]]:
     return ranges
 
 
+def _padded_layout(padding_mask: torch.Tensor, batch: int, width: int) -> TokenLayout:
+    """Every slot a token, one group with a key mask: built without reading the mask.
+
+    Off the CPU, a layout that follows the real lengths would wait for the device on every
+    step (the lengths must reach the host); the padded layout keeps the device queue full
+    and its outputs at padding are unspecified finite values, as in format-2 code.
+    """
+    rows = torch.arange(batch, device=padding_mask.device)
+    # a sample without a real token would give SDPA an all-False key row (NaN): let it
+    # attend everywhere, its outputs are padding anyway
+    empty = ~padding_mask.any(dim=-1, keepdim=True)  # [B, 1]
+    key_mask = (padding_mask | empty)[:, None, None, :]  # [B, 1, 1, X]
+    return TokenLayout(batch, width, None,
+                       [AttentionGroup(0, batch * width, batch, width, None, None, key_mask)],
+                       rows * width, rows, None)
+
+
 def token_layout(padding_mask: torch.Tensor | None, batch: int, width: int,
                  slack: float = GROUP_SLACK) -> TokenLayout:
     """The flat layout of a batch: samples by ascending length, real tokens in position
@@ -87,8 +104,11 @@ def token_layout(padding_mask: torch.Tensor | None, batch: int, width: int,
     Parameters
     ----------
     padding_mask : BoolTensor [B, X] or None
-        True at real tokens; None (or all True) means no padding.
+        True at real tokens; None (or all True) means no padding. On a device other than
+        the CPU the mask is not read: every slot is a token (:func:`_padded_layout`).
     """
+    if padding_mask is not None and padding_mask.device.type != "cpu":
+        return _padded_layout(padding_mask, batch, width)
     if padding_mask is None or bool(padding_mask.all()):
         device = None if padding_mask is None else padding_mask.device
         rows = torch.arange(batch, device=device)

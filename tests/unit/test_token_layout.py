@@ -10,7 +10,7 @@ import torch
 
 from exlm_chem.model.config import ExLMConfig
 from exlm_chem.model.encoder import ExLMEncoder
-from exlm_chem.model.token_layout import _groups, token_layout
+from exlm_chem.model.token_layout import _groups, _padded_layout, token_layout
 
 
 def test_groups_exact():
@@ -183,3 +183,29 @@ def test_recomputed_attention_dropout_gives_the_same_gradients(monkeypatch):
         torch.testing.assert_close(recomputed[name], grad, atol=1e-6, rtol=1e-5, msg=name)
     other = grads(seed=2)  # another draw changes them: dropout is really on
     assert not torch.allclose(other["blocks.0.attn.qkv.weight"], kept["blocks.0.attn.qkv.weight"])
+
+
+def test_layout_off_the_cpu_never_reads_the_mask():
+    """A meta tensor has no data: any read (``.cpu()``, ``bool()``, ``.numpy()``) raises."""
+    mask = torch.tensor([[True, True, False], [True, False, False]]).to("meta")
+    layout = token_layout(mask, 2, 3)
+    (g,) = layout.groups
+    assert layout.slots is None and g.gather is None and g.real is None
+    assert (g.start, g.stop, g.batch, g.width) == (0, 6, 2, 3)
+    assert g.key_mask.shape == (2, 1, 1, 3) and g.key_mask.device.type == "meta"
+    assert layout.first_at_zero is None
+
+
+def test_padded_layout_gives_the_flat_layout_outputs(encoder, monkeypatch):
+    ids, po, pc, mask = random_batch(12, seed=10)
+    with torch.no_grad():
+        flat = encoder.eval()(ids, po, pc, mask)
+        flat_first = encoder(ids, po, pc, mask, first_only=True)
+        monkeypatch.setattr("exlm_chem.model.encoder.token_layout",
+                            lambda m, B, X: _padded_layout(m, B, X))
+        padded = encoder(ids, po, pc, mask)
+        padded_first = encoder(ids, po, pc, mask, first_only=True)
+    torch.testing.assert_close(padded[mask], flat[mask], atol=1e-5, rtol=0)
+    assert torch.isfinite(padded).all()
+    starts = mask[:, 0]  # samples whose slot 0 is a real token
+    torch.testing.assert_close(padded_first[starts], flat_first[starts], atol=1e-5, rtol=0)
