@@ -38,8 +38,8 @@ def build(spec: dict) -> tuple[dict, list, list[int]]:
     """Runners ``{"exlm", "roberta"}`` (one batch -> pooled [B, d]) and the batches."""
     import torch
 
+    from exlm_chem.batching import sorted_batches
     from exlm_chem.embed import Embedder
-    from exlm_chem.featurize import length_sorted_batches
     from exlm_chem.inference_inputs import inference_expansion
     from exlm_chem.model import ExLMConfig, ExLMModel
     from exlm_chem.tokenizer import SmilesTokenizer
@@ -50,7 +50,7 @@ def build(spec: dict) -> tuple[dict, list, list[int]]:
     smiles = read_smiles(spec["corpus"], spec["n"])
     encoded = tokenizer.batch_encode(smiles, max_length=spec["max_length"])
     ids, lengths = encoded.input_ids, encoded.lengths  # [n, N], [n]
-    batches = list(length_sorted_batches(lengths, spec["batch_size"]))
+    batches = list(sorted_batches(lengths, spec["batch_size"]))
     runners = {}
     if spec.get("impl") in (None, "exlm"):
         embedder = Embedder(ExLMModel(config).eval(), tokenizer, inference_expansion(config),

@@ -48,10 +48,10 @@ def bbbp_smiles(path: str | Path, n: int) -> list[str]:
 def make_batches(lengths, batch_size: int, batching: str) -> list:
     import numpy as np
 
-    from exlm_chem.featurize import length_sorted_batches
+    from exlm_chem.batching import sorted_batches
 
     if batching == "sorted":
-        return list(length_sorted_batches(lengths, batch_size))
+        return list(sorted_batches(lengths, batch_size))
     order = np.random.default_rng(0).permutation(len(lengths))
     return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
 

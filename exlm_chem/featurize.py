@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -111,13 +111,6 @@ def raise_for_invalid(smiles: Sequence[Any], checked: CheckedSmiles) -> None:
     if not checked.valid.all():
         bad = np.flatnonzero(~checked.valid)
         raise InvalidSmilesError([InvalidRow(int(i), smiles[i], checked.reasons[i]) for i in bad])
-
-
-def length_sorted_batches(lengths: Sequence[int], batch_size: int) -> Iterator[np.ndarray]:
-    """Index batches of similar lengths (less padding); every index appears once."""
-    order = np.argsort(np.asarray(lengths), kind="stable")
-    for start in range(0, len(order), batch_size):
-        yield order[start : start + batch_size]
 
 
 def pool(hidden: torch.Tensor, padding_mask: torch.Tensor, pooling: str) -> torch.Tensor:

@@ -33,6 +33,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from exlm_chem.batching import bucketed_batches
 from exlm_chem.finetune_data import EncodedSet, autocast
 from exlm_chem.finetune_net import (
     FinetuneNet,
@@ -189,6 +190,7 @@ def finetune(
     progress: bool = False,
     max_minutes: float | None = None,
     seed: int = 0,
+    length_buckets: bool = True,
 ) -> FinetuneResult:
     """Fine-tune ``net`` in place and restore its best epoch's weights.
 
@@ -208,6 +210,9 @@ def finetune(
     seed : int
         Seeds the order of the training molecules. Dropout draws from torch's global
         generator: seed it (or fork it) around this call for reproducible runs.
+    length_buckets : bool
+        Batches of molecules of similar length (:func:`~exlm_chem.batching.
+        bucketed_batches`), far less padding; ``False``: plain random batches.
     """
     if task not in TASKS:
         raise ValueError(f"task must be one of {TASKS}, got {task!r}")
@@ -246,8 +251,10 @@ def finetune(
     for epoch in epochs:
         epoch_start = time.monotonic()
         net.train()
-        run = _train_epoch(net, train_inputs, targets, has_labels, order_rng.permutation(n),
-                           bs, task, optimizer, scheduler, settings.clip_norm, deadline)
+        batches = (bucketed_batches(train_inputs.lengths, bs, order_rng) if length_buckets
+                   else _random_batches(order_rng.permutation(n), bs))
+        run = _train_epoch(net, train_inputs, targets, has_labels, batches, task, optimizer,
+                           scheduler, settings.clip_norm, deadline)
         n_steps += run.steps
         stopped_early = run.stopped_early
         valid_loss, score = float("nan"), float("nan")
@@ -288,6 +295,10 @@ def target_scaling(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return mean, np.where(usable, spread, 1.0)
 
 
+def _random_batches(perm: np.ndarray, batch_size: int) -> list[np.ndarray]:
+    return [perm[start : start + batch_size] for start in range(0, len(perm), batch_size)]
+
+
 class _EpochRun(NamedTuple):
     loss_sum: torch.Tensor  # [] float64 on the device: sum of the steps' losses
     losses: int  # steps that had a loss (a batch without labels has none)
@@ -301,23 +312,26 @@ class _EpochRun(NamedTuple):
 
 
 def _train_epoch(net: FinetuneNet, inputs: EncodedSet, targets: torch.Tensor,
-                 has_labels: np.ndarray, perm: np.ndarray, batch_size: int, task: str,
+                 has_labels: np.ndarray, batches: list[np.ndarray], task: str,
                  optimizer: torch.optim.Optimizer,
                  scheduler: torch.optim.lr_scheduler.LRScheduler, clip_norm: float,
                  deadline: float | None) -> _EpochRun:
-    """One pass over ``perm``: no host-device synchronisation inside the loop.
+    """One pass over ``batches`` (host index arrays): no host-device synchronisation
+    inside the loop.
 
     Batch widths and whether a batch has any label are read from host arrays; the batch
     rows are sliced from one device copy of the epoch's order.
     """
     device = targets.device
+    perm = np.concatenate(batches) if batches else np.zeros(0, dtype=np.int64)
     perm_device = torch.from_numpy(perm).to(device)  # one copy per epoch
     loss_sum = torch.zeros((), dtype=torch.float64, device=device)
     losses = steps = 0
     last_lr, stopped_early = float("nan"), False
-    for start in range(0, len(perm), batch_size):
-        idx = perm[start : start + batch_size]  # host
-        rows = perm_device[start : start + batch_size]  # the same rows, on the device
+    start = 0
+    for idx in batches:  # host
+        rows = perm_device[start : start + len(idx)]  # the same rows, on the device
+        start += len(idx)
         with autocast(device):
             outputs = net.forward_inputs(*inputs.batch(rows, idx))  # [B, T]
         loss = None

@@ -8,8 +8,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from exlm_chem.batching import sorted_batches
 from exlm_chem.collate import SpecialIds
-from exlm_chem.featurize import length_sorted_batches, pooled_states
+from exlm_chem.featurize import pooled_states
 from exlm_chem.finetune_data import EncodedSet, autocast, encode_rows
 from exlm_chem.inference_inputs import inference_expansion
 from exlm_chem.model.config import ExLMConfig
@@ -132,7 +133,7 @@ def predict_encoded(net: FinetuneNet, inputs: EncodedSet, batch_size: int = 64,
     was_training = net.training
     net.eval()
     try:
-        for idx in length_sorted_batches(inputs.lengths, batch_size):
+        for idx in sorted_batches(inputs.lengths, batch_size):
             rows = torch.from_numpy(idx).to(device)
             with autocast(device):
                 out[rows] = fn(*inputs.batch(rows, idx)).float()

@@ -68,6 +68,7 @@ def _run(smiles, labels, task, objective="exlm", batch_size=8):
         task=task,
         valid=LabelledSmiles(smiles[64:80], labels[64:80]),
         seed=3,
+        length_buckets=False,  # the per-step loop drew plain random batches
     )
     return result, predict_batched(net, smiles[80:96], 5)
 
