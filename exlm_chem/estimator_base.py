@@ -44,6 +44,7 @@ class ExLMEstimatorBase(PersistenceMixin, BaseEstimator):
         weight_decay: float = 0.0,
         clip_norm: float = 1.0,
         validation_fraction: float = 0.1,
+        patience: int | None = 5,
         pooling: str = "bos",
         max_length: int = 256,
         random_state: int | np.random.RandomState | None = None,
@@ -63,6 +64,7 @@ class ExLMEstimatorBase(PersistenceMixin, BaseEstimator):
         self.weight_decay = weight_decay
         self.clip_norm = clip_norm
         self.validation_fraction = validation_fraction
+        self.patience = patience
         self.pooling = pooling
         self.max_length = max_length
         self.random_state = random_state
@@ -98,6 +100,10 @@ class ExLMEstimatorBase(PersistenceMixin, BaseEstimator):
         ml = self.max_length
         if not isinstance(ml, int | np.integer) or isinstance(ml, bool) or ml < 3:
             problems.append(f"max_length must be an integer >= 3, got {ml!r}")
+        pa = self.patience
+        if pa is not None and (not isinstance(pa, int | np.integer) or isinstance(pa, bool)
+                               or pa < 1):
+            problems.append(f"patience must be None or an integer >= 1, got {pa!r}")
         mm = self.max_minutes
         if mm is not None and (not isinstance(mm, int | float) or not mm > 0):
             problems.append(f"max_minutes must be None or > 0, got {mm!r}")
@@ -159,7 +165,8 @@ class ExLMEstimatorBase(PersistenceMixin, BaseEstimator):
                                      backbone.encoder_state, settings.pooler_dropout,
                                      self.pooling, int(self.max_length)).to(device)
             result = finetune(net, train, settings, self._task, valid, bool(self.progress),
-                              self.max_minutes, seed)
+                              self.max_minutes, seed,
+                              patience=None if self.patience is None else int(self.patience))
         self.__dict__.pop("invalid_mask_", None)  # belongs to the previous model's outputs
         self._set_targets(targets)
         self.n_tasks_ = labels.shape[1]

@@ -191,6 +191,7 @@ def finetune(
     max_minutes: float | None = None,
     seed: int = 0,
     length_buckets: bool = True,
+    patience: int | None = None,
 ) -> FinetuneResult:
     """Fine-tune ``net`` in place and restore its best epoch's weights.
 
@@ -213,7 +214,12 @@ def finetune(
     length_buckets : bool
         Batches of molecules of similar length (:func:`~exlm_chem.batching.
         bucketed_batches`), far less padding; ``False``: plain random batches.
+    patience : int, optional
+        Stop once this many epochs in a row have not improved the validation score (needs
+        ``valid``; the best epoch's weights are kept either way).
     """
+    if patience is not None and patience < 1:
+        raise ValueError(f"patience must be None or >= 1, got {patience!r}")
     if task not in TASKS:
         raise ValueError(f"task must be one of {TASKS}, got {task!r}")
     n_out = net.head.out.out_features
@@ -272,6 +278,10 @@ def finetune(
         if stopped_early:
             logger.info("fine-tuning stopped after epoch %d: max_minutes=%s spent",
                         epoch, max_minutes)
+            break
+        if patience is not None and metric != "last_epoch" and epoch - best_epoch >= patience:
+            logger.info("fine-tuning stopped after epoch %d: no better %s for %d epochs",
+                        epoch, metric, patience)
             break
     net.load_state_dict(best_state)
     net.eval()

@@ -216,3 +216,27 @@ def test_overfits_a_tiny_multitask_set(tiny_checkpoint, data):
     auc = mean_roc_auc(labels, predict_batched(net, smiles))
     assert result.history[-1].train_loss < 0.2 * result.history[0].train_loss
     assert auc.per_task.min() > 0.95, auc
+
+
+@pytest.mark.parametrize("patience, epochs_run", [(2, 3), (None, 5)])
+def test_patience_stops_after_epochs_without_a_better_score(data, monkeypatch, patience,
+                                                            epochs_run):
+    import math
+
+    from exlm_chem.model.config import ExLMConfig
+
+    # only the first epoch ever counts as better: the run stops `patience` epochs later
+    monkeypatch.setattr("exlm_chem.finetune.is_better",
+                        lambda score, best, metric: math.isnan(best))
+    tokenizer = SmilesTokenizer()
+    torch.manual_seed(0)
+    net = build_finetune_net(ExLMConfig.preset("tiny", len(tokenizer)), tokenizer, 1)
+    smiles, labels = data.smiles[:24], data.labels[:24]
+    result = finetune(net, LabelledSmiles(smiles[:16], labels[:16]),
+                      FinetuneSettings(epochs=5, batch_size=8),
+                      valid=LabelledSmiles(smiles[16:], labels[16:]), patience=patience)
+    assert len(result.history) == epochs_run and result.best_epoch == 1
+    assert not result.stopped_early  # that flag is the max_minutes budget
+    with pytest.raises(ValueError, match="patience"):
+        finetune(net, LabelledSmiles(smiles[:16], labels[:16]), FinetuneSettings(epochs=1),
+                 patience=0)
