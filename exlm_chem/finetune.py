@@ -43,6 +43,7 @@ from exlm_chem.finetune_net import (
 )
 from exlm_chem.finetune_settings import FinetuneSettings, finetune_preset
 from exlm_chem.metrics import mean_rmse, mean_roc_auc
+from exlm_chem.micro_batches import STEP_TOKENS, micro_batches
 
 __all__ = [
     "EpochRecord", "FinetuneNet", "FinetuneResult", "FinetuneSettings", "LabelledSmiles",
@@ -116,14 +117,18 @@ def optimizer_step(
     scheduler: torch.optim.lr_scheduler.LRScheduler,
     loss: torch.Tensor | None,
     clip_norm: float,
+    accumulated: bool = False,
 ) -> float:
     """Backward, clip, update and advance the schedule; returns the lr the step used.
 
-    A ``None`` loss (a batch without labels) still advances the schedule.
+    A ``None`` loss (a batch without labels) still advances the schedule. With
+    ``accumulated`` the gradients are already in place (micro-batches): no backward.
     """
-    optimizer.zero_grad(set_to_none=True)
+    if not accumulated:
+        optimizer.zero_grad(set_to_none=True)
     if loss is not None:
-        loss.backward()
+        if not accumulated:
+            loss.backward()
         if clip_norm > 0:
             nn.utils.clip_grad_norm_(net.parameters(), clip_norm)
         optimizer.step()
@@ -242,7 +247,8 @@ def finetune(
     # tokenised and expanded once, before the first epoch, and kept on the device
     train_inputs = net.encode(train.smiles).to(device)
     valid_inputs = net.encode(valid.smiles).to(device) if valid is not None else None
-    has_labels = ~np.isnan(np.asarray(train.labels, dtype=np.float64)).all(axis=1)  # [N]
+    label_counts = (~np.isnan(np.asarray(train.labels, dtype=np.float64))).sum(1)  # [N]
+    step_tokens = STEP_TOKENS if device.type == "cpu" else None  # GPU memory is ample
     order_rng = np.random.default_rng(seed)
     best_epoch, best_score = 0, float("nan")
     best_state = {k: v.detach().clone() for k, v in net.state_dict().items()}
@@ -259,8 +265,8 @@ def finetune(
         net.train()
         batches = (bucketed_batches(train_inputs.lengths, bs, order_rng) if length_buckets
                    else _random_batches(order_rng.permutation(n), bs))
-        run = _train_epoch(net, train_inputs, targets, has_labels, batches, task, optimizer,
-                           scheduler, settings.clip_norm, deadline)
+        run = _train_epoch(net, train_inputs, targets, label_counts, batches, task, optimizer,
+                           scheduler, settings.clip_norm, deadline, step_tokens)
         n_steps += run.steps
         stopped_early = run.stopped_early
         valid_loss, score = float("nan"), float("nan")
@@ -322,15 +328,17 @@ class _EpochRun(NamedTuple):
 
 
 def _train_epoch(net: FinetuneNet, inputs: EncodedSet, targets: torch.Tensor,
-                 has_labels: np.ndarray, batches: list[np.ndarray], task: str,
+                 label_counts: np.ndarray, batches: list[np.ndarray], task: str,
                  optimizer: torch.optim.Optimizer,
                  scheduler: torch.optim.lr_scheduler.LRScheduler, clip_norm: float,
-                 deadline: float | None) -> _EpochRun:
+                 deadline: float | None, step_tokens: int | None = None) -> _EpochRun:
     """One pass over ``batches`` (host index arrays): no host-device synchronisation
     inside the loop.
 
-    Batch widths and whether a batch has any label are read from host arrays; the batch
-    rows are sliced from one device copy of the epoch's order.
+    Batch widths and label counts are read from host arrays; the batch rows are sliced
+    from one device copy of the epoch's order. A batch of more than ``step_tokens`` real
+    tokens runs as micro-batches (:mod:`exlm_chem.micro_batches`) whose gradients add up
+    to the whole batch's.
     """
     device = targets.device
     perm = np.concatenate(batches) if batches else np.zeros(0, dtype=np.int64)
@@ -341,13 +349,20 @@ def _train_epoch(net: FinetuneNet, inputs: EncodedSet, targets: torch.Tensor,
     start = 0
     for idx in batches:  # host
         rows = perm_device[start : start + len(idx)]  # the same rows, on the device
-        start += len(idx)
-        with autocast(device):
-            outputs = net.forward_inputs(*inputs.batch(rows, idx))  # [B, T]
+        pieces = micro_batches(idx, inputs.lengths, step_tokens)
         loss = None
-        if has_labels[idx].any():
-            loss = masked_mean_loss(outputs.float(), targets[rows], task)
-        last_lr = optimizer_step(net, optimizer, scheduler, loss, clip_norm)
+        if len(pieces) == 1:
+            with autocast(device):
+                outputs = net.forward_inputs(*inputs.batch(rows, idx))  # [B, T]
+            if label_counts[idx].any():
+                loss = masked_mean_loss(outputs.float(), targets[rows], task)
+            last_lr = optimizer_step(net, optimizer, scheduler, loss, clip_norm)
+        else:
+            loss = _accumulate(net, inputs, targets, label_counts, rows, idx, pieces, task,
+                               optimizer)
+            last_lr = optimizer_step(net, optimizer, scheduler, loss, clip_norm,
+                                     accumulated=True)
+        start += len(idx)
         if loss is not None:
             loss_sum += loss.detach()
             losses += 1
@@ -356,6 +371,31 @@ def _train_epoch(net: FinetuneNet, inputs: EncodedSet, targets: torch.Tensor,
             stopped_early = True
             break
     return _EpochRun(loss_sum, losses, steps, last_lr, stopped_early)
+
+
+def _accumulate(net: FinetuneNet, inputs: EncodedSet, targets: torch.Tensor,
+                label_counts: np.ndarray, rows: torch.Tensor, idx: np.ndarray,
+                pieces: list[np.ndarray], task: str,
+                optimizer: torch.optim.Optimizer) -> torch.Tensor | None:
+    """Gradients of the batch's mean loss, summed over micro-batches; the loss (detached)
+    or None when the batch has no label."""
+    optimizer.zero_grad(set_to_none=True)
+    total = int(label_counts[idx].sum())
+    if not total:
+        return None
+    device, loss, first = targets.device, None, 0
+    for piece in pieces:
+        piece_rows = rows[first : first + len(piece)]
+        first += len(piece)
+        labelled = int(label_counts[piece].sum())
+        if not labelled:  # its mean would be 0/0; it adds nothing to the batch's loss
+            continue
+        with autocast(device):
+            outputs = net.forward_inputs(*inputs.batch(piece_rows, piece))  # [b, T]
+        part = masked_mean_loss(outputs.float(), targets[piece_rows], task) * (labelled / total)
+        part.backward()
+        loss = part.detach() if loss is None else loss + part.detach()
+    return loss
 
 
 @torch.no_grad()
