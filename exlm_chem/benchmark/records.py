@@ -53,11 +53,12 @@ class TaskData(NamedTuple):
 
     name: str  # dataset name, lower case ("bace")
     smiles: list[str]  # [N] valid molecules, loader order
-    labels: np.ndarray  # [N, T] float64, 0/1, NaN where missing
+    labels: np.ndarray  # [N, T] float64, 0/1 (regression: values), NaN where missing
     train: np.ndarray  # int64 row indices into smiles
     valid: np.ndarray
     test: np.ndarray
     data_sha256: str = ""  # sha256 of the data file's content (the data revision)
+    task_type: str = "classification"  # "classification" | "regression"
 
 
 class MethodOutput(NamedTuple):
