@@ -175,25 +175,34 @@ def chemprop_method(data: TaskData, seed: int, budget: Budget, progress: bool = 
                                                                       budget.max_epochs)
     train_loader = cdata.build_dataloader(train, batch_size=settings.batch_size, seed=seed,
                                           shuffle=True)
-    valid_loader = cdata.build_dataloader(valid, batch_size=settings.batch_size, shuffle=False)
-    test_loader = cdata.build_dataloader(test, batch_size=settings.batch_size, shuffle=False)
+    # drop_last=None would drop a last batch of one molecule (for batch norm), and with
+    # it a test prediction; evaluation loaders keep every row
+    valid_loader, test_loader = (
+        cdata.build_dataloader(part, batch_size=settings.batch_size, shuffle=False,
+                               drop_last=False) for part in (valid, test))
 
     keep = _KeepBest()
     max_time = (None if budget.max_minutes is None
                 else datetime.timedelta(minutes=budget.max_minutes))
-    with torch.random.fork_rng(devices=[]), warnings.catch_warnings():
-        warnings.filterwarnings("ignore", module="lightning")  # num_workers, logger notes
-        torch.manual_seed(seed)
-        model = _build(n_tasks, regression, settings, output_transform)
-        trainer = pl.Trainer(accelerator="cpu", devices=1, max_epochs=n_epochs,
-                             max_time=max_time, logger=False, enable_checkpointing=False,
-                             enable_progress_bar=progress, enable_model_summary=False,
-                             deterministic=True, callbacks=[keep])
-        trainer.fit(model, train_loader, valid_loader)
-        epochs_run = trainer.current_epoch
-        if keep.state is not None:
-            model.load_state_dict(keep.state)
-        scores = _predict(model, test_loader).double().numpy()  # [n_test, T]
+    lightning_log = logging.getLogger("lightning.pytorch")
+    level = lightning_log.level
+    lightning_log.setLevel(logging.WARNING)  # "GPU available: False" and tips, per cell
+    try:
+        with torch.random.fork_rng(devices=[]), warnings.catch_warnings():
+            warnings.filterwarnings("ignore", module="lightning")  # num_workers, loggers
+            torch.manual_seed(seed)
+            model = _build(n_tasks, regression, settings, output_transform)
+            trainer = pl.Trainer(accelerator="cpu", devices=1, max_epochs=n_epochs,
+                                 max_time=max_time, logger=False, enable_checkpointing=False,
+                                 enable_progress_bar=progress, enable_model_summary=False,
+                                 deterministic=True, callbacks=[keep])
+            trainer.fit(model, train_loader, valid_loader)
+            epochs_run = trainer.current_epoch
+            if keep.state is not None:
+                model.load_state_dict(keep.state)
+            scores = _predict(model, test_loader).double().numpy()  # [n_test, T]
+    finally:
+        lightning_log.setLevel(level)
     stopped = budget.max_minutes is not None and epochs_run < n_epochs
     return MethodOutput(
         test_scores=scores, epochs=int(epochs_run), best_epoch=int(keep.best_epoch),

@@ -111,11 +111,10 @@ def _chemprop_protocol(task: str, budget: Budget) -> tuple[None, dict]:
 
 
 def _rf_protocol(task: str, budget: Budget) -> tuple[None, dict]:
-    from dataclasses import asdict
+    from exlm_chem.benchmark.rf import RandomForestSettings, rf_settings
+    from exlm_chem.moleculenet import get_spec
 
-    from exlm_chem.benchmark.rf import RandomForestSettings
-
-    settings = asdict(RandomForestSettings())
+    settings = rf_settings(RandomForestSettings(), get_spec(task).task_type)
     settings.pop("n_jobs")  # parallelism does not change the forest
     return None, settings
 

@@ -3,6 +3,8 @@
 ECFP4 = Morgan fingerprint of radius 2 folded to 2048 bits (RDKit). Each task's forest
 sees only the training molecules labelled for it; a task whose labelled training rows
 hold a single class cannot be fitted and gets NaN scores (the runner skips it).
+Regression tasks get a :class:`~sklearn.ensemble.RandomForestRegressor` (squared error,
+no class weights) with the same trees, features and seeds.
 """
 
 from __future__ import annotations
@@ -51,9 +53,10 @@ def rf_method(data: TaskData, seed: int, budget: Budget, progress: bool = False,
     ``budget`` does not apply (a forest has no epochs); the validation rows are unused
     because nothing is selected on them.
     """
-    from sklearn.ensemble import RandomForestClassifier
+    from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 
     settings = settings or RandomForestSettings()
+    regression = data.task_type == "regression"
     features = ecfp4_bits(data.smiles, settings.radius, settings.n_bits)
     x_train, x_test = features[data.train], features[data.test]
     n_tasks = data.labels.shape[1]
@@ -66,13 +69,27 @@ def rf_method(data: TaskData, seed: int, budget: Budget, progress: bool = False,
     for t in tasks:
         y = data.labels[data.train, t]
         labelled = ~np.isnan(y)
+        common = {"n_estimators": settings.n_estimators, "n_jobs": settings.n_jobs,
+                  "min_samples_leaf": settings.min_samples_leaf,
+                  "random_state": seed + 1000 * t}  # distinct, reproducible streams per task
+        if regression:
+            if not labelled.any():
+                continue
+            forest = RandomForestRegressor(**common).fit(x_train[labelled], y[labelled])
+            scores[:, t] = forest.predict(x_test)
+            continue
         if np.unique(y[labelled]).size < 2:
             continue
-        forest = RandomForestClassifier(
-            n_estimators=settings.n_estimators, min_samples_leaf=settings.min_samples_leaf,
-            class_weight=settings.class_weight, n_jobs=settings.n_jobs,
-            random_state=seed + 1000 * t,  # distinct, reproducible streams per task
-        )
+        forest = RandomForestClassifier(class_weight=settings.class_weight, **common)
         forest.fit(x_train[labelled], y[labelled].astype(int))
         scores[:, t] = forest.predict_proba(x_test)[:, 1]
-    return MethodOutput(scores, settings=asdict(settings))
+    return MethodOutput(scores, settings=rf_settings(settings, data.task_type))
+
+
+def rf_settings(settings: RandomForestSettings, task_type: str) -> dict:
+    """What a cell records: the settings, minus class weights for a regressor."""
+    values = asdict(settings)
+    if task_type == "regression":
+        values.pop("class_weight")
+        values["estimator"] = "RandomForestRegressor"
+    return values

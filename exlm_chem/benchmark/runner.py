@@ -30,7 +30,7 @@ from exlm_chem.benchmark.records import (
     cell_protocol,
 )
 from exlm_chem.benchmark.tasks import load_task, split_depends_on_seed, task_sha256
-from exlm_chem.metrics import mean_prc_auc, mean_roc_auc
+from exlm_chem.metrics import mean_mae, mean_prc_auc, mean_rmse, mean_roc_auc
 
 logger = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ ProtocolFn = Callable[[str, Budget], tuple[dict | None, dict | None]]
 class MethodSpec(NamedTuple):
     """A row of the benchmark: what it is called and how it scores a cell."""
 
-    method: str  # "exlm" | "twin" | "rf_ecfp4" | "attentivefp"
+    method: str  # "exlm" | "twin" | "rf_ecfp4" | "attentivefp" | "chemprop"
     label: str  # row name in the report
     model: str | None  # checkpoint id for encoders
     mode: str  # "probe" | "finetune" | "supervised"
@@ -70,6 +70,34 @@ def score_cell(data: TaskData, output: MethodOutput) -> tuple[float, float, np.n
     prc = mean_prc_auc(truth[:, fitted], scores[:, fitted])
     per_task[fitted] = roc.per_task
     return roc.mean, prc.mean, per_task
+
+
+class RegressionScores(NamedTuple):
+    rmse: float  # mean over fitted tasks of the test RMSE
+    mae: float  # same, mean absolute error
+    per_task_rmse: np.ndarray  # [T], NaN where a task was not fitted or has no test label
+
+
+def score_regression(data: TaskData, output: MethodOutput) -> RegressionScores:
+    """Test-set RMSE and MAE of a regression cell; tasks the method could not fit (NaN
+    prediction column) are left out of both means."""
+    truth = data.labels[data.test]  # [n_test, T]
+    predictions = np.asarray(output.test_scores, dtype=np.float64)
+    if predictions.shape != truth.shape:
+        raise ValueError(f"{data.name}: method returned predictions {predictions.shape}, "
+                         f"expected {truth.shape}")
+    fitted = ~np.isnan(predictions).all(axis=0)
+    per_task = np.full(truth.shape[1], np.nan)
+    if not fitted.any():
+        return RegressionScores(float("nan"), float("nan"), per_task)
+    rmse = mean_rmse(truth[:, fitted], predictions[:, fitted])
+    mae = mean_mae(truth[:, fitted], predictions[:, fitted])
+    per_task[fitted] = rmse.per_task
+    return RegressionScores(rmse.mean, mae.mean, per_task)
+
+
+def _rounded(values: np.ndarray) -> list[float | None]:
+    return [None if np.isnan(v) else round(float(v), 6) for v in values]
 
 
 def _cell_budget(spec: MethodSpec, budget: Budget) -> dict:
@@ -136,25 +164,36 @@ def run_cell(cell: Cell, data: TaskData, split: str, budget: Budget, commit: str
                            f"(sha256 {cell.protocol['data_sha256']} -> {data.data_sha256})")
     spec, started = cell.spec, time.monotonic()
     output = spec.run(data, cell.seed, budget, progress)
-    roc, prc, per_task = score_cell(data, output)
+    regression = {}
+    if data.task_type == "regression":
+        scores = score_regression(data, output)
+        roc = prc = float("nan")
+        per_task = scores.per_task_rmse
+        regression = {"task_type": "regression", "rmse": scores.rmse, "mae": scores.mae,
+                      "per_task_rmse": _rounded(per_task)}
+    else:
+        roc, prc, per_task = score_cell(data, output)
     return CellRecord(
         method=spec.method, label=spec.label, model=spec.model, mode=spec.mode,
         task=cell.task, seed=int(cell.seed), split=split, roc_auc=roc, prc_auc=prc,
         n_tasks_scored=int(np.isfinite(per_task).sum()),
-        per_task_roc_auc=[None if np.isnan(v) else round(float(v), 6) for v in per_task],
+        per_task_roc_auc=[None] * len(per_task) if regression else _rounded(per_task),
         n_train=len(data.train), n_valid=len(data.valid), n_test=len(data.test),
         epochs=output.epochs, best_epoch=output.best_epoch,
         stopped_early=bool(output.stopped_early), budget=_cell_budget(spec, budget),
         settings=dict(output.settings or {}), wall_s=round(time.monotonic() - started, 2),
         commit=commit, machine=host,
         finished_at=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        protocol=cell.protocol,
+        protocol=cell.protocol, **regression,
     )
 
 
 def describe(record: CellRecord) -> str:
-    return (f"{record.label} | {record.task} | seed {record.seed}: ROC-AUC "
-            f"{record.roc_auc:.4f}, PRC-AUC {record.prc_auc:.4f}, {record.wall_s:.0f} s")
+    if record.task_type == "regression":
+        scores = f"RMSE {record.rmse:.4f}, MAE {record.mae:.4f}"
+    else:
+        scores = f"ROC-AUC {record.roc_auc:.4f}, PRC-AUC {record.prc_auc:.4f}"
+    return f"{record.label} | {record.task} | seed {record.seed}: {scores}, {record.wall_s:.0f} s"
 
 
 def run_benchmark(
