@@ -497,6 +497,16 @@ def _search_dirs(cache: Path, folder: str = "moleculenet") -> list[tuple[Path, s
     return dirs
 
 
+def _given_dirs(spec: DatasetSpec, given: Path) -> list[tuple[Path, str]]:
+    """A ``path=`` directory; for a regression set also its ``regression/`` sub-folder and
+    the one beside it (``--data`` usually names the ``moleculenet/`` folder)."""
+    dirs = [(given, "path= argument")]
+    if spec.folder != "moleculenet":
+        dirs += [(given / spec.folder, "path= argument"),
+                 (given.parent / spec.folder, "path= argument/..")]
+    return dirs
+
+
 def _find(spec: DatasetSpec, dirs: list[tuple[Path, str]]) -> Path | None:
     for directory, _ in dirs:
         for fname in spec.local_names:
@@ -664,7 +674,7 @@ def local_sha256(name: str, path: str | os.PathLike[str] | None = None) -> str |
     found: Path | None
     if path is not None:
         given = Path(path).expanduser()
-        found = _find(spec, [(given, "path")]) if given.is_dir() else given
+        found = _find(spec, _given_dirs(spec, given)) if given.is_dir() else given
     else:
         found = _find(spec, _search_dirs(default_cache_dir(), spec.folder))
     if found is None or not found.is_file():
@@ -724,7 +734,7 @@ def load_moleculenet(
     if path is not None:
         given = Path(path).expanduser()
         if given.is_dir():
-            dirs = [(given, "path= argument")]
+            dirs = _given_dirs(spec, given)
             found = _find(spec, dirs)
             if found is None:
                 why = "Nothing else was searched or downloaded because path= was given."

@@ -68,6 +68,12 @@ def test_esol_keeps_the_file_string(regression_dir: Path) -> None:
     assert load_moleculenet("esol", regression_dir).smiles[0].endswith("C3O ")
 
 
+def test_a_moleculenet_folder_as_path_finds_the_regression_folder_beside_it(
+        moleculenet_dir: Path, regression_dir: Path) -> None:
+    # `exlm-chem benchmark --data ../shared/data/moleculenet --tasks esol` works
+    assert load_moleculenet("lipo", moleculenet_dir).path == regression_dir / "lipo.csv.gz"
+
+
 def test_a_changed_file_fails_its_checksum(tmp_path: Path, regression_dir: Path) -> None:
     body = gzip.decompress((regression_dir / "freesolv.csv.gz").read_bytes())
     path = tmp_path / "freesolv.csv"
