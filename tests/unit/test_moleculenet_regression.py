@@ -44,7 +44,7 @@ def test_registry() -> None:
         assert spec.task_columns == (EXPECTED[name][3],)
         assert [r.sha256_content for r in spec.revisions] == [SOURCES_SHA256[name]]
     assert get_spec("BACE").task_type == "classification"
-    with pytest.raises(ValueError, match="valid names: bace, .*esol, freesolv, lipo"):
+    with pytest.raises(ValueError, match=r"valid names: bace, .*esol, freesolv, lipo"):
         get_spec("delaney")
 
 

@@ -11,7 +11,8 @@ from exlm_chem.summary import format_summary, summarize_datasets
 
 def test_regression_rows(moleculenet_dir) -> None:
     rows = summarize_datasets(["ESOL", "freesolv"])
-    esol, freesolv = rows
+    esol = rows[0]
+    assert rows[1].dataset == "freesolv" and rows[1].task_type == "regression"
     assert (esol.dataset, esol.rows, esol.valid, esol.invalid, esol.tasks) == ("esol", 1128, 1128,
                                                                                0, 1)
     assert esol.task_type == "regression" and math.isnan(esol.positive_rate)
