@@ -63,6 +63,7 @@ def test_rf_regressor_predicts_values_and_records_its_estimator() -> None:
     assert out.test_scores.shape == (2, 1) and np.isfinite(out.test_scores).all()
     assert out.test_scores.min() >= labels[:8].min() and out.test_scores.max() <= labels[:8].max()
     assert out.settings["estimator"] == "RandomForestRegressor"
+    assert out.settings["max_features"] == "sqrt"
     assert "class_weight" not in out.settings
     again = rf_method(_data(labels), seed=0, budget=Budget())
     np.testing.assert_array_equal(out.test_scores, again.test_scores)
