@@ -29,8 +29,10 @@ from exlm_chem.benchmark.records import (
     cell_key,
     cell_protocol,
 )
+from exlm_chem.benchmark.scoring import score_cell, score_regression
 from exlm_chem.benchmark.tasks import load_task, split_depends_on_seed, task_sha256
-from exlm_chem.metrics import mean_mae, mean_prc_auc, mean_rmse, mean_roc_auc
+
+__all__ = ["score_cell", "score_regression"]  # re-exported: callers import them from here
 
 logger = logging.getLogger(__name__)
 
@@ -49,51 +51,6 @@ class MethodSpec(NamedTuple):
     run: MethodFn
     uses_budget: bool  # False: the budget is not recorded as part of the cell
     protocol: ProtocolFn | None = None  # what the cell key records besides the data checksum
-
-
-def score_cell(data: TaskData, output: MethodOutput) -> tuple[float, float, np.ndarray]:
-    """(mean ROC-AUC, mean PRC-AUC, per-task ROC-AUC [T]) on the test rows.
-
-    Tasks the method could not fit (NaN score column) and tasks whose test labels hold a
-    single class are left out of both means.
-    """
-    truth = data.labels[data.test]  # [n_test, T]
-    scores = np.asarray(output.test_scores, dtype=np.float64)
-    if scores.shape != truth.shape:
-        raise ValueError(f"{data.name}: method returned scores {scores.shape}, "
-                         f"expected {truth.shape}")
-    fitted = ~np.isnan(scores).all(axis=0)
-    per_task = np.full(truth.shape[1], np.nan)
-    if not fitted.any():
-        return float("nan"), float("nan"), per_task
-    roc = mean_roc_auc(truth[:, fitted], scores[:, fitted])
-    prc = mean_prc_auc(truth[:, fitted], scores[:, fitted])
-    per_task[fitted] = roc.per_task
-    return roc.mean, prc.mean, per_task
-
-
-class RegressionScores(NamedTuple):
-    rmse: float  # mean over fitted tasks of the test RMSE
-    mae: float  # same, mean absolute error
-    per_task_rmse: np.ndarray  # [T], NaN where a task was not fitted or has no test label
-
-
-def score_regression(data: TaskData, output: MethodOutput) -> RegressionScores:
-    """Test-set RMSE and MAE of a regression cell; tasks the method could not fit (NaN
-    prediction column) are left out of both means."""
-    truth = data.labels[data.test]  # [n_test, T]
-    predictions = np.asarray(output.test_scores, dtype=np.float64)
-    if predictions.shape != truth.shape:
-        raise ValueError(f"{data.name}: method returned predictions {predictions.shape}, "
-                         f"expected {truth.shape}")
-    fitted = ~np.isnan(predictions).all(axis=0)
-    per_task = np.full(truth.shape[1], np.nan)
-    if not fitted.any():
-        return RegressionScores(float("nan"), float("nan"), per_task)
-    rmse = mean_rmse(truth[:, fitted], predictions[:, fitted])
-    mae = mean_mae(truth[:, fitted], predictions[:, fitted])
-    per_task[fitted] = rmse.per_task
-    return RegressionScores(rmse.mean, mae.mean, per_task)
 
 
 def _rounded(values: np.ndarray) -> list[float | None]:
