@@ -120,7 +120,8 @@ class MoleculeDataset(NamedTuple):
     ----------
     name : str
     smiles : list of str
-        SMILES of the N valid molecules, exactly as written in the file.
+        SMILES of the N valid molecules as written in the file, without surrounding
+        whitespace (not part of a SMILES; 212 rows of ESOL's upstream file end in a space).
     labels : np.ndarray
         float32 [N, n_tasks]; NaN where a label is missing.
     task_names : tuple of str
@@ -642,7 +643,7 @@ def _parse(spec: DatasetSpec, verified: VerifiedFile) -> MoleculeDataset:
                 invalid.append(InvalidRow(row, cell, _rdkit_reason(cell)))
             else:
                 keep.append(row)
-                smiles.append(cell)
+                smiles.append(cell.strip())
     if invalid:
         logger.warning(
             "%s: %d of %d rows left out (empty or unparsable SMILES), listed in "
