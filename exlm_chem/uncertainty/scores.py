@@ -7,12 +7,15 @@ then the unweighted mean over tasks, returned as a
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
-from exlm_chem.metrics import TaskScores, _as_matrix, _check_binary, _per_task
+from exlm_chem.metrics import TaskScores, _as_matrix, _check_binary, _per_task, mean_roc_auc
 
-__all__ = ["ECE_BINS", "brier_score", "ece_bins", "expected_calibration_error",
-           "interval_coverage", "interval_width", "reliability_bins"]
+__all__ = ["ECE_BINS", "ProbabilityScores", "brier_score", "ece_bins",
+           "expected_calibration_error", "interval_coverage", "interval_width",
+           "probability_scores", "reliability_bins"]
 
 ECE_BINS = 10  # equal-width probability bins
 
@@ -60,6 +63,18 @@ def expected_calibration_error(y_true: np.ndarray, proba: np.ndarray,
     _check_binary(y_true)
     return _per_task(y_true, proba, lambda t, p: ece_bins(t, p, n_bins),
                      needs_two_classes=False)
+
+
+class ProbabilityScores(NamedTuple):
+    roc_auc: float  # means over tasks (see the functions above)
+    brier: float
+    ece: float
+
+
+def probability_scores(y_true: np.ndarray, proba: np.ndarray) -> ProbabilityScores:
+    """Mean ROC-AUC, Brier score and ECE of positive-class probabilities [N, T]."""
+    return ProbabilityScores(mean_roc_auc(y_true, proba).mean, brier_score(y_true, proba).mean,
+                             expected_calibration_error(y_true, proba).mean)
 
 
 def _bounds(lower: np.ndarray, upper: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
