@@ -256,11 +256,12 @@ class ExLMEstimatorBase(PersistenceMixin, BaseEstimator):
         if isinstance(tta, bool) or not isinstance(tta, int | np.integer) or tta < 0:
             raise ValueError(f"tta must be an integer >= 0, got {tta!r}")
         views = tta_views(smiles, int(tta), self.seed_) if tta else [smiles]
-        flat = [s for view in views for s in view]
-        out = [predict_batched(self._net(net), flat, 2 * self.batch_size) for net in
-               getattr(self, "models_", [self.model_])]
-        n = len(smiles)
-        return np.stack(out).astype(np.float64).reshape(len(out), len(views), n, self.n_tasks_)
+        nets = [self._net(net) for net in getattr(self, "models_", [self.model_])]
+        # one view at a time: memory stays that of a plain prediction
+        out = [[predict_batched(net, view, 2 * self.batch_size) for view in views]
+               for net in nets]
+        return np.asarray(out, dtype=np.float64).reshape(len(nets), len(views), len(smiles),
+                                                         self.n_tasks_)
 
     def _aggregate(self, samples: np.ndarray) -> np.ndarray:
         """One output [n, n_tasks] per molecule from ``samples`` [M, V, n, n_tasks]."""

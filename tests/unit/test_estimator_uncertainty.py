@@ -73,8 +73,7 @@ def test_outputs_are_the_calibrated_mean_over_members_and_views(ensemble, data):
     X, _ = data
     views = tta_views(X, 2, ensemble.seed_)
     assert len(views) == 3 and views[0] != X  # canonical first, then randomized
-    flat = [s for view in views for s in view]  # one batched pass per member, as predict
-    raw = np.stack([expit(predict_batched(net, flat, 32).astype(np.float64)).reshape(3, 64, 1)
+    raw = np.stack([[expit(predict_batched(net, v, 32).astype(np.float64)) for v in views]
                     for net in ensemble.models_])  # [3 members, 3 views, 64, 1]
     expected = ensemble.calibrator_.apply(raw.mean(axis=(0, 1)))[:, 0]
     proba = ensemble.predict_proba(X)
