@@ -154,3 +154,13 @@ def test_parameter_problems_all_at_once():
         "calibrate applies to classifiers only")
     assert "validation_fraction > 0" in uncertainty_problems(
         _Params(calibrate="isotonic", validation_fraction=0), "classification")[0]
+
+
+def test_reliability_diagram_writes_a_png(tmp_path):
+    from exlm_chem.uncertainty.reliability import reliability_diagram
+
+    rng = np.random.default_rng(0)
+    y, p = _miscalibrated(300, rng)
+    path = reliability_diagram({"a": {"raw": (y[:, 0], p[:, 0])}, "b": {}}, tmp_path / "r.png",
+                               title="test")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
