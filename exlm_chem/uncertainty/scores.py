@@ -13,7 +13,8 @@ import numpy as np
 
 from exlm_chem.metrics import TaskScores, _as_matrix, _check_binary, _per_task, mean_roc_auc
 
-__all__ = ["ECE_BINS", "ProbabilityScores", "brier_score", "ece_bins",
+__all__ = ["ECE_BINS", "CalibrationScores", "ProbabilityScores", "brier_score",
+           "calibration_scores", "ece_bins",
            "expected_calibration_error", "interval_coverage", "interval_width",
            "probability_scores", "reliability_bins"]
 
@@ -75,6 +76,27 @@ def probability_scores(y_true: np.ndarray, proba: np.ndarray) -> ProbabilityScor
     """Mean ROC-AUC, Brier score and ECE of positive-class probabilities [N, T]."""
     return ProbabilityScores(mean_roc_auc(y_true, proba).mean, brier_score(y_true, proba).mean,
                              expected_calibration_error(y_true, proba).mean)
+
+
+class CalibrationScores(NamedTuple):
+    brier: float | None  # None: the scores are not probabilities
+    ece: float | None
+
+
+def calibration_scores(y_true: np.ndarray, scores: np.ndarray) -> CalibrationScores:
+    """Mean Brier score and ECE over the fitted tasks (not all-NaN columns) of ``scores``
+    [N, T], when they are probabilities (finite values in [0, 1] on labelled rows), else
+    ``(None, None)``: a margin or a logit has no calibration to measure."""
+    y_true = _as_matrix(y_true, "y_true")
+    scores = _as_matrix(scores, "scores")
+    fitted = ~np.isnan(scores).all(axis=0)
+    labelled = ~np.isnan(y_true[:, fitted])
+    values = scores[:, fitted][labelled]
+    if not fitted.any() or not (np.isfinite(values) & (values >= 0) & (values <= 1)).all():
+        return CalibrationScores(None, None)
+    brier = brier_score(y_true[:, fitted], scores[:, fitted]).mean
+    ece = expected_calibration_error(y_true[:, fitted], scores[:, fitted]).mean
+    return CalibrationScores(brier, ece)
 
 
 def _bounds(lower: np.ndarray, upper: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
