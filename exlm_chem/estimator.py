@@ -70,7 +70,7 @@ _PARAMETERS = """
     n_models : int, default 1
         Ensemble size: members differ in seed (head initialisation, dropout, batch order);
         the first member is the model ``n_models=1`` would give. Outputs are the mean over
-        members (probabilities for the classifier).
+        members (probabilities for the classifier). ``max_minutes`` applies per member.
     bootstrap : bool, default False
         Each member trains on a bootstrap sample of the training molecules.
     calibrate : {None, "isotonic", "platt"}, default None
@@ -147,11 +147,12 @@ class ExLMMoleculeClassifier(ClassifierMixin, ExLMEstimatorBase):
     def _aggregate(self, samples: np.ndarray) -> np.ndarray:
         """Logits [n, T]: the network's own for one member and view, else the logit of the
         mean probability over members x views, calibrated when ``calibrator_`` is set."""
-        if samples.shape[:2] == (1, 1) and self.calibrator_ is None:
+        calibrator = getattr(self, "calibrator_", None)  # absent in pre-ensemble pickles
+        if samples.shape[:2] == (1, 1) and calibrator is None:
             return samples[0, 0]
         proba = self._spread_scale(samples).mean(axis=(0, 1))  # [n, T]
-        if self.calibrator_ is not None:
-            proba = self.calibrator_.apply(proba)
+        if calibrator is not None:
+            proba = calibrator.apply(proba)
         return logit(proba)
 
     def _spread_scale(self, samples: np.ndarray) -> np.ndarray:
@@ -273,8 +274,9 @@ class ExLMMoleculeRegressor(RegressorMixin, ExLMEstimatorBase):
         """Split-conformal interval ``predict(X) ± q`` with coverage ``>= 1 - alpha``.
 
         ``q`` (per task) is the finite-sample corrected quantile of the absolute residuals
-        on the validation molecules (:mod:`exlm_chem.uncertainty.conformal`); too few of
-        them for ``alpha`` give unbounded intervals. NaN rows for bad SMILES.
+        on the validation molecules (:mod:`exlm_chem.uncertainty.conformal`), computed in
+        ``fit`` with the ``tta`` of that time; too few of them for ``alpha`` give unbounded
+        intervals. NaN rows for bad SMILES.
         """
         check_is_fitted(self, "model_")
         if self.conformity_scores_ is None:

@@ -255,7 +255,7 @@ class ExLMEstimatorBase(PersistenceMixin, BaseEstimator):
         tta = self.tta
         if isinstance(tta, bool) or not isinstance(tta, int | np.integer) or tta < 0:
             raise ValueError(f"tta must be an integer >= 0, got {tta!r}")
-        views = tta_views(smiles, int(tta), self.seed_) if tta else [smiles]
+        views = tta_views(smiles, int(tta), getattr(self, "seed_", 0)) if tta else [smiles]
         nets = [self._net(net) for net in getattr(self, "models_", [self.model_])]
         # one view at a time: memory stays that of a plain prediction
         out = [[predict_batched(net, view, 2 * self.batch_size) for view in views]
