@@ -13,12 +13,11 @@ Usage: ``python benchmarks/uncertainty_finetune.py --out DIR [--tasks ...] [--se
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import time
-from pathlib import Path
 
+import _uncertainty_cli
 import numpy as np
 from _provenance import git_commit, machine
 from scipy.special import expit
@@ -79,28 +78,11 @@ def run_cell(task: str, seed: int, augment: int, args, data) -> tuple[dict, dict
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tasks", nargs="+", default=["bace", "bbbp", "clintox", "sider"])
-    parser.add_argument("--uq-tasks", nargs="+", default=["bbbp", "bace"])
-    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
-    parser.add_argument("--augment", type=int, default=1)
-    parser.add_argument("--tta", type=int, default=4)
+    parser = _uncertainty_cli.parser(__doc__, augment=1, work="runs/uncertainty_finetune")
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--minutes", type=float, default=None)
-    parser.add_argument("--model", default="models/exlm-small")
-    parser.add_argument("--data", default=None)
-    parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--work", type=Path, default=Path("runs/uncertainty_finetune"))
     args = parser.parse_args()
-    import torch
-
-    torch.set_num_threads(1)
-    args.out.mkdir(parents=True, exist_ok=True)
-    args.work.mkdir(parents=True, exist_ok=True)
-    results = args.out / "finetune.jsonl"
-    done = set()
-    if results.is_file():
-        done = {(r["task"], r["seed"], r["augment"]) for r in map(json.loads, results.open())}
+    results, done = _uncertainty_cli.prepare(args, "finetune.jsonl", ("task", "seed", "augment"))
     stamp = {"commit": git_commit(), "machine": machine(), "model": args.model,
              "split": "scaffold", "part": "finetune"}
     for task in args.tasks:

@@ -14,11 +14,11 @@ Usage: ``python benchmarks/uncertainty_probe.py --out DIR [--tasks ...] [--seeds
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 from pathlib import Path
 
+import _uncertainty_cli
 import numpy as np
 from _provenance import git_commit, machine
 
@@ -133,27 +133,10 @@ def run_task(task: str, seeds: list[int], args, emb: Embeddings, done: set, writ
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tasks", nargs="+", default=["bace", "bbbp", "clintox", "sider"])
-    parser.add_argument("--uq-tasks", nargs="+", default=["bbbp", "bace"])
-    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
-    parser.add_argument("--augment", type=int, default=2)
-    parser.add_argument("--tta", type=int, default=4)
+    parser = _uncertainty_cli.parser(__doc__, augment=2, work="runs/uncertainty_probe")
     parser.add_argument("--members", type=int, default=5)
-    parser.add_argument("--model", default="models/exlm-small")
-    parser.add_argument("--data", default=None)
-    parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--work", type=Path, default=Path("runs/uncertainty_probe"))
     args = parser.parse_args()
-    import torch
-
-    torch.set_num_threads(1)
-    args.out.mkdir(parents=True, exist_ok=True)
-    args.work.mkdir(parents=True, exist_ok=True)
-    results = args.out / "probe.jsonl"
-    done = set()
-    if results.is_file():
-        done = {(r["task"], r["seed"], r["variant"]) for r in map(json.loads, results.open())}
+    results, done = _uncertainty_cli.prepare(args, "probe.jsonl", ("task", "seed", "variant"))
     stamp = {"commit": git_commit(), "machine": machine(), "model": args.model,
              "split": "scaffold"}
 
