@@ -97,6 +97,8 @@ class CellRecord(NamedTuple):
     machine: str
     finished_at: str  # ISO 8601, UTC
     protocol: dict[str, Any] | None = None  # cell_protocol(); None in records before v2
+    brier: float | None = None  # mean Brier score of test probabilities; None: not probabilities
+    ece: float | None = None  # mean expected calibration error (10 bins), likewise
 
     def key(self) -> tuple:
         return cell_key(self.method, self.model, self.mode, self.task, self.seed, self.split,
@@ -149,6 +151,8 @@ def _from_json(row: dict[str, Any]) -> CellRecord:
     for name in ("roc_auc", "prc_auc"):
         row[name] = float("nan") if row[name] is None else row[name]
     row.setdefault("protocol", None)  # written before cell protocols: matches no key
+    row.setdefault("brier", None)  # written before calibration metrics
+    row.setdefault("ece", None)
     return CellRecord(**{f: row[f] for f in CellRecord._fields})
 
 

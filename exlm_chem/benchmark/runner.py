@@ -31,6 +31,7 @@ from exlm_chem.benchmark.records import (
 )
 from exlm_chem.benchmark.tasks import load_task, split_depends_on_seed, task_sha256
 from exlm_chem.metrics import mean_prc_auc, mean_roc_auc
+from exlm_chem.uncertainty.scores import calibration_scores
 
 logger = logging.getLogger(__name__)
 
@@ -137,6 +138,7 @@ def run_cell(cell: Cell, data: TaskData, split: str, budget: Budget, commit: str
     spec, started = cell.spec, time.monotonic()
     output = spec.run(data, cell.seed, budget, progress)
     roc, prc, per_task = score_cell(data, output)
+    calibration = calibration_scores(data.labels[data.test], output.test_scores)
     return CellRecord(
         method=spec.method, label=spec.label, model=spec.model, mode=spec.mode,
         task=cell.task, seed=int(cell.seed), split=split, roc_auc=roc, prc_auc=prc,
@@ -148,7 +150,7 @@ def run_cell(cell: Cell, data: TaskData, split: str, budget: Budget, commit: str
         settings=dict(output.settings or {}), wall_s=round(time.monotonic() - started, 2),
         commit=commit, machine=host,
         finished_at=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        protocol=cell.protocol,
+        protocol=cell.protocol, brier=calibration.brier, ece=calibration.ece,
     )
 
 
