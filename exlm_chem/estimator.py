@@ -11,16 +11,19 @@ Both estimators follow the scikit-learn contract (``get_params``/``set_params``,
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin
+from sklearn.utils.validation import check_is_fitted
 
 from exlm_chem.estimator_base import ExLMEstimatorBase
 from exlm_chem.estimator_inputs import Targets, classification_targets, regression_targets
 from exlm_chem.metrics import mean_r2, mean_roc_auc
+from exlm_chem.uncertainty.calibration import fit_calibrator, logit
+from exlm_chem.uncertainty.conformal import conformal_quantile, conformity_scores
 
-__all__ = ["ExLMMoleculeClassifier", "ExLMMoleculeRegressor"]
+__all__ = ["ExLMMoleculeClassifier", "ExLMMoleculeRegressor", "Interval"]
 
 _PARAMETERS = """
     Parameters
@@ -57,6 +60,22 @@ _PARAMETERS = """
         Wall-time budget of ``fit``; training stops after the step that exceeds it.
     progress : bool, default False
         Show a progress bar over epochs.
+    augment : int, default 0
+        SMILES augmentation: every epoch trains on the given SMILES plus ``augment``
+        randomized SMILES per molecule (RDKit, drawn afresh per epoch, seeded).
+    tta : int, default 0
+        Test-time augmentation: outputs are averaged over the canonical SMILES and ``tta``
+        randomized ones (seeded by the fit's seed, so predictions repeat). A prediction
+        setting: it may be changed after ``fit``.
+    n_models : int, default 1
+        Ensemble size: members differ in seed (head initialisation, dropout, batch order);
+        the first member is the model ``n_models=1`` would give. Outputs are the mean over
+        members (probabilities for the classifier). ``max_minutes`` applies per member.
+    bootstrap : bool, default False
+        Each member trains on a bootstrap sample of the training molecules.
+    calibrate : {None, "isotonic", "platt"}, default None
+        Classifier only: map the ensemble's probabilities through a per-task calibration
+        fitted on the validation molecules (the ones that also chose the best epoch).
 """
 
 _ATTRIBUTES = """
@@ -87,6 +106,11 @@ _ATTRIBUTES = """
         ``transform`` input that were invalid (their outputs are NaN).
     pretrained_source_ : str
         The checkpoint fine-tuned from, or ``"random:<preset>"``.
+    models_ : list of FinetuneNet
+        The ensemble's members (``model_`` is the first); ``history_`` and the best-epoch
+        attributes describe the first member.
+    seed_ : int
+        The seed drawn from ``random_state`` (member seeds and ``tta`` views derive from it).
 """
 
 
@@ -120,8 +144,33 @@ class ExLMMoleculeClassifier(ClassifierMixin, ExLMEstimatorBase):
     def _restore_metadata(self, fitted: dict[str, Any]) -> None:
         self.classes_ = np.asarray(fitted["classes_"], dtype=np.dtype(fitted["classes_dtype"]))
 
+    def _aggregate(self, samples: np.ndarray) -> np.ndarray:
+        """Logits [n, T]: the network's own for one member and view, else the logit of the
+        mean probability over members x views, calibrated when ``calibrator_`` is set."""
+        calibrator = getattr(self, "calibrator_", None)  # absent in pre-ensemble pickles
+        if samples.shape[:2] == (1, 1) and calibrator is None:
+            return samples[0, 0]
+        proba = self._spread_scale(samples).mean(axis=(0, 1))  # [n, T]
+        if calibrator is not None:
+            proba = calibrator.apply(proba)
+        return logit(proba)
+
+    def _spread_scale(self, samples: np.ndarray) -> np.ndarray:
+        from scipy.special import expit
+
+        return expit(samples)
+
+    def _fit_held_out(self, smiles: list[str], labels: np.ndarray) -> None:
+        if self.calibrate is None:
+            return
+        proba = self._spread_scale(self._samples(smiles)).mean(axis=(0, 1))  # [n, T]
+        self.calibrator_ = fit_calibrator(self.calibrate, labels, proba)
+
     def decision_function(self, X: Any, on_invalid: str = "nan") -> np.ndarray:
-        """Logits: [N] for binary ``y``, [N, n_tasks] for multi-task; NaN rows if invalid."""
+        """Logits: [N] for binary ``y``, [N, n_tasks] for multi-task; NaN rows if invalid.
+
+        With an ensemble, ``tta`` or calibration: the logit of :meth:`predict_proba`.
+        """
         logits = self._outputs(X, on_invalid).astype(np.float64)  # [N, T]
         return logits if self.multitask_ else logits[:, 0]
 
@@ -190,6 +239,13 @@ class ExLMMoleculeClassifier(ClassifierMixin, ExLMEstimatorBase):
         return tags
 
 
+class Interval(NamedTuple):
+    """Prediction interval bounds, each shaped like ``predict``'s output."""
+
+    lower: np.ndarray
+    upper: np.ndarray
+
+
 class ExLMMoleculeRegressor(RegressorMixin, ExLMEstimatorBase):
     __doc__ = f"""Single- or multi-task molecule regressor fine-tuned from ExLM.
 
@@ -208,6 +264,28 @@ class ExLMMoleculeRegressor(RegressorMixin, ExLMEstimatorBase):
         """Predicted values: [N] or [N, n_tasks]; NaN rows for invalid SMILES."""
         values = self._outputs(X, on_invalid).astype(np.float64)  # [N, T]
         return values if self.multitask_ else values[:, 0]
+
+    def _fit_held_out(self, smiles: list[str], labels: np.ndarray) -> None:
+        values = self._aggregate(self._samples(smiles))  # [n, T]
+        self.conformity_scores_ = conformity_scores(labels, values)
+
+    def predict_interval(self, X: Any, alpha: float = 0.1,
+                         on_invalid: str = "nan") -> Interval:
+        """Split-conformal interval ``predict(X) ± q`` with coverage ``>= 1 - alpha``.
+
+        ``q`` (per task) is the finite-sample corrected quantile of the absolute residuals
+        on the validation molecules (:mod:`exlm_chem.uncertainty.conformal`), computed in
+        ``fit`` with the ``tta`` of that time; too few of them for ``alpha`` give unbounded
+        intervals. NaN rows for bad SMILES.
+        """
+        check_is_fitted(self, "model_")
+        if self.conformity_scores_ is None:
+            raise ValueError("predict_interval needs validation molecules: fit with "
+                             "validation_fraction > 0")
+        q = np.array([conformal_quantile(s, alpha) for s in self.conformity_scores_])  # [T]
+        pred = self.predict(X, on_invalid)
+        half = q if self.multitask_ else q[0]
+        return Interval(pred - half, pred + half)
 
     def score(self, X: Any, y: Any, sample_weight: None = None) -> float:
         """R^2, averaged over tasks on labelled rows (invalid SMILES left out, warned)."""

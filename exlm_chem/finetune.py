@@ -42,6 +42,7 @@ from exlm_chem.finetune_net import (
 )
 from exlm_chem.finetune_settings import FinetuneSettings, finetune_preset
 from exlm_chem.metrics import mean_rmse, mean_roc_auc
+from exlm_chem.uncertainty.augment import EpochViews
 
 __all__ = [
     "EpochRecord", "FinetuneNet", "FinetuneResult", "FinetuneSettings", "LabelledSmiles",
@@ -189,6 +190,7 @@ def finetune(
     progress: bool = False,
     max_minutes: float | None = None,
     seed: int = 0,
+    augment: int = 0,
 ) -> FinetuneResult:
     """Fine-tune ``net`` in place and restore its best epoch's weights.
 
@@ -208,6 +210,10 @@ def finetune(
     seed : int
         Seeds the order of the training molecules. Dropout draws from torch's global
         generator: seed it (or fork it) around this call for reproducible runs.
+    augment : int
+        Each epoch trains on the given SMILES plus ``augment`` randomized SMILES of every
+        molecule, drawn afresh per epoch from ``seed``
+        (:class:`~exlm_chem.uncertainty.augment.EpochViews`); 0 = no augmentation.
     """
     if task not in TASKS:
         raise ValueError(f"task must be one of {TASKS}, got {task!r}")
@@ -224,12 +230,13 @@ def finetune(
     targets = torch.as_tensor((labels - mean) / scale, dtype=torch.float32).to(device)
     mean, scale = (torch.as_tensor(v, dtype=torch.float32) for v in (mean, scale))
 
-    n, bs = len(train.smiles), settings.batch_size
+    views = EpochViews(train.smiles, augment, seed) if augment else None
+    n, bs = len(views) if views else len(train.smiles), settings.batch_size
     total_steps = settings.epochs * math.ceil(n / bs)
     optimizer, scheduler = make_optimizer(net, settings, total_steps, ADAM_BETAS)
     metric = selection_metric(task, None if valid is None else valid.labels)
     # tokenised and expanded once, before the first epoch, and kept on the device
-    train_inputs = net.encode(train.smiles).to(device)
+    train_inputs = net.encode(train.smiles).to(device) if views is None else None
     valid_inputs = net.encode(valid.smiles).to(device) if valid is not None else None
     has_labels = ~np.isnan(np.asarray(train.labels, dtype=np.float64)).all(axis=1)  # [N]
     order_rng = np.random.default_rng(seed)
@@ -246,7 +253,13 @@ def finetune(
     for epoch in epochs:
         epoch_start = time.monotonic()
         net.train()
-        run = _train_epoch(net, train_inputs, targets, has_labels, order_rng.permutation(n),
+        inputs, epoch_targets, epoch_has = train_inputs, targets, has_labels
+        if views is not None:  # this epoch's randomized strings, re-encoded
+            view = views.epoch(epoch)
+            inputs = net.encode(view.smiles).to(device)
+            epoch_targets = targets[torch.from_numpy(view.rows).to(device)]
+            epoch_has = has_labels[view.rows]
+        run = _train_epoch(net, inputs, epoch_targets, epoch_has, order_rng.permutation(n),
                            bs, task, optimizer, scheduler, settings.clip_norm, deadline)
         n_steps += run.steps
         stopped_early = run.stopped_early

@@ -100,6 +100,8 @@ class CellRecord(NamedTuple):
     machine: str
     finished_at: str  # ISO 8601, UTC
     protocol: dict[str, Any] | None = None  # cell_protocol(); None in records before v2
+    brier: float | None = None  # mean Brier score of test probabilities; None: not probabilities
+    ece: float | None = None  # mean expected calibration error (10 bins), likewise
     # regression cells: roc_auc/prc_auc are NaN and per_task_roc_auc holds None
     task_type: str = "classification"  # "classification" | "regression"
     rmse: float | None = None  # regression: mean over tasks of the test RMSE
@@ -157,6 +159,8 @@ def _from_json(row: dict[str, Any]) -> CellRecord:
     for name in ("roc_auc", "prc_auc"):
         row[name] = float("nan") if row[name] is None else row[name]
     row.setdefault("protocol", None)  # written before cell protocols: matches no key
+    row.setdefault("brier", None)  # written before calibration metrics
+    row.setdefault("ece", None)
     for name, default in (("task_type", "classification"), ("rmse", None), ("mae", None),
                           ("per_task_rmse", None)):
         row.setdefault(name, default)  # written before regression tasks existed

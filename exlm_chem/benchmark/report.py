@@ -332,6 +332,9 @@ def markdown_report(records: Sequence[CellRecord], title: str = "MoleculeNet ben
     if others:
         lines += [f"Tasks outside Table 1 (in summary.csv only): {', '.join(others)}", ""]
 
+    from exlm_chem.benchmark.report_calibration import calibration_markdown
+
+    lines += calibration_markdown(records)
     wall_header = ["Method", "Task", "Seeds", "Wall s (mean)", "Wall s (max)",
                    "Epochs (mean)", "Stopped early", "Budget"]
     wall_rows = [[row.label, row.task, row.seeds, _fmt_number(row.wall_s_mean),

@@ -31,6 +31,7 @@ from exlm_chem.benchmark.records import (
 )
 from exlm_chem.benchmark.scoring import score_cell, score_regression
 from exlm_chem.benchmark.tasks import load_task, split_depends_on_seed, task_sha256
+from exlm_chem.uncertainty.scores import calibration_scores
 
 __all__ = ["score_cell", "score_regression"]  # re-exported: callers import them from here
 
@@ -121,27 +122,29 @@ def run_cell(cell: Cell, data: TaskData, split: str, budget: Budget, commit: str
                            f"(sha256 {cell.protocol['data_sha256']} -> {data.data_sha256})")
     spec, started = cell.spec, time.monotonic()
     output = spec.run(data, cell.seed, budget, progress)
-    regression = {}
     if data.task_type == "regression":
         scores = score_regression(data, output)
         roc = prc = float("nan")
         per_task = scores.per_task_rmse
-        regression = {"task_type": "regression", "rmse": scores.rmse, "mae": scores.mae,
-                      "per_task_rmse": _rounded(per_task)}
+        extra = {"task_type": "regression", "rmse": scores.rmse, "mae": scores.mae,
+                 "per_task_rmse": _rounded(per_task)}  # predictions: no calibration
     else:
         roc, prc, per_task = score_cell(data, output)
+        calibration = calibration_scores(data.labels[data.test], output.test_scores)
+        extra = {"brier": calibration.brier, "ece": calibration.ece}
     return CellRecord(
         method=spec.method, label=spec.label, model=spec.model, mode=spec.mode,
         task=cell.task, seed=int(cell.seed), split=split, roc_auc=roc, prc_auc=prc,
         n_tasks_scored=int(np.isfinite(per_task).sum()),
-        per_task_roc_auc=[None] * len(per_task) if regression else _rounded(per_task),
+        per_task_roc_auc=([None] * len(per_task) if data.task_type == "regression"
+                          else _rounded(per_task)),
         n_train=len(data.train), n_valid=len(data.valid), n_test=len(data.test),
         epochs=output.epochs, best_epoch=output.best_epoch,
         stopped_early=bool(output.stopped_early), budget=_cell_budget(spec, budget),
         settings=dict(output.settings or {}), wall_s=round(time.monotonic() - started, 2),
         commit=commit, machine=host,
         finished_at=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        protocol=cell.protocol, **regression,
+        protocol=cell.protocol, **extra,
     )
 
 
