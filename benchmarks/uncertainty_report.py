@@ -97,8 +97,8 @@ def diagram(probe_work: Path, ft_work: Path, tasks: list[str], png: Path, data_p
                            ("probe ens5+tta4+isotonic",
                             probe_work / f"proba_{task}_s0_probe_ens5+tta4+isotonic.npy"),
                            ("fine-tune", ft_work / f"proba_{task}_s0_finetune.npy"),
-                           ("fine-tune+tta4+isotonic",
-                            ft_work / f"proba_{task}_s0_finetune+tta4+isotonic.npy")):
+                           ("fine-tune+isotonic",
+                            ft_work / f"proba_{task}_s0_finetune+isotonic.npy")):
             if path.is_file():
                 curves[name] = (truth, np.load(path)[:, 0])
         panels[f"{task.upper()} test, seed 0"] = curves
