@@ -124,7 +124,10 @@ def main() -> None:
              *augmentation_table(probe, ["probe", "probe+aug1", "probe+tta4",
                                          "probe+aug1+tta4"], args.tasks), "",
              "Fine-tune (budget below):", "",
-             *augmentation_table(finetune, ["finetune", "finetune+aug1"], args.tasks), "",
+             *augmentation_table(finetune, ["finetune", "finetune+aug1", "finetune+tta4",
+                                            "finetune+aug1+tta4"],
+                                 [t for t in args.tasks if any(r["task"] == t
+                                                               for r in finetune)]), "",
              "## Uncertainty methods side by side (test split)", "",
              *side_by_side([r for r in probe if r["task"] in args.uq_tasks], args.uq_tasks), "",
              *side_by_side(finetune, [t for t in args.uq_tasks
