@@ -101,6 +101,8 @@ def run_task(task: str, seeds: list[int], args, emb: Embeddings, done: set, writ
         test_given = [given[data.test]]
         variants = {
             "probe": probe_proba(base, test_given),
+            # canonical test SMILES alone: separates canonicalisation from averaging views
+            "probe (canonical test SMILES)": probe_proba(base, tta["test"][:1]),
             f"probe+tta{args.tta}": probe_proba(base, tta["test"]),
             f"probe+aug{args.augment}": probe_proba(augmented, test_given),
             f"probe+aug{args.augment}+tta{args.tta}": probe_proba(augmented, tta["test"]),

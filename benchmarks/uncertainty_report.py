@@ -121,8 +121,9 @@ def main() -> None:
     stamps = sorted({(r["commit"], r["machine"]) for r in probe + finetune})
     lines = ["## Augmentation: test ROC-AUC (%), mean ± std over seeds", "",
              "Probe (frozen exlm-small BOS embedding + logistic regression):", "",
-             *augmentation_table(probe, ["probe", "probe+aug1", "probe+tta4",
-                                         "probe+aug1+tta4"], args.tasks), "",
+             *augmentation_table(probe, ["probe", "probe (canonical test SMILES)",
+                                         "probe+aug1", "probe+tta4", "probe+aug1+tta4"],
+                                 args.tasks), "",
              "Fine-tune (budget below):", "",
              *augmentation_table(finetune, ["finetune", "finetune+aug1", "finetune+tta4",
                                             "finetune+aug1+tta4"],
