@@ -140,7 +140,8 @@ def main() -> None:
     finetune = _rows(args.results / "finetune.jsonl")
     esol = _rows(args.results / "esol_conformal.jsonl")
     stamps = sorted({(r["commit"], r["machine"]) for r in probe + finetune + esol})
-    lines = ["## Augmentation: test ROC-AUC (%), mean ± std over seeds", "",
+    lines = ["# Uncertainty and SMILES augmentation on CPU (commands, budget: README.md)", "",
+             "## Augmentation: test ROC-AUC (%), mean ± std over seeds", "",
              "Probe (frozen exlm-small BOS embedding + logistic regression):", "",
              *augmentation_table(probe, ["probe", "probe (canonical test SMILES)",
                                          "probe+aug1", "probe+tta4", "probe+aug1+tta4"],
