@@ -4,9 +4,9 @@ Per task (scaffold split), seed and ``--augment`` value (0 and n): the paper's T
 settings for the task with epochs capped at ``--epochs`` and training capped at
 ``--minutes`` (the budget; the schedule is fitted to the capped epochs), best validation
 epoch restored. The test split is scored as given; on ``--uq-tasks`` also averaged over the
-canonical + ``--tta`` randomized SMILES, and calibrated (isotonic / Platt) on the
-validation split. Rows go to ``--out``/finetune.jsonl (resumable); test probabilities to
-``--work`` (the report averages the seeds' models into an ensemble).
+canonical + ``--tta`` randomized SMILES, and calibrated (isotonic / Platt, fitted on
+the validation split's probabilities). Rows go to ``--out``/finetune.jsonl (resumable);
+test probabilities to ``--work`` (the report averages the seeds' models into an ensemble).
 
 Usage: ``python benchmarks/uncertainty_finetune.py --out DIR [--tasks ...] [--seeds ...]``
 """
@@ -63,13 +63,11 @@ def run_cell(task: str, seed: int, augment: int, args, data) -> tuple[dict, dict
     if task in args.uq_tasks:
         valid = [data.smiles[i] for i in data.valid]
         y_valid = data.labels[data.valid]
-        valid_p, valid_tta = proba(net, valid, 0, seed), proba(net, valid, args.tta, seed)
+        valid_p = proba(net, valid, 0, seed)
         variants[f"finetune+tta{args.tta}"] = proba(net, test, args.tta, seed)
         for method in ("isotonic", "platt"):
             variants[f"finetune+{method}"] = fit_calibrator(method, y_valid, valid_p).apply(
                 variants["finetune"])
-        variants[f"finetune+tta{args.tta}+isotonic"] = fit_calibrator(
-            "isotonic", y_valid, valid_tta).apply(variants[f"finetune+tta{args.tta}"])
     facts = {"epochs_run": len(result.history), "best_epoch": result.best_epoch,
              "steps": result.n_steps, "stopped_early": result.stopped_early,
              "train_s": round(trained, 1), "cell_s": round(time.monotonic() - started, 1),

@@ -91,8 +91,8 @@ def run_task(task: str, seeds: list[int], args, emb: Embeddings, done: set, writ
         x_aug = np.concatenate([given[data.train], aug])  # [(1 + A) n_train, d]
         y_aug = data.labels[data.train][views.rows]
         tta = {}
-        for part in ("valid", "test"):
-            rows = getattr(data, part)
+        for part in ("valid", "test") if task in args.uq_tasks else ("test",):
+            rows = getattr(data, part)  # valid views: only the ensemble's calibration uses them
             v = tta_views([smiles[i] for i in rows], args.tta, seed)
             tta[part] = [emb(task, f"{part}_tta{args.tta}_s{seed}_v{k}", s)
                          for k, s in enumerate(v)]
@@ -101,6 +101,8 @@ def run_task(task: str, seeds: list[int], args, emb: Embeddings, done: set, writ
         test_given = [given[data.test]]
         variants = {
             "probe": probe_proba(base, test_given),
+            # canonical test SMILES alone: separates canonicalisation from averaging views
+            "probe (canonical test SMILES)": probe_proba(base, tta["test"][:1]),
             f"probe+tta{args.tta}": probe_proba(base, tta["test"]),
             f"probe+aug{args.augment}": probe_proba(augmented, test_given),
             f"probe+aug{args.augment}+tta{args.tta}": probe_proba(augmented, tta["test"]),

@@ -32,7 +32,7 @@ def _cell(values: list[float], scale: float) -> str:
         return "–"
     v = np.asarray(values, dtype=float) * scale
     digits = 1 if scale == 100 else 3
-    spread = f" ± {v.std():.{digits}f}" if len(v) > 1 else ""
+    spread = f" ± {v.std(ddof=1):.{digits}f}" if len(v) > 1 else ""
     return f"{v.mean():.{digits}f}{spread} (n={len(v)})"
 
 
@@ -85,6 +85,26 @@ def seed_ensembles(rows: list[dict], work: Path, tasks: list[str], data_path) ->
     return lines
 
 
+def _sd(v: np.ndarray) -> str:
+    return f" ± {v.std(ddof=1):.3f}" if len(v) > 1 else ""
+
+
+def conformal_table(rows: list[dict]) -> list[str]:
+    """ESOL split-conformal intervals: coverage and width per split and alpha."""
+    groups = defaultdict(list)
+    for r in rows:
+        groups[(r["split"], r["alpha"])].append(r)
+    lines = ["| split | alpha | target coverage | coverage | mean width (log mol/L) | "
+             "test RMSE | splits |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for (split, alpha), group in sorted(groups.items()):
+        cov = np.array([r["coverage"] for r in group])
+        width = np.array([r["width"] for r in group])
+        lines.append(f"| {split} | {alpha} | {1 - alpha:.2f} | {cov.mean():.3f}{_sd(cov)} | "
+                     f"{width.mean():.2f}{_sd(width)} | "
+                     f"{np.mean([r['rmse'] for r in group]):.3f} | {len(group)} |")
+    return lines
+
+
 def diagram(probe_work: Path, ft_work: Path, tasks: list[str], png: Path, data_path,
             title: str) -> Path:
     panels = {}
@@ -97,8 +117,8 @@ def diagram(probe_work: Path, ft_work: Path, tasks: list[str], png: Path, data_p
                            ("probe ens5+tta4+isotonic",
                             probe_work / f"proba_{task}_s0_probe_ens5+tta4+isotonic.npy"),
                            ("fine-tune", ft_work / f"proba_{task}_s0_finetune.npy"),
-                           ("fine-tune+tta4+isotonic",
-                            ft_work / f"proba_{task}_s0_finetune+tta4+isotonic.npy")):
+                           ("fine-tune+isotonic",
+                            ft_work / f"proba_{task}_s0_finetune+isotonic.npy")):
             if path.is_file():
                 curves[name] = (truth, np.load(path)[:, 0])
         panels[f"{task.upper()} test, seed 0"] = curves
@@ -118,19 +138,27 @@ def main() -> None:
     args = parser.parse_args()
     probe = _rows(args.results / "probe.jsonl")
     finetune = _rows(args.results / "finetune.jsonl")
-    stamps = sorted({(r["commit"], r["machine"]) for r in probe + finetune})
-    lines = ["## Augmentation: test ROC-AUC (%), mean ± std over seeds", "",
+    esol = _rows(args.results / "esol_conformal.jsonl")
+    stamps = sorted({(r["commit"], r["machine"]) for r in probe + finetune + esol})
+    lines = ["# Uncertainty and SMILES augmentation on CPU (commands, budget: README.md)", "",
+             "## Augmentation: test ROC-AUC (%), mean ± std over seeds", "",
              "Probe (frozen exlm-small BOS embedding + logistic regression):", "",
-             *augmentation_table(probe, ["probe", "probe+aug1", "probe+tta4",
-                                         "probe+aug1+tta4"], args.tasks), "",
+             *augmentation_table(probe, ["probe", "probe (canonical test SMILES)",
+                                         "probe+aug1", "probe+tta4", "probe+aug1+tta4"],
+                                 args.tasks), "",
              "Fine-tune (budget below):", "",
-             *augmentation_table(finetune, ["finetune", "finetune+aug1"], args.tasks), "",
+             *augmentation_table(finetune, ["finetune", "finetune+aug1", "finetune+tta4",
+                                            "finetune+aug1+tta4"],
+                                 [t for t in args.tasks if any(r["task"] == t
+                                                               for r in finetune)]), "",
              "## Uncertainty methods side by side (test split)", "",
              *side_by_side([r for r in probe if r["task"] in args.uq_tasks], args.uq_tasks), "",
              *side_by_side(finetune, [t for t in args.uq_tasks
                                       if any(r["task"] == t for r in finetune)]), "",
              "## Ensembles of the fine-tuned seed models", "",
              *seed_ensembles(finetune, args.ft_work, args.uq_tasks, args.data), "",
+             "## Split-conformal intervals, ESOL (probe ridge regression)", "",
+             *conformal_table(esol), "",
              "Records: " + "; ".join(f"commit {c}, machine {m}" for c, m in stamps), ""]
     args.out.write_text("\n".join(lines), encoding="utf-8")
     diagram(args.probe_work, args.ft_work, args.uq_tasks, args.png, args.data,

@@ -11,17 +11,15 @@ Both estimators follow the scikit-learn contract (``get_params``/``set_params``,
 from __future__ import annotations
 
 import warnings
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin
-from sklearn.utils.validation import check_is_fitted
 
 from exlm_chem.estimator_base import ExLMEstimatorBase
 from exlm_chem.estimator_inputs import Targets, classification_targets, regression_targets
 from exlm_chem.metrics import mean_r2, mean_roc_auc
-from exlm_chem.uncertainty.calibration import fit_calibrator, logit
-from exlm_chem.uncertainty.conformal import conformal_quantile, conformity_scores
+from exlm_chem.uncertainty.mixin import ClassifierUncertainty, Interval, RegressorUncertainty
 
 __all__ = ["ExLMMoleculeClassifier", "ExLMMoleculeRegressor", "Interval"]
 
@@ -117,7 +115,7 @@ _ATTRIBUTES = """
 """
 
 
-class ExLMMoleculeClassifier(ClassifierMixin, ExLMEstimatorBase):
+class ExLMMoleculeClassifier(ClassifierUncertainty, ClassifierMixin, ExLMEstimatorBase):
     __doc__ = f"""Binary or multi-task molecule classifier fine-tuned from ExLM.
 
     ``y`` is 1-D (binary: any two label values, in ``classes_``, none missing) or 2-D
@@ -146,28 +144,6 @@ class ExLMMoleculeClassifier(ClassifierMixin, ExLMEstimatorBase):
 
     def _restore_metadata(self, fitted: dict[str, Any]) -> None:
         self.classes_ = np.asarray(fitted["classes_"], dtype=np.dtype(fitted["classes_dtype"]))
-
-    def _aggregate(self, samples: np.ndarray) -> np.ndarray:
-        """Logits [n, T]: the network's own for one member and view, else the logit of the
-        mean probability over members x views, calibrated when ``calibrator_`` is set."""
-        calibrator = getattr(self, "calibrator_", None)  # absent in pre-ensemble pickles
-        if samples.shape[:2] == (1, 1) and calibrator is None:
-            return samples[0, 0]
-        proba = self._spread_scale(samples).mean(axis=(0, 1))  # [n, T]
-        if calibrator is not None:
-            proba = calibrator.apply(proba)
-        return logit(proba)
-
-    def _spread_scale(self, samples: np.ndarray) -> np.ndarray:
-        from scipy.special import expit
-
-        return expit(samples)
-
-    def _fit_held_out(self, smiles: list[str], labels: np.ndarray) -> None:
-        if self.calibrate is None:
-            return
-        proba = self._spread_scale(self._samples(smiles)).mean(axis=(0, 1))  # [n, T]
-        self.calibrator_ = fit_calibrator(self.calibrate, labels, proba)
 
     def decision_function(self, X: Any, on_invalid: str = "nan") -> np.ndarray:
         """Logits: [N] for binary ``y``, [N, n_tasks] for multi-task; NaN rows if invalid.
@@ -242,14 +218,7 @@ class ExLMMoleculeClassifier(ClassifierMixin, ExLMEstimatorBase):
         return tags
 
 
-class Interval(NamedTuple):
-    """Prediction interval bounds, each shaped like ``predict``'s output."""
-
-    lower: np.ndarray
-    upper: np.ndarray
-
-
-class ExLMMoleculeRegressor(RegressorMixin, ExLMEstimatorBase):
+class ExLMMoleculeRegressor(RegressorUncertainty, RegressorMixin, ExLMEstimatorBase):
     __doc__ = f"""Single- or multi-task molecule regressor fine-tuned from ExLM.
 
     ``y`` is 1-D (finite values) or 2-D (one column per task, NaN = missing). Targets are
@@ -267,28 +236,6 @@ class ExLMMoleculeRegressor(RegressorMixin, ExLMEstimatorBase):
         """Predicted values: [N] or [N, n_tasks]; NaN rows for invalid SMILES."""
         values = self._outputs(X, on_invalid).astype(np.float64)  # [N, T]
         return values if self.multitask_ else values[:, 0]
-
-    def _fit_held_out(self, smiles: list[str], labels: np.ndarray) -> None:
-        values = self._aggregate(self._samples(smiles))  # [n, T]
-        self.conformity_scores_ = conformity_scores(labels, values)
-
-    def predict_interval(self, X: Any, alpha: float = 0.1,
-                         on_invalid: str = "nan") -> Interval:
-        """Split-conformal interval ``predict(X) ± q`` with coverage ``>= 1 - alpha``.
-
-        ``q`` (per task) is the finite-sample corrected quantile of the absolute residuals
-        on the validation molecules (:mod:`exlm_chem.uncertainty.conformal`), computed in
-        ``fit`` with the ``tta`` of that time; too few of them for ``alpha`` give unbounded
-        intervals. NaN rows for bad SMILES.
-        """
-        check_is_fitted(self, "model_")
-        if self.conformity_scores_ is None:
-            raise ValueError("predict_interval needs validation molecules: fit with "
-                             "validation_fraction > 0")
-        q = np.array([conformal_quantile(s, alpha) for s in self.conformity_scores_])  # [T]
-        pred = self.predict(X, on_invalid)
-        half = q if self.multitask_ else q[0]
-        return Interval(pred - half, pred + half)
 
     def score(self, X: Any, y: Any, sample_weight: None = None) -> float:
         """R^2, averaged over tasks on labelled rows (invalid SMILES left out, warned)."""

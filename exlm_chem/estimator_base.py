@@ -19,8 +19,8 @@ from exlm_chem.estimator_inputs import Targets, as_smiles_list
 from exlm_chem.estimator_io import PersistenceMixin, resolve_device
 from exlm_chem.featurize import check_smiles, raise_for_invalid, warn_unknown_tokens
 from exlm_chem.finetune_settings import FinetuneSettings
-from exlm_chem.uncertainty.augment import tta_views
-from exlm_chem.uncertainty.ensemble import Spread, bootstrap_rows, combine, member_seeds
+from exlm_chem.uncertainty.ensemble import bootstrap_rows, member_seeds
+from exlm_chem.uncertainty.mixin import UncertaintyMixin
 from exlm_chem.uncertainty.params import uncertainty_problems
 
 _FIT_POLICIES = ("raise", "drop")
@@ -28,7 +28,7 @@ _PREDICT_POLICIES = ("nan", "raise")
 _POOLINGS = ("bos", "mean")
 
 
-class ExLMEstimatorBase(PersistenceMixin, BaseEstimator):
+class ExLMEstimatorBase(UncertaintyMixin, PersistenceMixin, BaseEstimator):
     """Fine-tunes a pre-trained ExLM encoder plus a head on SMILES (see subclasses)."""
 
     _task: ClassVar[str]
@@ -215,9 +215,6 @@ class ExLMEstimatorBase(PersistenceMixin, BaseEstimator):
             self._fit_held_out(valid.smiles, valid.labels)
         return self
 
-    def _fit_held_out(self, smiles: list[str], labels: np.ndarray) -> None:
-        """Fit what needs held-out rows (calibration, conformal scores); see subclasses."""
-
     # ---- outputs ---------------------------------------------------------------------------
     def _valid_rows(self, X: Any, on_invalid: str) -> tuple[int, np.ndarray, list[str]]:
         """(N, rows of valid SMILES, those SMILES); sets ``invalid_mask_``."""
@@ -253,51 +250,6 @@ class ExLMEstimatorBase(PersistenceMixin, BaseEstimator):
     def _net(self, net: Any) -> Any:
         device = resolve_device(self.device)  # .to() walks every parameter even when a no-op
         return net if net.device == device else net.to(device)
-
-    def _samples(self, smiles: list[str]) -> np.ndarray:
-        """Raw outputs [members, views, n, n_tasks] float64 of valid SMILES: every member
-        on the given SMILES, or with ``tta`` on the canonical + ``tta`` randomized views."""
-        from exlm_chem.finetune import predict_batched
-
-        tta = self.tta
-        if isinstance(tta, bool) or not isinstance(tta, int | np.integer) or tta < 0:
-            raise ValueError(f"tta must be an integer >= 0, got {tta!r}")
-        views = tta_views(smiles, int(tta), getattr(self, "seed_", 0)) if tta else [smiles]
-        nets = [self._net(net) for net in getattr(self, "models_", [self.model_])]
-        # one view at a time: memory stays that of a plain prediction
-        out = [[predict_batched(net, view, 2 * self.batch_size) for view in views]
-               for net in nets]
-        return np.asarray(out, dtype=np.float64).reshape(len(nets), len(views), len(smiles),
-                                                         self.n_tasks_)
-
-    def _aggregate(self, samples: np.ndarray) -> np.ndarray:
-        """One output [n, n_tasks] per molecule from ``samples`` [M, V, n, n_tasks]."""
-        return samples.mean(axis=(0, 1))
-
-    def _spread_scale(self, samples: np.ndarray) -> np.ndarray:
-        """Samples on the scale their spread is reported in (probabilities, values)."""
-        return samples
-
-    def predict_uncertainty(self, X: Any, on_invalid: str = "nan") -> Spread:
-        """Per-molecule spread: across members, across SMILES views (``tta``), and of all
-        member x view outputs; standard deviations of probabilities (classifier) or values
-        (regressor). Each is [N] (1-D ``y``) or [N, n_tasks]; NaN rows for bad SMILES.
-
-        Needs ``n_models > 1`` or ``tta > 0``: a single output has no spread. A source
-        with one sample (one member, or no ``tta``) contributes zeros.
-        """
-        check_is_fitted(self, "model_")
-        if len(getattr(self, "models_", [None])) == 1 and not self.tta:
-            raise ValueError("predict_uncertainty needs an ensemble (fit with n_models > 1) "
-                             "or test-time augmentation (tta > 0)")
-        n, rows, valid_smiles = self._valid_rows(X, on_invalid)
-        _, spread = combine(self._spread_scale(self._samples(valid_smiles)))
-        parts = []
-        for values in spread:
-            full = np.full((n, self.n_tasks_), np.nan)
-            full[rows] = values
-            parts.append(full if self.multitask_ else full[:, 0])
-        return Spread(*parts)
 
     def transform(self, X: Any, on_invalid: str = "nan") -> np.ndarray:
         """Pooled encoder states [N, d] (float32) of the fitted encoder; NaN rows for

@@ -20,8 +20,9 @@ def reliability_diagram(panels: Mapping[str, Curves], path: str | os.PathLike[st
     """Write a PNG with one panel per entry of ``panels`` (panel title -> curves), one
     line per curve, its ECE in the legend.
 
-    Bins are ``n_bins`` equal-width probability bins; empty ones are not drawn. The
-    dotted diagonal is perfect calibration.
+    Bins are ``n_bins`` equal-width probability bins; empty ones are not drawn and a
+    marker's area grows with its bin's share of molecules. The dotted diagonal is perfect
+    calibration.
     """
     import matplotlib
 
@@ -36,8 +37,11 @@ def reliability_diagram(panels: Mapping[str, Curves], path: str | os.PathLike[st
             proba = np.asarray(proba, dtype=np.float64)
             count, mean_p, rate = reliability_bins(truth, proba, n_bins)
             used = count > 0
-            ax.plot(mean_p[used], rate[used], marker="o", markersize=3,
-                    label=f"{name} (ECE {ece_bins(truth, proba, n_bins):.3f})")
+            (line,) = ax.plot(mean_p[used], rate[used], linewidth=1,
+                              label=f"{name} (ECE {ece_bins(truth, proba, n_bins):.3f})")
+            # marker area grows with the bin's molecules: a lone molecule's bin is noise
+            ax.scatter(mean_p[used], rate[used], s=4 + 60 * count[used] / count.sum(),
+                       color=line.get_color())
         ax.set(xlim=(0, 1), ylim=(0, 1), xlabel="mean predicted probability",
                ylabel="observed positive rate", title=panel)
         if curves:
