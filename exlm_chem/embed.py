@@ -26,8 +26,9 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
+from exlm_chem.batching import sorted_batches
 from exlm_chem.collate import SpecialIds
-from exlm_chem.featurize import check_smiles, length_sorted_batches, pool, warn_unknown_tokens
+from exlm_chem.featurize import check_smiles, pooled_states, warn_unknown_tokens
 from exlm_chem.inference_inputs import inference_expansion, inference_inputs
 from exlm_chem.tokenizer import SmilesTokenizer
 
@@ -155,7 +156,7 @@ class Embedder:
         rows = self._token_rows(smiles, max_length)
         lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))  # [n]
         with _eval_mode(self.model), torch.inference_mode():
-            for batch in length_sorted_batches(lengths, batch_size):
+            for batch in sorted_batches(lengths, batch_size):
                 out[batch] = self.pooled_batch([rows[i] for i in batch], pooling)
                 if on_batch is not None:
                     on_batch(len(batch))
@@ -179,8 +180,9 @@ class Embedder:
         tensors = inference_inputs(rows, self.k_states, self.special)
         input_ids, pos_original, pos_copy, padding_mask = (
             t.to(self.device) for t in tensors)
-        hidden = self.model(input_ids, pos_original, pos_copy, padding_mask)  # [B, X, d]
-        return pool(hidden, padding_mask, pooling).float().cpu().numpy()  # [B, d]
+        pooled = pooled_states(self.model, input_ids, pos_original, pos_copy, padding_mask,
+                               pooling)  # [B, d]
+        return pooled.float().cpu().numpy()
 
     def embed_rows(
         self,

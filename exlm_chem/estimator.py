@@ -41,6 +41,9 @@ _PARAMETERS = """
     validation_fraction : float, default 0.1
         Share of the training molecules (random, seeded) held out to choose the best
         epoch; 0 keeps the last epoch.
+    patience : int or None, default 5
+        Stop when the score on that held-out share has not improved for this many epochs
+        (``epochs`` stays the cap); None trains every epoch.
     pooling : {"bos", "mean"}, default "bos"
         Molecule vector: the first BOS copy (the paper) or the mean over tokens.
     max_length : int, default 256

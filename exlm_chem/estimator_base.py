@@ -47,6 +47,7 @@ class ExLMEstimatorBase(PersistenceMixin, BaseEstimator):
         weight_decay: float = 0.0,
         clip_norm: float = 1.0,
         validation_fraction: float = 0.1,
+        patience: int | None = 5,
         pooling: str = "bos",
         max_length: int = 256,
         random_state: int | np.random.RandomState | None = None,
@@ -71,6 +72,7 @@ class ExLMEstimatorBase(PersistenceMixin, BaseEstimator):
         self.weight_decay = weight_decay
         self.clip_norm = clip_norm
         self.validation_fraction = validation_fraction
+        self.patience = patience
         self.pooling = pooling
         self.max_length = max_length
         self.random_state = random_state
@@ -111,6 +113,10 @@ class ExLMEstimatorBase(PersistenceMixin, BaseEstimator):
         ml = self.max_length
         if not isinstance(ml, int | np.integer) or isinstance(ml, bool) or ml < 3:
             problems.append(f"max_length must be an integer >= 3, got {ml!r}")
+        pa = self.patience
+        if pa is not None and (not isinstance(pa, int | np.integer) or isinstance(pa, bool)
+                               or pa < 1):
+            problems.append(f"patience must be None or an integer >= 1, got {pa!r}")
         mm = self.max_minutes
         if mm is not None and (not isinstance(mm, int | float) or not mm > 0):
             problems.append(f"max_minutes must be None or > 0, got {mm!r}")
@@ -169,6 +175,7 @@ class ExLMEstimatorBase(PersistenceMixin, BaseEstimator):
 
         device = resolve_device(self.device)
         cuda = [device.index or 0] if device.type == "cuda" else []
+        patience = None if self.patience is None else int(self.patience)
         members = []
         for member_seed in member_seeds(seed, int(self.n_models)):
             member_train = train
@@ -185,7 +192,7 @@ class ExLMEstimatorBase(PersistenceMixin, BaseEstimator):
                                          self.pooling, int(self.max_length)).to(device)
                 result = finetune(net, member_train, settings, self._task, valid,
                                   bool(self.progress), self.max_minutes, member_seed,
-                                  int(self.augment))
+                                  int(self.augment), patience=patience)
             members.append((net, result))
         net, result = members[0]
         self.__dict__.pop("invalid_mask_", None)  # belongs to the previous model's outputs

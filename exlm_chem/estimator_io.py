@@ -29,6 +29,7 @@ from exlm_chem.finetune_net import FinetuneNet, build_finetune_net
 from exlm_chem.model.checkpoint import load_checkpoint
 from exlm_chem.model.checkpoint_format import (
     ESTIMATOR_FORMAT,
+    FORMAT_VERSION,
     METADATA_FILE,
     check_tensors,
     read_metadata,
@@ -37,6 +38,7 @@ from exlm_chem.model.checkpoint_format import (
     validate,
 )
 from exlm_chem.model.config import ExLMConfig
+from exlm_chem.model.rope_layout import to_current_layout
 from exlm_chem.output_owner import saved_metadata
 from exlm_chem.safe_write import atomic_directory
 from exlm_chem.tokenizer import SmilesTokenizer
@@ -114,7 +116,15 @@ def load_backbone(pretrained: str | os.PathLike[str] | None, preset: str,
 def net_to_bytes(net: FinetuneNet) -> bytes:
     """The network's weights (encoder and head) as safetensors bytes."""
     state = {k: v.detach().cpu().contiguous() for k, v in net.state_dict().items()}
-    return safetensors.torch.save(state, metadata={"format": ESTIMATOR_FORMAT})
+    return safetensors.torch.save(state, metadata={"format": ESTIMATOR_FORMAT,
+                                                   "format_version": str(FORMAT_VERSION)})
+
+
+def _safetensors_metadata(data: bytes) -> dict[str, str]:
+    """The ``__metadata__`` of safetensors bytes: an 8-byte little-endian header length,
+    then the JSON header."""
+    size = int.from_bytes(data[:8], "little")
+    return json.loads(data[8 : 8 + size]).get("__metadata__") or {}
 
 
 def _build_net(config: ExLMConfig, tokenizer: SmilesTokenizer, n_out: int, where: str,
@@ -133,6 +143,9 @@ def net_from_bytes(data: bytes, config: ExLMConfig, tokenizer: SmilesTokenizer, 
     tensors = safetensors.torch.load(data)
     net = _build_net(config, tokenizer, n_out, "pickled weights", **net_kwargs)
     check_tensors("pickled weights", tensors, net.state_dict())
+    # pickles carry no metadata.json: their version (absent before 3) is in the header
+    version = _safetensors_metadata(data).get("format_version")
+    tensors = to_current_layout(tensors, config, None if version is None else int(version))
     net.load_state_dict(tensors)
     return net.eval()
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -113,13 +113,6 @@ def raise_for_invalid(smiles: Sequence[Any], checked: CheckedSmiles) -> None:
         raise InvalidSmilesError([InvalidRow(int(i), smiles[i], checked.reasons[i]) for i in bad])
 
 
-def length_sorted_batches(lengths: Sequence[int], batch_size: int) -> Iterator[np.ndarray]:
-    """Index batches of similar lengths (less padding); every index appears once."""
-    order = np.argsort(np.asarray(lengths), kind="stable")
-    for start in range(0, len(order), batch_size):
-        yield order[start : start + batch_size]
-
-
 def pool(hidden: torch.Tensor, padding_mask: torch.Tensor, pooling: str) -> torch.Tensor:
     """``bos``: the first BOS copy (position 0); ``mean``: mean over real tokens."""
     if pooling == "bos":
@@ -128,3 +121,17 @@ def pool(hidden: torch.Tensor, padding_mask: torch.Tensor, pooling: str) -> torc
         weights = padding_mask.unsqueeze(-1).to(hidden.dtype)  # [B, X, 1]
         return (hidden * weights).sum(1) / weights.sum(1).clamp_min(1.0)
     raise ValueError(f"pooling must be 'bos' or 'mean', got {pooling!r}")
+
+
+def pooled_states(model: torch.nn.Module, input_ids: torch.Tensor, pos_original: torch.Tensor,
+                  pos_copy: torch.Tensor, padding_mask: torch.Tensor,
+                  pooling: str) -> torch.Tensor:
+    """Pooled encoder states [B, d] of an expanded batch (each input [B, X]).
+
+    ``bos`` asks the encoder for position 0 alone (``first_only``), so its last block
+    skips every other row; ``mean`` pools all real tokens.
+    """
+    if pooling == "bos":
+        return model(input_ids, pos_original, pos_copy, padding_mask, first_only=True)
+    return pool(model(input_ids, pos_original, pos_copy, padding_mask), padding_mask, pooling)
+

@@ -33,6 +33,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from exlm_chem.batching import bucketed_batches
 from exlm_chem.finetune_data import EncodedSet, autocast
 from exlm_chem.finetune_net import (
     FinetuneNet,
@@ -42,6 +43,7 @@ from exlm_chem.finetune_net import (
 )
 from exlm_chem.finetune_settings import FinetuneSettings, finetune_preset
 from exlm_chem.metrics import mean_rmse, mean_roc_auc
+from exlm_chem.micro_batches import STEP_TOKENS, micro_batches
 from exlm_chem.uncertainty.augment import EpochViews
 
 __all__ = [
@@ -116,14 +118,18 @@ def optimizer_step(
     scheduler: torch.optim.lr_scheduler.LRScheduler,
     loss: torch.Tensor | None,
     clip_norm: float,
+    accumulated: bool = False,
 ) -> float:
     """Backward, clip, update and advance the schedule; returns the lr the step used.
 
-    A ``None`` loss (a batch without labels) still advances the schedule.
+    A ``None`` loss (a batch without labels) still advances the schedule. With
+    ``accumulated`` the gradients are already in place (micro-batches): no backward.
     """
-    optimizer.zero_grad(set_to_none=True)
+    if not accumulated:
+        optimizer.zero_grad(set_to_none=True)
     if loss is not None:
-        loss.backward()
+        if not accumulated:
+            loss.backward()
         if clip_norm > 0:
             nn.utils.clip_grad_norm_(net.parameters(), clip_norm)
         optimizer.step()
@@ -191,6 +197,8 @@ def finetune(
     max_minutes: float | None = None,
     seed: int = 0,
     augment: int = 0,
+    length_buckets: bool = True,
+    patience: int | None = None,
 ) -> FinetuneResult:
     """Fine-tune ``net`` in place and restore its best epoch's weights.
 
@@ -214,7 +222,15 @@ def finetune(
         Each epoch trains on the given SMILES plus ``augment`` randomized SMILES of every
         molecule, drawn afresh per epoch from ``seed``
         (:class:`~exlm_chem.uncertainty.augment.EpochViews`); 0 = no augmentation.
+    length_buckets : bool
+        Batches of molecules of similar length (:func:`~exlm_chem.batching.
+        bucketed_batches`), far less padding; ``False``: plain random batches.
+    patience : int, optional
+        Stop once this many epochs in a row have not improved the validation score (needs
+        ``valid``; the best epoch's weights are kept either way).
     """
+    if patience is not None and patience < 1:
+        raise ValueError(f"patience must be None or >= 1, got {patience!r}")
     if task not in TASKS:
         raise ValueError(f"task must be one of {TASKS}, got {task!r}")
     n_out = net.head.out.out_features
@@ -238,7 +254,8 @@ def finetune(
     # tokenised and expanded once, before the first epoch, and kept on the device
     train_inputs = net.encode(train.smiles).to(device) if views is None else None
     valid_inputs = net.encode(valid.smiles).to(device) if valid is not None else None
-    has_labels = ~np.isnan(np.asarray(train.labels, dtype=np.float64)).all(axis=1)  # [N]
+    label_counts = (~np.isnan(np.asarray(train.labels, dtype=np.float64))).sum(1)  # [N]
+    step_tokens = STEP_TOKENS if device.type == "cpu" else None  # GPU memory is ample
     order_rng = np.random.default_rng(seed)
     best_epoch, best_score = 0, float("nan")
     best_state = {k: v.detach().clone() for k, v in net.state_dict().items()}
@@ -253,14 +270,16 @@ def finetune(
     for epoch in epochs:
         epoch_start = time.monotonic()
         net.train()
-        inputs, epoch_targets, epoch_has = train_inputs, targets, has_labels
+        inputs, epoch_targets, epoch_counts = train_inputs, targets, label_counts
         if views is not None:  # this epoch's randomized strings, re-encoded
             view = views.epoch(epoch)
             inputs = net.encode(view.smiles).to(device)
             epoch_targets = targets[torch.from_numpy(view.rows).to(device)]
-            epoch_has = has_labels[view.rows]
-        run = _train_epoch(net, inputs, epoch_targets, epoch_has, order_rng.permutation(n),
-                           bs, task, optimizer, scheduler, settings.clip_norm, deadline)
+            epoch_counts = label_counts[view.rows]
+        batches = (bucketed_batches(inputs.lengths, bs, order_rng) if length_buckets
+                   else _random_batches(order_rng.permutation(n), bs))
+        run = _train_epoch(net, inputs, epoch_targets, epoch_counts, batches, task, optimizer,
+                           scheduler, settings.clip_norm, deadline, step_tokens)
         n_steps += run.steps
         stopped_early = run.stopped_early
         valid_loss, score = float("nan"), float("nan")
@@ -278,6 +297,10 @@ def finetune(
         if stopped_early:
             logger.info("fine-tuning stopped after epoch %d: max_minutes=%s spent",
                         epoch, max_minutes)
+            break
+        if patience is not None and metric != "last_epoch" and epoch - best_epoch >= patience:
+            logger.info("fine-tuning stopped after epoch %d: no better %s for %d epochs",
+                        epoch, metric, patience)
             break
     net.load_state_dict(best_state)
     net.eval()
@@ -301,6 +324,10 @@ def target_scaling(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return mean, np.where(usable, spread, 1.0)
 
 
+def _random_batches(perm: np.ndarray, batch_size: int) -> list[np.ndarray]:
+    return [perm[start : start + batch_size] for start in range(0, len(perm), batch_size)]
+
+
 class _EpochRun(NamedTuple):
     loss_sum: torch.Tensor  # [] float64 on the device: sum of the steps' losses
     losses: int  # steps that had a loss (a batch without labels has none)
@@ -314,29 +341,41 @@ class _EpochRun(NamedTuple):
 
 
 def _train_epoch(net: FinetuneNet, inputs: EncodedSet, targets: torch.Tensor,
-                 has_labels: np.ndarray, perm: np.ndarray, batch_size: int, task: str,
+                 label_counts: np.ndarray, batches: list[np.ndarray], task: str,
                  optimizer: torch.optim.Optimizer,
                  scheduler: torch.optim.lr_scheduler.LRScheduler, clip_norm: float,
-                 deadline: float | None) -> _EpochRun:
-    """One pass over ``perm``: no host-device synchronisation inside the loop.
+                 deadline: float | None, step_tokens: int | None = None) -> _EpochRun:
+    """One pass over ``batches`` (host index arrays): no host-device synchronisation
+    inside the loop.
 
-    Batch widths and whether a batch has any label are read from host arrays; the batch
-    rows are sliced from one device copy of the epoch's order.
+    Batch widths and label counts are read from host arrays; the batch rows are sliced
+    from one device copy of the epoch's order. A batch of more than ``step_tokens`` real
+    tokens runs as micro-batches (:mod:`exlm_chem.micro_batches`) whose gradients add up
+    to the whole batch's.
     """
     device = targets.device
+    perm = np.concatenate(batches) if batches else np.zeros(0, dtype=np.int64)
     perm_device = torch.from_numpy(perm).to(device)  # one copy per epoch
     loss_sum = torch.zeros((), dtype=torch.float64, device=device)
     losses = steps = 0
     last_lr, stopped_early = float("nan"), False
-    for start in range(0, len(perm), batch_size):
-        idx = perm[start : start + batch_size]  # host
-        rows = perm_device[start : start + batch_size]  # the same rows, on the device
-        with autocast(device):
-            outputs = net.forward_inputs(*inputs.batch(rows, idx))  # [B, T]
+    start = 0
+    for idx in batches:  # host
+        rows = perm_device[start : start + len(idx)]  # the same rows, on the device
+        pieces = micro_batches(idx, inputs.lengths, step_tokens)
         loss = None
-        if has_labels[idx].any():
-            loss = masked_mean_loss(outputs.float(), targets[rows], task)
-        last_lr = optimizer_step(net, optimizer, scheduler, loss, clip_norm)
+        if len(pieces) == 1:
+            with autocast(device):
+                outputs = net.forward_inputs(*inputs.batch(rows, idx))  # [B, T]
+            if label_counts[idx].any():
+                loss = masked_mean_loss(outputs.float(), targets[rows], task)
+            last_lr = optimizer_step(net, optimizer, scheduler, loss, clip_norm)
+        else:
+            loss = _accumulate(net, inputs, targets, label_counts, rows, idx, pieces, task,
+                               optimizer)
+            last_lr = optimizer_step(net, optimizer, scheduler, loss, clip_norm,
+                                     accumulated=True)
+        start += len(idx)
         if loss is not None:
             loss_sum += loss.detach()
             losses += 1
@@ -345,6 +384,31 @@ def _train_epoch(net: FinetuneNet, inputs: EncodedSet, targets: torch.Tensor,
             stopped_early = True
             break
     return _EpochRun(loss_sum, losses, steps, last_lr, stopped_early)
+
+
+def _accumulate(net: FinetuneNet, inputs: EncodedSet, targets: torch.Tensor,
+                label_counts: np.ndarray, rows: torch.Tensor, idx: np.ndarray,
+                pieces: list[np.ndarray], task: str,
+                optimizer: torch.optim.Optimizer) -> torch.Tensor | None:
+    """Gradients of the batch's mean loss, summed over micro-batches; the loss (detached)
+    or None when the batch has no label."""
+    optimizer.zero_grad(set_to_none=True)
+    total = int(label_counts[idx].sum())
+    if not total:
+        return None
+    device, loss, first = targets.device, None, 0
+    for piece in pieces:
+        piece_rows = rows[first : first + len(piece)]
+        first += len(piece)
+        labelled = int(label_counts[piece].sum())
+        if not labelled:  # its mean would be 0/0; it adds nothing to the batch's loss
+            continue
+        with autocast(device):
+            outputs = net.forward_inputs(*inputs.batch(piece_rows, piece))  # [b, T]
+        part = masked_mean_loss(outputs.float(), targets[piece_rows], task) * (labelled / total)
+        part.backward()
+        loss = part.detach() if loss is None else loss + part.detach()
+    return loss
 
 
 @torch.no_grad()

@@ -8,8 +8,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from exlm_chem.batching import sorted_batches
 from exlm_chem.collate import SpecialIds
-from exlm_chem.featurize import length_sorted_batches, pool
+from exlm_chem.featurize import pooled_states
 from exlm_chem.finetune_data import EncodedSet, autocast, encode_rows
 from exlm_chem.inference_inputs import inference_expansion
 from exlm_chem.model.config import ExLMConfig
@@ -74,8 +75,8 @@ class FinetuneNet(nn.Module):
     def embed_inputs(self, input_ids: torch.Tensor, pos_original: torch.Tensor,
                      pos_copy: torch.Tensor, padding_mask: torch.Tensor) -> torch.Tensor:
         """Pooled encoder states [B, d] of a batch of encoder inputs (each [B, X])."""
-        hidden = self.encoder(input_ids, pos_original, pos_copy, padding_mask)  # [B, X, d]
-        return pool(hidden, padding_mask, self.pooling)
+        return pooled_states(self.encoder, input_ids, pos_original, pos_copy, padding_mask,
+                             self.pooling)
 
     def forward_inputs(self, input_ids: torch.Tensor, pos_original: torch.Tensor,
                        pos_copy: torch.Tensor, padding_mask: torch.Tensor) -> torch.Tensor:
@@ -115,7 +116,7 @@ def build_finetune_net(
     return FinetuneNet(encoder, tokenizer, n_out, pooler_dropout, pooling, max_length)
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def predict_encoded(net: FinetuneNet, inputs: EncodedSet, batch_size: int = 64,
                     embed: bool = False) -> np.ndarray:
     """Outputs [N, n_out] (or pooled states [N, d] with ``embed``) of an encoded set.
@@ -132,7 +133,7 @@ def predict_encoded(net: FinetuneNet, inputs: EncodedSet, batch_size: int = 64,
     was_training = net.training
     net.eval()
     try:
-        for idx in length_sorted_batches(inputs.lengths, batch_size):
+        for idx in sorted_batches(inputs.lengths, batch_size):
             rows = torch.from_numpy(idx).to(device)
             with autocast(device):
                 out[rows] = fn(*inputs.batch(rows, idx)).float()

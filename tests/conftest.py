@@ -60,7 +60,15 @@ def _single_thread_torch():
 
     previous = torch.get_num_threads()
     torch.set_num_threads(1)
+    # the CLI sets torch's threads per command (exlm_chem.threads): keep commands run
+    # in-process or as subprocesses on one thread too
+    env = os.environ.get("EXLM_CHEM_THREADS")
+    os.environ["EXLM_CHEM_THREADS"] = "1"
     yield
+    if env is None:
+        os.environ.pop("EXLM_CHEM_THREADS", None)
+    else:
+        os.environ["EXLM_CHEM_THREADS"] = env
     torch.set_num_threads(previous)
 
 

@@ -106,7 +106,7 @@ def batch_entropies(model: Any, batch: Any, base: float = 2.0) -> TargetEntropie
     from exlm_chem.collate import IGNORE_INDEX, ExLMBatch
     from exlm_chem.dag import dag_best_alignment
 
-    with torch.no_grad():
+    with torch.inference_mode():
         hidden = model(batch.input_ids, batch.pos_original, batch.pos_copy, batch.padding_mask)
         if not isinstance(batch, ExLMBatch):
             selected = batch.labels != IGNORE_INDEX  # [B, N]

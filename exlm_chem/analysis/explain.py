@@ -426,7 +426,7 @@ def explain(
     def tensor(a: np.ndarray) -> torch.Tensor:
         return torch.as_tensor(a, dtype=torch.long, device=device)[None]  # [1, ...]
 
-    with torch.no_grad():
+    with torch.inference_mode():
         hidden = net(tensor(expanded), tensor(pos_original), tensor(pos_copy),
                      torch.ones(1, len(expanded), dtype=torch.bool, device=device))
         states_hidden = hidden[0, tensor(state_index)[0]]  # [S, d]

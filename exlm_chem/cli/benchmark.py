@@ -7,6 +7,7 @@ import shlex
 import sys
 
 from exlm_chem.cli.base import Subcommand
+from exlm_chem.threads import add_threads_option, set_threads
 
 
 def parse_budget(text: str):
@@ -68,6 +69,7 @@ class BenchmarkCommand(Subcommand):
         parser.add_argument("--data", default=None,
                             help="MoleculeNet folder (default: $EXLM_CHEM_DATA, data/, cache)")
         parser.add_argument("--device", default="auto", help="for the encoders: auto, cpu, cuda")
+        add_threads_option(parser)
         parser.add_argument("--report-only", action="store_true",
                             help="only rebuild the report from the results file")
         parser.add_argument("--no-progress", action="store_true",
@@ -75,6 +77,7 @@ class BenchmarkCommand(Subcommand):
 
     @classmethod
     def run(cls, args: argparse.Namespace) -> int:
+        set_threads(args.threads)
         from pathlib import Path
 
         from exlm_chem.benchmark.records import RESULTS_FILE, ResultsFile

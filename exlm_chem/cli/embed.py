@@ -24,6 +24,7 @@ from typing import Any
 from exlm_chem.cli.base import Subcommand
 from exlm_chem.cli.inputs import add_input_arguments, iter_chunks, open_table
 from exlm_chem.safe_write import check_output_file
+from exlm_chem.threads import add_threads_option, set_threads
 
 FORMATS = (".parquet", ".csv", ".npy")
 
@@ -162,10 +163,12 @@ class EmbedCommand(Subcommand):
         parser.add_argument("--max-length", type=int, default=256,
                             help="tokens per molecule incl. BOS/EOS; longer ones truncated")
         parser.add_argument("--device", default="auto", help="auto | cpu | cuda[:i]")
+        add_threads_option(parser)
         parser.add_argument("--no-progress", dest="progress", action="store_false")
 
     @classmethod
     def run(cls, args: argparse.Namespace) -> int:
+        set_threads(args.threads)
         tally = export_embeddings(
             args.input, args.out, smiles_column=args.smiles_column, model=args.model,
             pooling=args.pooling, batch_size=args.batch_size, chunk_size=args.chunk_size,

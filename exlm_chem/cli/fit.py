@@ -12,6 +12,7 @@ from dataclasses import asdict
 
 from exlm_chem.cli.base import Subcommand
 from exlm_chem.cli.inputs import add_input_arguments, open_table, read_table
+from exlm_chem.threads import add_threads_option, set_threads
 
 TASKS = ("classification", "regression")
 
@@ -49,6 +50,7 @@ class FitCommand(Subcommand):
                                  "leave them out with a warning")
         parser.add_argument("--max-minutes", type=float)
         parser.add_argument("--device", default="auto", help="auto | cpu | cuda[:i]")
+        add_threads_option(parser)
         parser.add_argument("--no-progress", dest="progress", action="store_false")
 
     @classmethod
@@ -59,6 +61,7 @@ class FitCommand(Subcommand):
         # before any training (and heavy import): a refused or unwritable --out would lose
         # the fitted model
         check_output_dir(args.out, ESTIMATOR_FORMAT)
+        set_threads(args.threads)
 
         import pandas as pd
 

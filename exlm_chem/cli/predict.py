@@ -16,6 +16,7 @@ from typing import Any
 
 from exlm_chem.cli.base import Subcommand
 from exlm_chem.cli.inputs import add_input_arguments, iter_chunks, open_table
+from exlm_chem.threads import add_threads_option, set_threads
 
 
 def load_estimator(model_dir: str | Path) -> Any:
@@ -66,10 +67,12 @@ class PredictCommand(Subcommand):
         parser.add_argument("--chunk-size", type=int, default=8192,
                             help="input rows read and written at a time")
         parser.add_argument("--device", default=None, help="auto | cpu | cuda[:i]")
+        add_threads_option(parser)
         parser.add_argument("--no-progress", dest="progress", action="store_false")
 
     @classmethod
     def run(cls, args: argparse.Namespace) -> int:
+        set_threads(args.threads)
         from exlm_chem.atomic_files import atomic_path
         from exlm_chem.cli.outputs import RESERVED_COLUMNS, TableSink, output_format
         from exlm_chem.cli.tally import RowTally

@@ -10,6 +10,8 @@ Format versions (``metadata.json`` ``format_version``, an integer; absent means 
    vocabulary) to metadata.json, and the same checksums plus ``k_states`` and
    ``objective`` to the safetensors header, so that the weights say which config they
    were saved with.
+3. the q/k rows of every attention block in the interleaved-pair layout of RoPE
+   (:mod:`exlm_chem.model.rope_layout`); earlier versions are permuted on load.
 
 :data:`CONVERTERS` maps version v to a function turning the parts read from a version-v
 directory into those of version v + 1; loading applies them in turn, so old directories
@@ -37,7 +39,7 @@ VOCAB_FILE = "vocab.txt"
 METADATA_FILE = "metadata.json"
 FILES = (CONFIG_FILE, WEIGHTS_FILE, VOCAB_FILE, METADATA_FILE)
 FORMAT = CHECKPOINT_FORMAT
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 
 
 class CheckpointParts(NamedTuple):
@@ -55,7 +57,15 @@ def _from_v1(parts: CheckpointParts) -> CheckpointParts:
     return parts._replace(version=2)  # version 2 only added checksums: nothing to convert
 
 
-CONVERTERS: dict[int, Callable[[CheckpointParts], CheckpointParts]] = {1: _from_v1}
+def _from_v2(parts: CheckpointParts) -> CheckpointParts:
+    from exlm_chem.model.rope_layout import permute_qk_to_interleaved
+
+    return parts._replace(tensors=permute_qk_to_interleaved(parts.tensors, parts.config),
+                          version=3)
+
+
+CONVERTERS: dict[int, Callable[[CheckpointParts], CheckpointParts]] = {
+    1: _from_v1, 2: _from_v2}
 
 
 def _sha256(obj: Any) -> str:

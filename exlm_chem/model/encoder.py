@@ -1,8 +1,9 @@
 """The ExLM encoder: a pre-LN transformer whose only position signal is 2D RoPE.
 
-Reads top to bottom: attention, feed-forward, block, encoder, then the full model with
-its heads. The input is already expanded (BOS, every [MASK] and EOS repeated k times by
-the collate step), so the encoder sees ordinary token ids plus two position coordinates.
+Reads top to bottom: block, encoder, then the full model with its heads (attention and
+the feed-forward block have modules of their own). The input is already expanded (BOS,
+every [MASK] and EOS repeated k times by the collate step), so the encoder sees ordinary
+token ids plus two position coordinates.
 
 Shapes: B batch, X expanded tokens, S expanded states (DAG nodes), d model dim, H heads,
 hd head dim, V vocabulary.
@@ -13,53 +14,14 @@ from __future__ import annotations
 from typing import ClassVar
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
+from exlm_chem.model.attention import SelfAttention
 from exlm_chem.model.config import ExLMConfig
+from exlm_chem.model.feedforward import FeedForward
 from exlm_chem.model.heads import LMHead, TransitionHead
-from exlm_chem.model.rope import apply_rope, rope_cos_sin
-
-
-class SelfAttention(nn.Module):
-    """Bidirectional multi-head self-attention with 2D RoPE on queries and keys."""
-
-    def __init__(self, config: ExLMConfig) -> None:
-        super().__init__()
-        self.n_heads = config.n_heads
-        self.head_dim = config.head_dim
-        self.attention_dropout = config.attention_dropout
-        self.qkv = nn.Linear(config.d_model, 3 * config.d_model)  # fused q, k, v projections
-        self.out = nn.Linear(config.d_model, config.d_model)
-
-    def forward(
-        self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, key_mask: torch.Tensor | None
-    ) -> torch.Tensor:
-        B, X, d = x.shape
-        qkv = self.qkv(x).view(B, X, 3, self.n_heads, self.head_dim)  # [B, X, 3, H, hd]
-        q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # 3 x [B, H, X, hd]
-        q = apply_rope(q, cos, sin)
-        k = apply_rope(k, cos, sin)
-        # SDPA scales q.k by hd**-0.5 itself; key_mask is [B, 1, 1, X] with True = attend
-        y = F.scaled_dot_product_attention(
-            q, k, v, attn_mask=key_mask,
-            dropout_p=self.attention_dropout if self.training else 0.0,
-        )  # [B, H, X, hd]
-        y = y.transpose(1, 2).reshape(B, X, d)  # [B, X, d]
-        return self.out(y)
-
-
-class FeedForward(nn.Module):
-    """Linear -> GELU -> activation dropout -> Linear."""
-
-    def __init__(self, config: ExLMConfig) -> None:
-        super().__init__()
-        self.fc1 = nn.Linear(config.d_model, config.d_ffn)
-        self.fc2 = nn.Linear(config.d_ffn, config.d_model)
-        self.activation_dropout = nn.Dropout(config.activation_dropout)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.fc2(self.activation_dropout(F.gelu(self.fc1(x))))
+from exlm_chem.model.rope import rope_rotation
+from exlm_chem.model.token_layout import TokenLayout, token_layout
 
 
 class Block(nn.Module):
@@ -73,10 +35,13 @@ class Block(nn.Module):
         self.ffn = FeedForward(config)
         self.dropout = nn.Dropout(config.dropout)
 
-    def forward(
-        self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, key_mask: torch.Tensor | None
-    ) -> torch.Tensor:
-        x = x + self.dropout(self.attn(self.ln_attn(x), cos, sin, key_mask))
+    def forward(self, x: torch.Tensor, rotation: torch.Tensor, layout: TokenLayout,
+                queries: torch.Tensor | None = None) -> torch.Tensor:
+        """``x`` [N, d] real tokens -> [N, d], or [S, d] for the rows ``queries`` (see
+        :class:`~exlm_chem.model.attention.SelfAttention`)."""
+        h = self.attn(self.ln_attn(x), rotation, layout, queries)
+        x = x if queries is None else x[queries]
+        x = x + self.dropout(h)
         x = x + self.dropout(self.ffn(self.ln_ffn(x)))
         return x
 
@@ -103,6 +68,7 @@ class ExLMEncoder(nn.Module):
         pos_original: torch.Tensor,
         pos_copy: torch.Tensor,
         padding_mask: torch.Tensor | None = None,
+        first_only: bool = False,
     ) -> torch.Tensor:
         """Encode an expanded batch.
 
@@ -114,11 +80,15 @@ class ExLMEncoder(nn.Module):
             2D positions (original index; copy index 1..k or 0).
         padding_mask : BoolTensor [B, X], optional
             True at real tokens, False at padding. None means no padding.
+        first_only : bool
+            Return only the final state at position 0 (the first BOS copy, what "bos"
+            pooling takes), ``[B, d]``; the last block then computes nothing else.
 
         Returns
         -------
-        Tensor [B, X, d]
-            Final hidden states (padded positions hold unspecified finite values).
+        Tensor [B, X, d] (or [B, d] with ``first_only``)
+            Final hidden states; zeros at padded positions on the CPU (unspecified finite
+            values elsewhere, see :func:`~exlm_chem.model.token_layout.token_layout`).
         """
         if input_ids.dim() != 2:
             raise ValueError(f"input_ids must be [B, X], got {tuple(input_ids.shape)}")
@@ -126,23 +96,27 @@ class ExLMEncoder(nn.Module):
             raise ValueError(
                 f"positions must match input_ids {tuple(input_ids.shape)}; got "
                 f"pos_original {tuple(pos_original.shape)}, pos_copy {tuple(pos_copy.shape)}")
-        key_mask = None
+        B, X = input_ids.shape
         if padding_mask is not None:
             if padding_mask.shape != input_ids.shape:
                 raise ValueError(f"padding_mask {tuple(padding_mask.shape)} must match "
                                  f"input_ids {tuple(input_ids.shape)}")
             padding_mask = padding_mask.bool()
-            # a sample with no real token would give SDPA an all-False key row (NaN);
-            # let such a sample attend everywhere: its outputs are padding anyway
-            empty = ~padding_mask.any(dim=-1, keepdim=True)  # [B, 1]
-            key_mask = (padding_mask | empty)[:, None, None, :]  # [B, 1, 1, X]
-
-        cos, sin = rope_cos_sin(pos_original, pos_copy, self.config.head_dim,
-                                self.config.rope_base)  # [B, 1, X, hd] each
-        x = self.dropout(self.embed_tokens(input_ids))  # [B, X, d]
-        for block in self.blocks:
-            x = block(x, cos, sin, key_mask)
-        return self.ln_final(x)
+        # position-wise work on real tokens only; attention by groups of similar length
+        layout = token_layout(padding_mask, B, X)
+        rotation = rope_rotation(layout.flatten(pos_original)[None],
+                                 layout.flatten(pos_copy)[None], self.config.head_dim,
+                                 self.config.rope_base)[0]  # [N, hd/2] complex
+        rotation = rotation[:, None, None, :]  # [N, 1, 1, hd/2]: over q/k and heads
+        x = self.dropout(self.embed_tokens(layout.flatten(input_ids)))  # [N, d]
+        for i, block in enumerate(self.blocks):
+            last = first_only and i == len(self.blocks) - 1
+            x = block(x, rotation, layout, layout.firsts if last else None)
+        if first_only:
+            if not self.blocks:
+                x = x[layout.firsts]
+            return layout.first_states(self.ln_final(x))  # [B, d]
+        return layout.unflatten(self.ln_final(x))  # [B, X, d]
 
 
 def init_weights(module: nn.Module, pad_id: int | None = None) -> None:
@@ -189,9 +163,12 @@ class ExLMModel(nn.Module):
         pos_original: torch.Tensor,
         pos_copy: torch.Tensor,
         padding_mask: torch.Tensor | None = None,
+        first_only: bool = False,
     ) -> torch.Tensor:
-        """Hidden states [B, X, d] of an expanded batch (see :meth:`ExLMEncoder.forward`)."""
-        return self.encoder(input_ids, pos_original, pos_copy, padding_mask)
+        """Hidden states [B, X, d] of an expanded batch, or [B, d] at position 0 with
+        ``first_only`` (see :meth:`ExLMEncoder.forward`)."""
+        return self.encoder(input_ids, pos_original, pos_copy, padding_mask,
+                            first_only=first_only)
 
     def lm_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """Vocabulary logits [..., V] for any selection of hidden states [..., d]."""

@@ -29,7 +29,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from exlm_chem.featurize import length_sorted_batches
+from exlm_chem.batching import bucketed_batches, sorted_batches
 from exlm_chem.finetune import EpochRecord, make_optimizer, optimizer_step
 from exlm_chem.finetune_net import FinetuneNet
 from exlm_chem.finetune_settings import FinetuneSettings
@@ -104,14 +104,14 @@ class GlueReport(NamedTuple):
     median: dict[str, dict[str, float]]  # eval set -> metric -> median over seeds
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def _predict(net: TextPairNet, data: GlueEncoded, batch_size: int) -> np.ndarray:
     """Outputs [N, n_out] in input order (eval mode, length-sorted batches)."""
     out = np.empty((len(data.ids), net.n_out), dtype=np.float32)
     was_training = net.training
     net.eval()
     try:
-        for idx in length_sorted_batches([len(x) for x in data.ids], batch_size):
+        for idx in sorted_batches([len(x) for x in data.ids], batch_size):
             out[idx] = net([data.ids[i] for i in idx]).float().cpu().numpy()
     finally:
         net.train(was_training)
@@ -179,6 +179,7 @@ def finetune_glue(
     optimizer, scheduler = make_optimizer(net, settings, total_steps, TEXT_ADAM_BETAS)
     first = next(iter(evals))
     order_rng = np.random.default_rng(seed)
+    train_lengths = np.array([len(x) for x in train.ids])  # [n]
     best_epoch, best_score, best_state, best_scores = 0, -math.inf, None, {}
     history: list[EpochRecord] = []
     epochs = range(1, settings.epochs + 1)
@@ -189,9 +190,7 @@ def finetune_glue(
     for epoch in epochs:
         epoch_start, losses, last_lr = time.monotonic(), [], float("nan")
         net.train()
-        perm = order_rng.permutation(n)
-        for start in range(0, n, bs):
-            idx = perm[start : start + bs]
+        for idx in bucketed_batches(train_lengths, bs, order_rng):
             outputs = net([train.ids[i] for i in idx])  # [B, n_out]
             loss = _loss(outputs, labels[idx].to(device), task)
             last_lr = optimizer_step(net, optimizer, scheduler, loss, settings.clip_norm)

@@ -138,6 +138,22 @@ def test_text_pretraining_writes_a_complete_text_checkpoint(text_run):
     assert np.mean(losses[-5:]) < 0.8 * np.mean(losses[:5]), losses  # it learns
 
 
+def test_format1_text_checkpoint_loads_in_the_current_layout(text_run, tmp_path):
+    """A text checkpoint written before format versions is converted like a SMILES one."""
+    from format1_reference import downgrade
+
+    from exlm_chem.text.finetune import load_text_checkpoint
+
+    current = load_text_checkpoint(text_run / "checkpoint")[2]
+    old_dir = downgrade(text_run / "checkpoint", tmp_path / "old")
+    raw = load_file(old_dir / "model.safetensors")
+    assert not torch.equal(raw["encoder.blocks.0.attn.qkv.weight"],
+                           current["blocks.0.attn.qkv.weight"])
+    converted = load_text_checkpoint(old_dir)[2]
+    for name, tensor in current.items():
+        assert torch.equal(converted[name], tensor), name
+
+
 def test_mlm_twin_resumes_exactly(text_run, tmp_path):
     corpus = _write_corpus(tmp_path / "corpus.txt", n_lines=120, seed=5)
 

@@ -13,6 +13,8 @@ from exlm_chem.embed import embed
 from exlm_chem.errors import CheckpointError, CheckpointFilesMissingError
 from exlm_chem.estimator import ExLMMoleculeClassifier
 from exlm_chem.model.checkpoint import FORMAT, load_checkpoint
+from exlm_chem.model.config import ExLMConfig
+from exlm_chem.model.rope_layout import permute_qk_to_halves
 
 KINDS = ["pretrained", "fitted"]
 
@@ -166,7 +168,9 @@ def test_format_1_directories_still_load_unchanged(damaged, bbbp_rows):
                lambda m: [m.pop(k) for k in ("format_version", "checksums")])
     weights = directory / "model.safetensors"
     kind = json.loads((directory / "metadata.json").read_text())["format"]
-    tensors = safetensors.torch.load_file(str(weights))
+    # format 1 also paired q/k dims the rotate-half way (format 3 interleaves them)
+    tensors = permute_qk_to_halves(safetensors.torch.load_file(str(weights)),
+                                   ExLMConfig.from_json(directory / "config.json"))
     safetensors.torch.save_file(tensors, str(weights), metadata={"format": kind})
     after = load(directory)
     X, _ = bbbp_rows

@@ -83,6 +83,9 @@ def test_init_stores_parameters_only():
         clf.fit(["CCO", "CCN"], [0, 1])
     with pytest.raises(ValueError, match="on_invalid must be one of"):
         clf.set_params(epochs=1).fit(["CCO", "CCN"], [0, 1])
+    for bad in (0, 1.5, True):
+        with pytest.raises(ValueError, match="patience must be None or an integer >= 1"):
+            ExLMMoleculeClassifier(patience=bad).fit(["CCO", "CCN"], [0, 1])
     assert ExLMMoleculeClassifier(**dataclasses.asdict(finetune_preset("sider"))).lr == 5e-4
 
 

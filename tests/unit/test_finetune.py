@@ -48,7 +48,9 @@ def data(moleculenet_dir):
 
 def _net(checkpoint, n_out=1, seed=0, dropout=0.1, pooler_dropout=0.1, pooling="bos"):
     model, config, _ = load_checkpoint(checkpoint)
-    config = dataclasses.replace(config, dropout=dropout)
+    # ``dropout`` covers attention probabilities too: with 0.0 a run is a function of the
+    # seed and the numerics alone (no draws whose order follows the attention kernel)
+    config = dataclasses.replace(config, dropout=dropout, attention_dropout=dropout)
     torch.manual_seed(seed)
     return build_finetune_net(config, SmilesTokenizer.from_file(checkpoint), n_out,
                               model.encoder.state_dict(), pooler_dropout, pooling)
@@ -188,15 +190,16 @@ def test_regression_predicts_in_original_units(tiny_checkpoint, data):
                  dtype=np.float32)
     train, valid = LabelledSmiles(smiles[:80], y[:80]), LabelledSmiles(smiles[80:], y[80:])
     net = _net(tiny_checkpoint, dropout=0.0, pooler_dropout=0.0)
-    result = finetune(net, train, FinetuneSettings(epochs=12, batch_size=16, lr=3e-3),
+    result = finetune(net, train, FinetuneSettings(epochs=30, batch_size=16, lr=3e-3),
                       task="regression", valid=valid, seed=0)
     pred = predict_batched(net, train.smiles)
     assert result.metric == "rmse"
     assert abs(pred.mean() - y[:80].mean()) < 0.3 * y[:80].std()
     baseline = float(np.sqrt(((y[80:] - y[:80].mean()) ** 2).mean()))
-    # beats predicting the training mean on held-out molecules; the tiny fixture reaches
-    # 0.83x here (below 0.8x before the pre-training masks of the fixture changed)
-    assert result.best_score < 0.9 * baseline
+    # beats predicting the training mean on held-out molecules. Measured over fine-tuning
+    # seeds 0-4 on two re-made fixtures: 0.14x-0.48x in 30 epochs without dropout, and the
+    # mean within 0.1 std; 12 epochs with attention dropout spread 0.19x-0.89x
+    assert result.best_score < 0.7 * baseline
 
 
 def test_overfits_a_tiny_multitask_set(tiny_checkpoint, data):
@@ -233,3 +236,27 @@ def test_augmentation_adds_randomized_views_each_epoch(tiny_checkpoint, data, mo
     rows = [np.asarray(tokenizer.encode(s)) for s in smiles[:2]]  # prepared token id rows
     with pytest.raises(TypeError, match="token id rows"):
         finetune(_net(tiny_checkpoint), LabelledSmiles(rows, labels[:2]), settings, augment=1)
+
+
+@pytest.mark.parametrize("patience, epochs_run", [(2, 3), (None, 5)])
+def test_patience_stops_after_epochs_without_a_better_score(data, monkeypatch, patience,
+                                                            epochs_run):
+    import math
+
+    from exlm_chem.model.config import ExLMConfig
+
+    # only the first epoch ever counts as better: the run stops `patience` epochs later
+    monkeypatch.setattr("exlm_chem.finetune.is_better",
+                        lambda score, best, metric: math.isnan(best))
+    tokenizer = SmilesTokenizer()
+    torch.manual_seed(0)
+    net = build_finetune_net(ExLMConfig.preset("tiny", len(tokenizer)), tokenizer, 1)
+    smiles, labels = data.smiles[:24], data.labels[:24]
+    result = finetune(net, LabelledSmiles(smiles[:16], labels[:16]),
+                      FinetuneSettings(epochs=5, batch_size=8),
+                      valid=LabelledSmiles(smiles[16:], labels[16:]), patience=patience)
+    assert len(result.history) == epochs_run and result.best_epoch == 1
+    assert not result.stopped_early  # that flag is the max_minutes budget
+    with pytest.raises(ValueError, match="patience"):
+        finetune(net, LabelledSmiles(smiles[:16], labels[:16]), FinetuneSettings(epochs=1),
+                 patience=0)

@@ -97,7 +97,9 @@ def test_config_json_round_trip(tmp_path):
 
 # ---- 2D RoPE --------------------------------------------------------------------------------
 def slow_2d_rope(x, pos_original, pos_copy, base):
-    """Explicit pair-by-pair rotation, float64, straight from the definition."""
+    """Explicit pair-by-pair rotation, float64, straight from the definition: pair ``j``
+    of the first half (dims ``2j, 2j+1``) turns by pos_original, of the second half by
+    pos_copy."""
     B, H, X, hd = x.shape
     half, quarter = hd // 2, hd // 4
     out = x.double().clone()
@@ -107,7 +109,7 @@ def slow_2d_rope(x, pos_original, pos_copy, base):
                 for j in range(quarter):
                     theta = pos * base ** (-j / quarter)
                     c, s = math.cos(theta), math.sin(theta)
-                    lo, hi = part * half + j, part * half + j + quarter
+                    lo, hi = part * half + 2 * j, part * half + 2 * j + 1
                     for h in range(H):
                         a, e = float(x[b, h, t, lo]), float(x[b, h, t, hi])
                         out[b, h, t, lo] = a * c - e * s
