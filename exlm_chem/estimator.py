@@ -19,8 +19,9 @@ from sklearn.base import ClassifierMixin, RegressorMixin
 from exlm_chem.estimator_base import ExLMEstimatorBase
 from exlm_chem.estimator_inputs import Targets, classification_targets, regression_targets
 from exlm_chem.metrics import mean_r2, mean_roc_auc
+from exlm_chem.uncertainty.mixin import ClassifierUncertainty, Interval, RegressorUncertainty
 
-__all__ = ["ExLMMoleculeClassifier", "ExLMMoleculeRegressor"]
+__all__ = ["ExLMMoleculeClassifier", "ExLMMoleculeRegressor", "Interval"]
 
 _PARAMETERS = """
     Parameters
@@ -60,6 +61,22 @@ _PARAMETERS = """
         Wall-time budget of ``fit``; training stops after the step that exceeds it.
     progress : bool, default False
         Show a progress bar over epochs.
+    augment : int, default 0
+        SMILES augmentation: every epoch trains on the given SMILES plus ``augment``
+        randomized SMILES per molecule (RDKit, drawn afresh per epoch, seeded).
+    tta : int, default 0
+        Test-time augmentation: outputs are averaged over the canonical SMILES and ``tta``
+        randomized ones (seeded by the fit's seed, so predictions repeat). A prediction
+        setting: it may be changed after ``fit``.
+    n_models : int, default 1
+        Ensemble size: members differ in seed (head initialisation, dropout, batch order);
+        the first member is the model ``n_models=1`` would give. Outputs are the mean over
+        members (probabilities for the classifier). ``max_minutes`` applies per member.
+    bootstrap : bool, default False
+        Each member trains on a bootstrap sample of the training molecules.
+    calibrate : {None, "isotonic", "platt"}, default None
+        Classifier only: map the ensemble's probabilities through a per-task calibration
+        fitted on the validation molecules (the ones that also chose the best epoch).
 """
 
 _ATTRIBUTES = """
@@ -90,10 +107,15 @@ _ATTRIBUTES = """
         ``transform`` input that were invalid (their outputs are NaN).
     pretrained_source_ : str
         The checkpoint fine-tuned from, or ``"random:<preset>"``.
+    models_ : list of FinetuneNet
+        The ensemble's members (``model_`` is the first); ``history_`` and the best-epoch
+        attributes describe the first member.
+    seed_ : int
+        The seed drawn from ``random_state`` (member seeds and ``tta`` views derive from it).
 """
 
 
-class ExLMMoleculeClassifier(ClassifierMixin, ExLMEstimatorBase):
+class ExLMMoleculeClassifier(ClassifierUncertainty, ClassifierMixin, ExLMEstimatorBase):
     __doc__ = f"""Binary or multi-task molecule classifier fine-tuned from ExLM.
 
     ``y`` is 1-D (binary: any two label values, in ``classes_``, none missing) or 2-D
@@ -124,7 +146,10 @@ class ExLMMoleculeClassifier(ClassifierMixin, ExLMEstimatorBase):
         self.classes_ = np.asarray(fitted["classes_"], dtype=np.dtype(fitted["classes_dtype"]))
 
     def decision_function(self, X: Any, on_invalid: str = "nan") -> np.ndarray:
-        """Logits: [N] for binary ``y``, [N, n_tasks] for multi-task; NaN rows if invalid."""
+        """Logits: [N] for binary ``y``, [N, n_tasks] for multi-task; NaN rows if invalid.
+
+        With an ensemble, ``tta`` or calibration: the logit of :meth:`predict_proba`.
+        """
         logits = self._outputs(X, on_invalid).astype(np.float64)  # [N, T]
         return logits if self.multitask_ else logits[:, 0]
 
@@ -193,7 +218,7 @@ class ExLMMoleculeClassifier(ClassifierMixin, ExLMEstimatorBase):
         return tags
 
 
-class ExLMMoleculeRegressor(RegressorMixin, ExLMEstimatorBase):
+class ExLMMoleculeRegressor(RegressorUncertainty, RegressorMixin, ExLMEstimatorBase):
     __doc__ = f"""Single- or multi-task molecule regressor fine-tuned from ExLM.
 
     ``y`` is 1-D (finite values) or 2-D (one column per task, NaN = missing). Targets are

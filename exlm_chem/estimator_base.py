@@ -19,13 +19,16 @@ from exlm_chem.estimator_inputs import Targets, as_smiles_list
 from exlm_chem.estimator_io import PersistenceMixin, resolve_device
 from exlm_chem.featurize import check_smiles, raise_for_invalid, warn_unknown_tokens
 from exlm_chem.finetune_settings import FinetuneSettings
+from exlm_chem.uncertainty.ensemble import bootstrap_rows, member_seeds
+from exlm_chem.uncertainty.mixin import UncertaintyMixin
+from exlm_chem.uncertainty.params import uncertainty_problems
 
 _FIT_POLICIES = ("raise", "drop")
 _PREDICT_POLICIES = ("nan", "raise")
 _POOLINGS = ("bos", "mean")
 
 
-class ExLMEstimatorBase(PersistenceMixin, BaseEstimator):
+class ExLMEstimatorBase(UncertaintyMixin, PersistenceMixin, BaseEstimator):
     """Fine-tunes a pre-trained ExLM encoder plus a head on SMILES (see subclasses)."""
 
     _task: ClassVar[str]
@@ -52,6 +55,11 @@ class ExLMEstimatorBase(PersistenceMixin, BaseEstimator):
         on_invalid: str = "raise",
         max_minutes: float | None = None,
         progress: bool = False,
+        augment: int = 0,
+        tta: int = 0,
+        n_models: int = 1,
+        bootstrap: bool = False,
+        calibrate: str | None = None,
     ) -> None:
         self.pretrained = pretrained
         self.preset = preset
@@ -72,6 +80,11 @@ class ExLMEstimatorBase(PersistenceMixin, BaseEstimator):
         self.on_invalid = on_invalid
         self.max_minutes = max_minutes
         self.progress = progress
+        self.augment = augment
+        self.tta = tta
+        self.n_models = n_models
+        self.bootstrap = bootstrap
+        self.calibrate = calibrate
 
     # ---- hooks for subclasses -------------------------------------------------------------
     def _targets(self, y: Any, n: int) -> Targets:
@@ -113,6 +126,7 @@ class ExLMEstimatorBase(PersistenceMixin, BaseEstimator):
                                            for f in fields(FinetuneSettings)})
         except ValueError as err:
             problems.insert(0, str(err))
+        problems += uncertainty_problems(self, self._task)
         if problems:  # every problem at once, not one per attempt
             raise ValueError("; ".join(problems))
         return settings
@@ -154,19 +168,33 @@ class ExLMEstimatorBase(PersistenceMixin, BaseEstimator):
             return LabelledSmiles([smiles[i] for i in idx], labels[idx])
 
         train, valid = part(order[n_valid:]), part(order[:n_valid]) if n_valid else None
+        if valid is None and self.calibrate is not None:
+            raise ValueError(f"calibrate={self.calibrate!r} needs held-out molecules, but "
+                             f"validation_fraction={self.validation_fraction} of "
+                             f"{len(smiles)} molecules leaves none")
 
         device = resolve_device(self.device)
         cuda = [device.index or 0] if device.type == "cuda" else []
-        with torch.random.fork_rng(devices=cuda):  # reproducible without touching global RNG
-            torch.manual_seed(seed)
-            backbone = load_backbone(self.pretrained, self.preset, settings.dropout)
-            warn_unknown_tokens(backbone.tokenizer, smiles, rows)
-            net = build_finetune_net(backbone.config, backbone.tokenizer, labels.shape[1],
-                                     backbone.encoder_state, settings.pooler_dropout,
-                                     self.pooling, int(self.max_length)).to(device)
-            result = finetune(net, train, settings, self._task, valid, bool(self.progress),
-                              self.max_minutes, seed,
-                              patience=None if self.patience is None else int(self.patience))
+        patience = None if self.patience is None else int(self.patience)
+        members = []
+        for member_seed in member_seeds(seed, int(self.n_models)):
+            member_train = train
+            if self.bootstrap:
+                member_train = part(order[n_valid:][bootstrap_rows(len(order) - n_valid,
+                                                                   member_seed)])
+            with torch.random.fork_rng(devices=cuda):  # reproducible, global RNG untouched
+                torch.manual_seed(member_seed)
+                backbone = load_backbone(self.pretrained, self.preset, settings.dropout)
+                if not members:
+                    warn_unknown_tokens(backbone.tokenizer, smiles, rows)
+                net = build_finetune_net(backbone.config, backbone.tokenizer, labels.shape[1],
+                                         backbone.encoder_state, settings.pooler_dropout,
+                                         self.pooling, int(self.max_length)).to(device)
+                result = finetune(net, member_train, settings, self._task, valid,
+                                  bool(self.progress), self.max_minutes, member_seed,
+                                  int(self.augment), patience=patience)
+            members.append((net, result))
+        net, result = members[0]
         self.__dict__.pop("invalid_mask_", None)  # belongs to the previous model's outputs
         self._set_targets(targets)
         self.n_tasks_ = labels.shape[1]
@@ -180,13 +208,16 @@ class ExLMEstimatorBase(PersistenceMixin, BaseEstimator):
         self.best_score_ = result.best_score
         self.selection_metric_ = result.metric
         self.stopped_early_ = result.stopped_early
+        self.models_ = [m for m, _ in members]
+        self.seed_ = seed
+        self.calibrator_, self.conformity_scores_ = None, None
+        if valid is not None:
+            self._fit_held_out(valid.smiles, valid.labels)
         return self
 
     # ---- outputs ---------------------------------------------------------------------------
-    def _outputs(self, X: Any, on_invalid: str, embed: bool = False) -> np.ndarray:
-        """Network outputs [N, n_tasks] (or embeddings [N, d]); NaN rows for bad SMILES."""
-        from exlm_chem.finetune import predict_batched
-
+    def _valid_rows(self, X: Any, on_invalid: str) -> tuple[int, np.ndarray, list[str]]:
+        """(N, rows of valid SMILES, those SMILES); sets ``invalid_mask_``."""
         check_is_fitted(self, "model_")
         self.__dict__.pop("invalid_mask_", None)  # never the previous call's, even if this fails
         if on_invalid not in _PREDICT_POLICIES:
@@ -196,15 +227,29 @@ class ExLMEstimatorBase(PersistenceMixin, BaseEstimator):
         self.invalid_mask_ = ~checked.valid  # set before raising: it says which rows failed
         if on_invalid == "raise":
             raise_for_invalid(smiles, checked)
-        device = resolve_device(self.device)  # .to() walks every parameter even when a no-op
-        net = self.model_ if self.model_.device == device else self.model_.to(device)
-        width = self.config_.d_model if embed else self.n_tasks_
-        out = np.full((len(smiles), width), np.nan, dtype=np.float32)
         rows = np.flatnonzero(checked.valid)
         valid_smiles = [smiles[i] for i in rows]
-        warn_unknown_tokens(self.tokenizer_, valid_smiles, rows, stacklevel=4)
-        out[rows] = predict_batched(net, valid_smiles, 2 * self.batch_size, embed)
+        warn_unknown_tokens(self.tokenizer_, valid_smiles, rows, stacklevel=5)
+        return len(smiles), rows, valid_smiles
+
+    def _outputs(self, X: Any, on_invalid: str, embed: bool = False) -> np.ndarray:
+        """Outputs [N, n_tasks] float64 (see :meth:`_aggregate`) or embeddings [N, d]
+        float32 (of the first member); NaN rows for bad SMILES."""
+        from exlm_chem.finetune import predict_batched
+
+        n, rows, valid_smiles = self._valid_rows(X, on_invalid)
+        if embed:
+            out = np.full((n, self.config_.d_model), np.nan, dtype=np.float32)
+            out[rows] = predict_batched(self._net(self.model_), valid_smiles,
+                                        2 * self.batch_size, True)
+            return out
+        out = np.full((n, self.n_tasks_), np.nan)
+        out[rows] = self._aggregate(self._samples(valid_smiles))
         return out
+
+    def _net(self, net: Any) -> Any:
+        device = resolve_device(self.device)  # .to() walks every parameter even when a no-op
+        return net if net.device == device else net.to(device)
 
     def transform(self, X: Any, on_invalid: str = "nan") -> np.ndarray:
         """Pooled encoder states [N, d] (float32) of the fitted encoder; NaN rows for

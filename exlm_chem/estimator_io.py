@@ -42,6 +42,7 @@ from exlm_chem.model.rope_layout import to_current_layout
 from exlm_chem.output_owner import saved_metadata
 from exlm_chem.safe_write import atomic_directory
 from exlm_chem.tokenizer import SmilesTokenizer
+from exlm_chem.uncertainty.state import member_file, restore_uncertainty, uncertainty_metadata
 
 __all__ = [
     "ESTIMATOR_FORMAT", "MODEL_ENV", "Backbone", "PersistenceMixin", "default_model_dir",
@@ -150,8 +151,12 @@ def net_from_bytes(data: bytes, config: ExLMConfig, tokenizer: SmilesTokenizer, 
 
 
 def save_finetuned(path: str | os.PathLike[str], net: FinetuneNet, config: ExLMConfig,
-                   metadata: dict[str, Any]) -> Path:
+                   metadata: dict[str, Any], extra_files: dict[str, bytes] | None = None
+                   ) -> Path:
     """Write a fitted network atomically; ``metadata`` must be JSON-serialisable.
+
+    ``extra_files`` (name -> bytes, e.g. an ensemble's other members) go in the same
+    directory, inside the same atomic write.
 
     An existing ``path`` is replaced only when it holds a fitted estimator saved here
     (see :func:`exlm_chem.safe_write.atomic_directory`).
@@ -167,6 +172,8 @@ def save_finetuned(path: str | os.PathLike[str], net: FinetuneNet, config: ExLMC
                                          encoding="utf-8")
         safetensors.torch.save_file(state, str(tmp / "model.safetensors"), metadata=header)
         net.tokenizer.save_vocabulary(tmp / "vocab.txt")
+        for name, data in (extra_files or {}).items():
+            (tmp / name).write_bytes(data)
         (tmp / "metadata.json").write_text(text, encoding="utf-8")
     return Path(path)
 
@@ -251,9 +258,12 @@ class PersistenceMixin:
             **self._fitted_metadata(),
         }
         params = {k: _json_param(v) for k, v in self.get_params().items()}
+        fitted["uncertainty"] = uncertainty_metadata(self)
         meta = {"estimator": type(self).__name__, "params": params, "fitted": fitted,
                 "net": self._net_kwargs()}
-        return save_finetuned(path, self.model_, self.config_, meta)
+        members = {member_file(i): net_to_bytes(net) for i, net in
+                   enumerate(self.models_[1:], 1)}
+        return save_finetuned(path, self.model_, self.config_, meta, members)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Self:
@@ -267,12 +277,23 @@ class PersistenceMixin:
         try:  # every entry read here comes from a file that may have been edited
             est = cls(**meta["params"])
             est._restore_fitted(fitted)
+            n_members = restore_uncertainty(est, fitted.get("uncertainty"))
         except (KeyError, TypeError, ValueError, IndexError) as err:
             raise CheckpointError(f"{Path(path) / METADATA_FILE}: an entry is missing or "
                                   f"malformed ({type(err).__name__}: {err})") from err
         net, config = load_finetuned(path, fitted["n_tasks_"], **meta["net"])
-        est.model_ = net.to(resolve_device(est.device))
         est.config_, est.tokenizer_ = config, net.tokenizer
+        members = [net]
+        for i in range(1, n_members):
+            where = Path(path) / member_file(i)
+            if not where.is_file():
+                raise CheckpointError(f"{where} is missing: the ensemble has {n_members} "
+                                      "members")
+            members.append(net_from_bytes(where.read_bytes(), config, net.tokenizer,
+                                          fitted["n_tasks_"], **meta["net"]))
+        device = resolve_device(est.device)
+        est.models_ = [m.to(device) for m in members]
+        est.model_ = est.models_[0]
         return est
 
     def _restore_fitted(self, fitted: dict[str, Any]) -> None:
@@ -294,15 +315,20 @@ class PersistenceMixin:
         # a copy: object.__getstate__ may hand back the live __dict__
         state = dict(super().__getstate__())
         net = state.pop("model_", None)
+        members = state.pop("models_", [])
         if net is not None:  # weights as safetensors bytes, not a pickled torch module
             state["_model_safetensors"] = net_to_bytes(net)
+            state["_members_safetensors"] = [net_to_bytes(m) for m in members[1:]]
             state["_net_kwargs"] = self._net_kwargs()
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         state = dict(state)
         data, kwargs = state.pop("_model_safetensors", None), state.pop("_net_kwargs", None)
+        others = state.pop("_members_safetensors", [])
         super().__setstate__(state)
         if data is not None:
-            net = net_from_bytes(data, self.config_, self.tokenizer_, self.n_tasks_, **kwargs)
-            self.model_ = net.to(resolve_device(self.device))
+            device = resolve_device(self.device)
+            self.models_ = [net_from_bytes(d, self.config_, self.tokenizer_, self.n_tasks_,
+                                           **kwargs).to(device) for d in [data, *others]]
+            self.model_ = self.models_[0]

@@ -44,6 +44,7 @@ from exlm_chem.finetune_net import (
 from exlm_chem.finetune_settings import FinetuneSettings, finetune_preset
 from exlm_chem.metrics import mean_rmse, mean_roc_auc
 from exlm_chem.micro_batches import STEP_TOKENS, micro_batches
+from exlm_chem.uncertainty.augment import EpochViews
 
 __all__ = [
     "EpochRecord", "FinetuneNet", "FinetuneResult", "FinetuneSettings", "LabelledSmiles",
@@ -195,6 +196,7 @@ def finetune(
     progress: bool = False,
     max_minutes: float | None = None,
     seed: int = 0,
+    augment: int = 0,
     length_buckets: bool = True,
     patience: int | None = None,
 ) -> FinetuneResult:
@@ -216,6 +218,10 @@ def finetune(
     seed : int
         Seeds the order of the training molecules. Dropout draws from torch's global
         generator: seed it (or fork it) around this call for reproducible runs.
+    augment : int
+        Each epoch trains on the given SMILES plus ``augment`` randomized SMILES of every
+        molecule, drawn afresh per epoch from ``seed``
+        (:class:`~exlm_chem.uncertainty.augment.EpochViews`); 0 = no augmentation.
     length_buckets : bool
         Batches of molecules of similar length (:func:`~exlm_chem.batching.
         bucketed_batches`), far less padding; ``False``: plain random batches.
@@ -240,12 +246,13 @@ def finetune(
     targets = torch.as_tensor((labels - mean) / scale, dtype=torch.float32).to(device)
     mean, scale = (torch.as_tensor(v, dtype=torch.float32) for v in (mean, scale))
 
-    n, bs = len(train.smiles), settings.batch_size
+    views = EpochViews(train.smiles, augment, seed) if augment else None
+    n, bs = len(views) if views else len(train.smiles), settings.batch_size
     total_steps = settings.epochs * math.ceil(n / bs)
     optimizer, scheduler = make_optimizer(net, settings, total_steps, ADAM_BETAS)
     metric = selection_metric(task, None if valid is None else valid.labels)
     # tokenised and expanded once, before the first epoch, and kept on the device
-    train_inputs = net.encode(train.smiles).to(device)
+    train_inputs = net.encode(train.smiles).to(device) if views is None else None
     valid_inputs = net.encode(valid.smiles).to(device) if valid is not None else None
     label_counts = (~np.isnan(np.asarray(train.labels, dtype=np.float64))).sum(1)  # [N]
     step_tokens = STEP_TOKENS if device.type == "cpu" else None  # GPU memory is ample
@@ -263,9 +270,15 @@ def finetune(
     for epoch in epochs:
         epoch_start = time.monotonic()
         net.train()
-        batches = (bucketed_batches(train_inputs.lengths, bs, order_rng) if length_buckets
+        inputs, epoch_targets, epoch_counts = train_inputs, targets, label_counts
+        if views is not None:  # this epoch's randomized strings, re-encoded
+            view = views.epoch(epoch)
+            inputs = net.encode(view.smiles).to(device)
+            epoch_targets = targets[torch.from_numpy(view.rows).to(device)]
+            epoch_counts = label_counts[view.rows]
+        batches = (bucketed_batches(inputs.lengths, bs, order_rng) if length_buckets
                    else _random_batches(order_rng.permutation(n), bs))
-        run = _train_epoch(net, train_inputs, targets, label_counts, batches, task, optimizer,
+        run = _train_epoch(net, inputs, epoch_targets, epoch_counts, batches, task, optimizer,
                            scheduler, settings.clip_norm, deadline, step_tokens)
         n_steps += run.steps
         stopped_early = run.stopped_early

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["TaskScores", "mean_prc_auc", "mean_r2", "mean_rmse", "mean_roc_auc"]
+__all__ = ["TaskScores", "mean_mae", "mean_prc_auc", "mean_r2", "mean_rmse", "mean_roc_auc"]
 
 
 class TaskScores(NamedTuple):
@@ -106,6 +106,12 @@ def mean_rmse(y_true: np.ndarray, predictions: np.ndarray) -> TaskScores:
     """Root mean squared error per task on labelled rows, and their mean."""
     return _per_task(y_true, predictions,
                      lambda t, p: float(np.sqrt(np.mean((t - p) ** 2))), needs_two_classes=False)
+
+
+def mean_mae(y_true: np.ndarray, predictions: np.ndarray) -> TaskScores:
+    """Mean absolute error per task on labelled rows, and their mean."""
+    return _per_task(y_true, predictions,
+                     lambda t, p: float(np.mean(np.abs(t - p))), needs_two_classes=False)
 
 
 def mean_r2(y_true: np.ndarray, predictions: np.ndarray) -> TaskScores:

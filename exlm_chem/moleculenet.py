@@ -1,8 +1,10 @@
-"""MoleculeNet classification datasets: registry, file resolution and loading.
+"""MoleculeNet datasets: registry, file resolution and loading.
 
 The seven classification sets of the ExLM paper (BACE, BBBP, Tox21, ToxCast, SIDER,
 ClinTox, MUV) are described in :data:`DATASETS`: canonical DeepChem URL, accepted local
-file names, SMILES and task columns, and the checksums of every known revision.
+file names, SMILES and task columns, and the checksums of every known revision. The
+regression sets ESOL, FreeSolv and Lipophilicity load the same way
+(:mod:`exlm_chem.moleculenet_regression`, :func:`regression_names`).
 
 A file is looked up in this order (the first hit wins, and it must match a known
 revision's checksum):
@@ -53,6 +55,7 @@ __all__ = [
     "default_cache_dir",
     "get_spec",
     "load_moleculenet",
+    "regression_names",
 ]
 
 if TYPE_CHECKING:
@@ -86,9 +89,13 @@ class DatasetSpec(NamedTuple):
         File names accepted in a data directory, in the order they are tried.
     smiles_column : str
     task_columns : tuple of str
-        Binary label columns, in file order.
+        Label columns, in file order (binary, or real values for regression).
     revisions : tuple of Revision
         Known published versions; a file must match one of them.
+    task_type : str
+        ``"classification"`` (labels 0/1) or ``"regression"`` (finite numbers).
+    folder : str
+        Sub-folder of a data directory that may hold the file.
     """
 
     name: str
@@ -98,6 +105,8 @@ class DatasetSpec(NamedTuple):
     smiles_column: str
     task_columns: tuple[str, ...]
     revisions: tuple[Revision, ...]
+    task_type: str = "classification"
+    folder: str = "moleculenet"
 
     @property
     def n_tasks(self) -> int:
@@ -111,7 +120,8 @@ class MoleculeDataset(NamedTuple):
     ----------
     name : str
     smiles : list of str
-        SMILES of the N valid molecules, exactly as written in the file.
+        SMILES of the N valid molecules as written in the file, without surrounding
+        whitespace (not part of a SMILES; 212 rows of ESOL's upstream file end in a space).
     labels : np.ndarray
         float32 [N, n_tasks]; NaN where a label is missing.
     task_names : tuple of str
@@ -430,19 +440,28 @@ def dataset_names() -> tuple[str, ...]:
     return tuple(DATASETS)
 
 
+def regression_names() -> tuple[str, ...]:
+    """The regression sets, in benchmark order: esol, freesolv, lipo."""
+    from exlm_chem.moleculenet_regression import REGRESSION_NAMES
+
+    return REGRESSION_NAMES
+
+
 def get_spec(name: str) -> DatasetSpec:
-    """Look up a dataset by name (case-insensitive).
+    """Look up a dataset by name (case-insensitive), classification or regression.
 
     Raises
     ------
     ValueError
         For an unknown name; the message lists the valid ones.
     """
-    spec = DATASETS.get(str(name).strip().lower())
+    from exlm_chem.moleculenet_regression import regression_specs
+
+    key = str(name).strip().lower()
+    spec = DATASETS.get(key) or regression_specs().get(key)
     if spec is None:
-        raise ValueError(
-            f"unknown MoleculeNet dataset {name!r}; valid names: {', '.join(dataset_names())}"
-        )
+        valid = ", ".join(dataset_names() + regression_names())
+        raise ValueError(f"unknown MoleculeNet dataset {name!r}; valid names: {valid}")
     return spec
 
 
@@ -463,17 +482,29 @@ def _repo_data_dir() -> Path | None:
     return None
 
 
-def _search_dirs(cache: Path) -> list[tuple[Path, str]]:
+def _search_dirs(cache: Path, folder: str = "moleculenet") -> list[tuple[Path, str]]:
     """Directories to look in, in priority order, each with where it came from."""
     dirs: list[tuple[Path, str]] = []
     env = os.environ.get("EXLM_CHEM_DATA")
     if env:
         base = Path(env).expanduser()
-        dirs += [(base, "$EXLM_CHEM_DATA"), (base / "moleculenet", "$EXLM_CHEM_DATA")]
+        dirs += [(base, "$EXLM_CHEM_DATA"), (base / folder, "$EXLM_CHEM_DATA")]
+        if folder != "moleculenet":  # $EXLM_CHEM_DATA usually names data/moleculenet
+            dirs.append((base.parent / folder, "$EXLM_CHEM_DATA/.."))
     repo = _repo_data_dir()
     if repo is not None:
-        dirs += [(repo, "repository data/"), (repo / "moleculenet", "repository data/")]
+        dirs += [(repo, "repository data/"), (repo / folder, "repository data/")]
     dirs.append((cache, "user cache"))
+    return dirs
+
+
+def _given_dirs(spec: DatasetSpec, given: Path) -> list[tuple[Path, str]]:
+    """A ``path=`` directory; for a regression set also its ``regression/`` sub-folder and
+    the one beside it (``--data`` usually names the ``moleculenet/`` folder)."""
+    dirs = [(given, "path= argument")]
+    if spec.folder != "moleculenet":
+        dirs += [(given / spec.folder, "path= argument"),
+                 (given.parent / spec.folder, "path= argument/..")]
     return dirs
 
 
@@ -511,19 +542,24 @@ def _missing_message(
 
 
 def _label_matrix(df: pd.DataFrame, spec: DatasetSpec, path: Path) -> np.ndarray:
-    """Task columns as float32 [rows, n_tasks]; NaN where missing, else exactly 0 or 1."""
+    """Task columns as float32 [rows, n_tasks]; NaN where missing, else exactly 0 or 1
+    (regression: any finite number)."""
     import pandas as pd
 
     raw = df[list(spec.task_columns)]
     values = raw.apply(pd.to_numeric, errors="coerce").to_numpy(dtype=np.float64)
-    bad = (np.isnan(values) & raw.notna().to_numpy()) | ~(
-        np.isnan(values) | (values == 0.0) | (values == 1.0)
-    )
+    missing = np.isnan(values)
+    if spec.task_type == "regression":
+        # "inf" parses as a number; a value beyond float32 would become inf when stored
+        wanted, ok = "a finite number or empty", np.abs(values) <= np.finfo(np.float32).max
+    else:
+        wanted, ok = "0, 1 or empty", (values == 0.0) | (values == 1.0)
+    bad = (missing & raw.notna().to_numpy()) | ~(missing | ok)
     if bad.any():
         row, col = (int(i) for i in np.argwhere(bad)[0])
         raise DataFileError(
             f"{spec.name}: {path}, data row {row} (file line {row + 2}), column "
-            f"{spec.task_columns[col]!r}: label {str(raw.iat[row, col])!r} is not 0, 1 or empty"
+            f"{spec.task_columns[col]!r}: label {str(raw.iat[row, col])!r} is not {wanted}"
         )
     return values.astype(np.float32)
 
@@ -607,7 +643,7 @@ def _parse(spec: DatasetSpec, verified: VerifiedFile) -> MoleculeDataset:
                 invalid.append(InvalidRow(row, cell, _rdkit_reason(cell)))
             else:
                 keep.append(row)
-                smiles.append(cell)
+                smiles.append(cell.strip())
     if invalid:
         logger.warning(
             "%s: %d of %d rows left out (empty or unparsable SMILES), listed in "
@@ -639,9 +675,9 @@ def local_sha256(name: str, path: str | os.PathLike[str] | None = None) -> str |
     found: Path | None
     if path is not None:
         given = Path(path).expanduser()
-        found = _find(spec, [(given, "path")]) if given.is_dir() else given
+        found = _find(spec, _given_dirs(spec, given)) if given.is_dir() else given
     else:
-        found = _find(spec, _search_dirs(default_cache_dir()))
+        found = _find(spec, _search_dirs(default_cache_dir(), spec.folder))
     if found is None or not found.is_file():
         return None
     return digest_bytes(found.read_bytes())[1].sha256_content
@@ -656,7 +692,7 @@ def load_moleculenet(
     url: str | None = None,
     verify: bool = True,
 ) -> MoleculeDataset:
-    """Load one MoleculeNet classification dataset, checksum-verified.
+    """Load one MoleculeNet dataset (classification or regression), checksum-verified.
 
     Parameters
     ----------
@@ -685,7 +721,8 @@ def load_moleculenet(
         Unknown name.
     DataFileError
         The file is empty, truncated, not UTF-8 or not a CSV, lacks a column, or holds a
-        label that is not 0, 1 or empty (a ValueError naming the file).
+        label that is not 0, 1 or empty (regression: not a finite number or empty); a
+        ValueError naming the file and row.
     ChecksumError
         The file matches no known revision or cannot be decompressed (a DataFileError).
     FileNotFoundError
@@ -698,7 +735,7 @@ def load_moleculenet(
     if path is not None:
         given = Path(path).expanduser()
         if given.is_dir():
-            dirs = [(given, "path= argument")]
+            dirs = _given_dirs(spec, given)
             found = _find(spec, dirs)
             if found is None:
                 why = "Nothing else was searched or downloaded because path= was given."
@@ -709,7 +746,7 @@ def load_moleculenet(
             raise FileNotFoundError(f"MoleculeNet dataset {spec.name!r}: {given} does not exist")
         return _parse(spec, read_verified(found, spec.revisions, verify=verify, what=what))
 
-    dirs = _search_dirs(cache)
+    dirs = _search_dirs(cache, spec.folder)
     found = _find(spec, dirs)
     if found is not None:
         return _parse(spec, read_verified(found, spec.revisions, verify=verify, what=what))

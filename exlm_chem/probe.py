@@ -63,3 +63,46 @@ def probe_dataset(name: str, embeddings: np.ndarray, labels: np.ndarray, split) 
     per_task = np.full(labels.shape[1], np.nan)
     per_task[fitted] = roc.per_task
     return ProbeResult(name, roc.mean, prc.mean, per_task, len(split.train), len(split.test))
+
+
+#: Ridge strengths tried by :func:`ridge_predictions`, on standardised features.
+RIDGE_ALPHAS = (0.1, 1.0, 10.0, 100.0, 1000.0)
+
+
+def ridge_predictions(embeddings: np.ndarray, labels: np.ndarray, train: np.ndarray,
+                      valid: np.ndarray, test: np.ndarray,
+                      alphas: tuple[float, ...] = RIDGE_ALPHAS) -> tuple[np.ndarray, list]:
+    """Regression probe: test predictions [len(test), T] from one ridge per task.
+
+    Features are standardised on the training rows; each task's ridge strength is the
+    one of ``alphas`` with the lowest RMSE on its labelled validation rows (the first,
+    i.e. the weakest, on ties; ``alphas[len // 2]`` without validation labels). Returns
+    the predictions and the chosen strength per task (None: no training label, NaN
+    predictions). Deterministic: no seed.
+    """
+    from sklearn.linear_model import Ridge
+    from sklearn.preprocessing import StandardScaler
+
+    scaler = StandardScaler().fit(embeddings[train])
+    x_train, x_valid, x_test = (scaler.transform(embeddings[rows])
+                                for rows in (train, valid, test))
+    predictions = np.full((len(test), labels.shape[1]), np.nan)
+    chosen: list[float | None] = []
+    for t in range(labels.shape[1]):
+        y, y_valid = labels[train, t], labels[valid, t]
+        labelled, labelled_valid = ~np.isnan(y), ~np.isnan(y_valid)
+        if not labelled.any():
+            chosen.append(None)
+            continue
+        best, best_rmse = alphas[len(alphas) // 2], np.inf
+        if labelled_valid.any():
+            for alpha in alphas:
+                model = Ridge(alpha=alpha).fit(x_train[labelled], y[labelled])
+                error = model.predict(x_valid[labelled_valid]) - y_valid[labelled_valid]
+                rmse = float(np.sqrt(np.mean(error**2)))
+                if rmse < best_rmse:
+                    best, best_rmse = alpha, rmse
+        model = Ridge(alpha=best).fit(x_train[labelled], y[labelled])
+        predictions[:, t] = model.predict(x_test)
+        chosen.append(best)
+    return predictions, chosen

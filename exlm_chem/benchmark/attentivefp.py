@@ -6,7 +6,9 @@ Model: PyG's :class:`torch_geometric.nn.models.AttentiveFP` (Xiong et al., J. Me
 (NaN = missing); after every epoch the validation set is scored and the best epoch's
 weights score the test set (highest mean ROC-AUC over validation tasks with both
 classes; lowest validation loss when no task has both; the last epoch without a
-validation set). ``Budget.max_epochs`` caps the epochs; ``Budget.max_minutes`` stops
+validation set). Regression tasks train on targets standardised with the training rows'
+mean and spread (mean squared error), select the lowest validation RMSE and predict in
+the original units. ``Budget.max_epochs`` caps the epochs; ``Budget.max_minutes`` stops
 training after the step that exhausts it, and that partial epoch is still validated.
 
 Runs are reproducible: the seed fixes the initial weights, dropout (torch's generator,
@@ -29,8 +31,8 @@ from exlm_chem.benchmark.graphs import (
     require_torch_geometric,
 )
 from exlm_chem.benchmark.records import Budget, MethodOutput, TaskData
-from exlm_chem.finetune import is_better, masked_loss, selection_metric
-from exlm_chem.metrics import mean_roc_auc
+from exlm_chem.finetune import is_better, masked_loss, selection_metric, target_scaling
+from exlm_chem.metrics import mean_rmse, mean_roc_auc
 
 if TYPE_CHECKING:
     import torch
@@ -79,13 +81,17 @@ def _predict(model: torch.nn.Module, batches: list[Batch], n_tasks: int,
     return torch.cat(outputs) if outputs else torch.zeros(0, n_tasks)
 
 
-def _valid_score(logits: torch.Tensor, labels: np.ndarray, metric: str) -> float:
+def _valid_score(logits: torch.Tensor, labels: np.ndarray, metric: str,
+                 scaling: tuple[np.ndarray, np.ndarray]) -> float:
     import torch
 
     if not torch.isfinite(logits).all():
         return float("nan")  # diverged: never selected
     if metric == "roc_auc":
         return mean_roc_auc(labels, logits.numpy()).mean
+    if metric == "rmse":
+        mean, scale = scaling
+        return mean_rmse(labels, logits.double().numpy() * scale + mean).mean
     loss = masked_loss(logits, torch.as_tensor(labels, dtype=torch.float32), "classification")
     return float(loss) if loss is not None else float("nan")
 
@@ -120,7 +126,8 @@ def attentivefp_method(
     -------
     MethodOutput
         ``test_scores`` [len(test), T] sigmoid probabilities from the best epoch's weights;
-        ``best_epoch`` 0 means no epoch beat the initial weights (e.g. all scores NaN).
+        ``best_epoch`` 0 means no epoch beat the initial weights (e.g. all scores NaN);
+        regression: predictions in the labels' units.
     """
     require_torch_geometric()
     import torch
@@ -135,12 +142,16 @@ def attentivefp_method(
                          f"{labels.shape}")
     n_tasks = labels.shape[1]
     device = torch.device(device)
-    graphs = graphs_for(data.smiles, labels)  # featurize once; splits index into it
+    task = data.task_type
+    mean, scale = np.zeros(n_tasks), np.ones(n_tasks)
+    if task == "regression":
+        mean, scale = target_scaling(labels[data.train])  # [T] each, training rows only
+    graphs = graphs_for(data.smiles, (labels - mean) / scale)  # featurize once, all splits
     train_graphs = [graphs[i] for i in data.train]
     valid_batches = _chunks([graphs[i] for i in data.valid], settings.eval_batch_size)
     test_batches = _chunks([graphs[i] for i in data.test], settings.eval_batch_size)
     valid_labels = labels[data.valid]  # [n_valid, T]
-    metric = selection_metric("classification", valid_labels)
+    metric = selection_metric(task, valid_labels)
     n_epochs = settings.epochs if budget.max_epochs is None else min(settings.epochs,
                                                                       budget.max_epochs)
 
@@ -173,7 +184,7 @@ def attentivefp_method(
                 batch = Batch.from_data_list(
                     [train_graphs[i] for i in perm[start : start + settings.batch_size]]
                 ).to(device)
-                loss = masked_loss(_forward(model, batch), batch.y, "classification")
+                loss = masked_loss(_forward(model, batch), batch.y, task)
                 if loss is not None:  # a batch without labels changes nothing
                     optimizer.zero_grad(set_to_none=True)
                     loss.backward()
@@ -187,7 +198,7 @@ def attentivefp_method(
             score = float("nan")
             if metric != "last_epoch":
                 score = _valid_score(_predict(model, valid_batches, n_tasks, device),
-                                     valid_labels, metric)
+                                     valid_labels, metric, (mean, scale))
             if metric == "last_epoch" or is_better(score, best_score, metric):
                 best_epoch, best_score = epoch, score
                 best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
@@ -202,9 +213,13 @@ def attentivefp_method(
                 break
 
     model.load_state_dict(best_state)
-    test_logits = _predict(model, test_batches, n_tasks, device)  # [n_test, T]
+    test_logits = _predict(model, test_batches, n_tasks, device).double()  # [n_test, T]
+    if task == "regression":
+        test_scores = test_logits.numpy() * scale + mean
+    else:
+        test_scores = torch.sigmoid(test_logits).numpy()
     return MethodOutput(
-        test_scores=torch.sigmoid(test_logits).double().numpy(),
+        test_scores=test_scores,
         epochs=epochs_run, best_epoch=best_epoch, stopped_early=stopped_early,
         settings=asdict(settings),
     )

@@ -11,8 +11,9 @@ from exlm_chem.benchmark.records import Budget
 from exlm_chem.benchmark.runner import MethodSpec
 
 #: exlm: the --model checkpoint; twin: its MLM twin (--twin); rf: random forest on ECFP4;
-#: attentivefp: AttentiveFP graph network trained from scratch.
-METHODS = ("exlm", "twin", "rf", "attentivefp")
+#: attentivefp: AttentiveFP graph network trained from scratch; chemprop: chemprop v2's
+#: D-MPNN with its CLI defaults, trained from scratch (needs the baselines extra).
+METHODS = ("exlm", "twin", "rf", "attentivefp", "chemprop")
 
 
 def default_twin(model: str | os.PathLike[str]) -> Path | None:
@@ -82,6 +83,8 @@ def _specs(names: Sequence[str], model: str | os.PathLike[str] | None,
 
             specs.append(MethodSpec("rf_ecfp4", "RF on ECFP4", None, "supervised",
                                     rf_method, uses_budget=False, protocol=_rf_protocol))
+        elif name == "chemprop":
+            specs.append(_chemprop_spec())
         else:
             from exlm_chem.benchmark.attentivefp import attentivefp_method
 
@@ -91,12 +94,27 @@ def _specs(names: Sequence[str], model: str | os.PathLike[str] | None,
     return specs
 
 
-def _rf_protocol(task: str, budget: Budget) -> tuple[None, dict]:
+def _chemprop_spec() -> MethodSpec:
+    from exlm_chem.benchmark.chemprop_method import chemprop_method, chemprop_version
+
+    # the version is part of the row's name: another chemprop is another baseline
+    return MethodSpec("chemprop", f"chemprop {chemprop_version()}", None, "supervised",
+                      chemprop_method, uses_budget=True, protocol=_chemprop_protocol)
+
+
+def _chemprop_protocol(task: str, budget: Budget) -> tuple[None, dict]:
     from dataclasses import asdict
 
-    from exlm_chem.benchmark.rf import RandomForestSettings
+    from exlm_chem.benchmark.chemprop_method import ChempropSettings, chemprop_version
 
-    settings = asdict(RandomForestSettings())
+    return None, {**asdict(ChempropSettings()), "chemprop_version": chemprop_version()}
+
+
+def _rf_protocol(task: str, budget: Budget) -> tuple[None, dict]:
+    from exlm_chem.benchmark.rf import RandomForestSettings, rf_settings
+    from exlm_chem.moleculenet import get_spec
+
+    settings = rf_settings(RandomForestSettings(), get_spec(task).task_type)
     settings.pop("n_jobs")  # parallelism does not change the forest
     return None, settings
 

@@ -53,17 +53,20 @@ class TaskData(NamedTuple):
 
     name: str  # dataset name, lower case ("bace")
     smiles: list[str]  # [N] valid molecules, loader order
-    labels: np.ndarray  # [N, T] float64, 0/1, NaN where missing
+    labels: np.ndarray  # [N, T] float64, 0/1 (regression: values), NaN where missing
     train: np.ndarray  # int64 row indices into smiles
     valid: np.ndarray
     test: np.ndarray
     data_sha256: str = ""  # sha256 of the data file's content (the data revision)
+    task_type: str = "classification"  # "classification" | "regression"
 
 
 class MethodOutput(NamedTuple):
     """What a method returns for one cell."""
 
-    test_scores: np.ndarray  # [len(test), T] scores (higher = positive); NaN = task not fitted
+    # [len(test), T] scores (higher = positive; regression: predicted values); NaN = task
+    # not fitted
+    test_scores: np.ndarray
     epochs: int | None = None  # epochs trained (None: not an epoch-based method)
     best_epoch: int | None = None  # epoch whose weights scored the test set
     stopped_early: bool = False  # the max_minutes budget ran out
@@ -97,6 +100,13 @@ class CellRecord(NamedTuple):
     machine: str
     finished_at: str  # ISO 8601, UTC
     protocol: dict[str, Any] | None = None  # cell_protocol(); None in records before v2
+    brier: float | None = None  # mean Brier score of test probabilities; None: not probabilities
+    ece: float | None = None  # mean expected calibration error (10 bins), likewise
+    # regression cells: roc_auc/prc_auc are NaN and per_task_roc_auc holds None
+    task_type: str = "classification"  # "classification" | "regression"
+    rmse: float | None = None  # regression: mean over tasks of the test RMSE
+    mae: float | None = None  # regression: mean over tasks of the test MAE
+    per_task_rmse: list[float | None] | None = None  # regression: [T]
 
     def key(self) -> tuple:
         return cell_key(self.method, self.model, self.mode, self.task, self.seed, self.split,
@@ -149,6 +159,11 @@ def _from_json(row: dict[str, Any]) -> CellRecord:
     for name in ("roc_auc", "prc_auc"):
         row[name] = float("nan") if row[name] is None else row[name]
     row.setdefault("protocol", None)  # written before cell protocols: matches no key
+    row.setdefault("brier", None)  # written before calibration metrics
+    row.setdefault("ece", None)
+    for name, default in (("task_type", "classification"), ("rmse", None), ("mae", None),
+                          ("per_task_rmse", None)):
+        row.setdefault(name, default)  # written before regression tasks existed
     return CellRecord(**{f: row[f] for f in CellRecord._fields})
 
 

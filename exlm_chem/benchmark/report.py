@@ -52,6 +52,7 @@ _MISSING = "–"
 SUMMARY_COLUMNS = [
     "label", "method", "mode", "model", "task", "split", "n_seeds", "seeds",
     "roc_auc_mean", "roc_auc_std", "prc_auc_mean", "prc_auc_std",
+    "rmse_mean", "rmse_std", "mae_mean", "mae_std",  # regression tasks only (else NaN)
     "wall_s_mean", "wall_s_max", "epochs_mean", "n_stopped_early", "budget",
     "commit", "machine",
 ]
@@ -180,6 +181,8 @@ def summarize(records: Sequence[CellRecord]) -> Any:
                              "label?); filter the records or give them distinct labels")
         roc_mean, roc_std, _ = _mean_std([r.roc_auc for r in group])
         prc_mean, prc_std, _ = _mean_std([r.prc_auc for r in group])
+        rmse_mean, rmse_std, _ = _mean_std([r.rmse for r in group])
+        mae_mean, mae_std, _ = _mean_std([r.mae for r in group])
         walls = np.asarray([r.wall_s for r in group], float)
         epochs = [r.epochs for r in group if r.epochs is not None]
         rows.append({
@@ -195,6 +198,10 @@ def summarize(records: Sequence[CellRecord]) -> Any:
             "roc_auc_std": roc_std,
             "prc_auc_mean": prc_mean,
             "prc_auc_std": prc_std,
+            "rmse_mean": rmse_mean,
+            "rmse_std": rmse_std,
+            "mae_mean": mae_mean,
+            "mae_std": mae_std,
             "wall_s_mean": float(walls.mean()),
             "wall_s_max": float(walls.max()),
             "epochs_mean": float(np.mean(epochs)) if epochs else math.nan,
@@ -292,9 +299,13 @@ def markdown_report(records: Sequence[CellRecord], title: str = "MoleculeNet ben
         lines.append(f"  - {label}: {_joined(list(part['budget']))}")
     lines.append("")
 
+    from exlm_chem.benchmark.report_regression import regression_markdown, regression_records
+
+    regression = regression_records(records)
+    classified = {r.label for r in records if r.task_type != "regression"}
     header = ["Method", *[TASK_TITLES[t] for t in TASKS], "Mean", "MUV PRC-AUC"]
     table = []
-    for label in labels:
+    for label in (label for label in labels if label in classified):
         part = summary[summary["label"] == label].set_index("task")
         cells, means = [], {}
         for task in TASKS:
@@ -312,19 +323,27 @@ def markdown_report(records: Sequence[CellRecord], title: str = "MoleculeNet ben
             table.append([f"paper: {name} (quoted, Table 1)",
                           *[_quoted(values.get(t)) for t in TASKS],
                           _quoted(values.get("mean")), _MISSING])
-    lines += ["## Test ROC-AUC (%)", "", *_md_table(header, table), ""]
-    others = [t for t in dict.fromkeys(summary["task"]) if t not in TASKS]
+    if classified:
+        lines += ["## Test ROC-AUC (%)", "", *_md_table(header, table), ""]
+    lines += regression_markdown(regression)
+    regression_tasks = {r.task for r in regression}
+    others = [t for t in dict.fromkeys(summary["task"])
+              if t not in TASKS and t not in regression_tasks]
     if others:
         lines += [f"Tasks outside Table 1 (in summary.csv only): {', '.join(others)}", ""]
 
+    from exlm_chem.benchmark.report_calibration import calibration_markdown
+
+    lines += calibration_markdown(records)
     wall_header = ["Method", "Task", "Seeds", "Wall s (mean)", "Wall s (max)",
                    "Epochs (mean)", "Stopped early", "Budget"]
     wall_rows = [[row.label, row.task, row.seeds, _fmt_number(row.wall_s_mean),
                   _fmt_number(row.wall_s_max), _fmt_number(row.epochs_mean),
                   f"{row.n_stopped_early}/{row.n_seeds}", row.budget]
                  for row in summary.itertuples(index=False)]
-    lines += ["## Wall time per cell", "", *_md_table(wall_header, wall_rows, (0, 1, 2, 7)), "",
-              _footnote(splits), ""]
+    lines += ["## Wall time per cell", "", *_md_table(wall_header, wall_rows, (0, 1, 2, 7)), ""]
+    if classified:
+        lines += [_footnote(splits), ""]
     return "\n".join(lines)
 
 
@@ -349,7 +368,7 @@ def write_cells_csv(records: Sequence[CellRecord], path: str | os.PathLike[str])
     rows = []
     for record in records:
         row = record._asdict()
-        for name in ("per_task_roc_auc", "budget", "settings"):
+        for name in ("per_task_roc_auc", "per_task_rmse", "budget", "settings"):
             row[name] = json.dumps(row[name], sort_keys=True, default=str)
         rows.append(row)
     frame = pd.DataFrame(rows, columns=list(CellRecord._fields))
@@ -366,7 +385,7 @@ def chart_data(records: Sequence[CellRecord], include_paper: bool = True) -> Any
     provenance), as :class:`~exlm_chem.benchmark.report_plot.ChartData`."""
     from exlm_chem.benchmark.report_plot import ChartData, ChartRow, QuotedRow
 
-    summary = summarize(records)
+    summary = summarize([r for r in records if r.task_type != "regression"])
     if summary.empty:
         raise ValueError("no benchmark cells to plot")
     rows = []
@@ -411,16 +430,31 @@ def plot_report(records: Sequence[CellRecord], path: str | os.PathLike[str],
 # ----------------------------------------------------------------------------- all
 def write_report(records: Sequence[CellRecord], out_dir: str | os.PathLike[str],
                  command: str | None = None) -> dict[str, Path]:
-    """Write report.md, summary.csv, cells.csv and report.png into ``out_dir``.
+    """Write report.md, summary.csv, cells.csv and report.png into ``out_dir``, and
+    report_regression.png when there are regression cells (report.png then only when
+    there are classification cells too).
 
     Each file is written to a temporary name and renamed, so a reader never sees a half
-    file. Returns ``{"markdown", "summary_csv", "cells_csv", "plot"}`` -> path.
+    file. Returns ``{"markdown", "summary_csv", "cells_csv", "plot", "regression_plot"}``
+    -> path, for the files written.
     """
+    from exlm_chem.benchmark.report_regression import plot_regression, regression_records
+
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    return {
+    paths = {
         "markdown": _write_text(out / "report.md", markdown_report(records, command=command)),
         "summary_csv": write_csv(records, out / "summary.csv"),
         "cells_csv": write_cells_csv(records, out / "cells.csv"),
-        "plot": plot_report(records, out / "report.png"),
     }
+    regression = regression_records(records)
+    if len(regression) < len(records):
+        paths["plot"] = plot_report(records, out / "report.png")
+    if regression:
+        seeds = " ".join(str(s) for s in sorted({int(r.seed) for r in regression}))
+        subtitle = (f"split {_joined([r.split for r in regression])} · seeds {seeds} · "
+                    f"commit {_joined([r.commit for r in regression])} · "
+                    f"{_joined([r.machine for r in regression])}")
+        paths["regression_plot"] = plot_regression(regression,
+                                                   out / "report_regression.png", subtitle)
+    return paths

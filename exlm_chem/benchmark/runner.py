@@ -29,8 +29,11 @@ from exlm_chem.benchmark.records import (
     cell_key,
     cell_protocol,
 )
+from exlm_chem.benchmark.scoring import score_cell, score_regression
 from exlm_chem.benchmark.tasks import load_task, split_depends_on_seed, task_sha256
-from exlm_chem.metrics import mean_prc_auc, mean_roc_auc
+from exlm_chem.uncertainty.scores import calibration_scores
+
+__all__ = ["score_cell", "score_regression"]  # re-exported: callers import them from here
 
 logger = logging.getLogger(__name__)
 
@@ -42,7 +45,7 @@ ProtocolFn = Callable[[str, Budget], tuple[dict | None, dict | None]]
 class MethodSpec(NamedTuple):
     """A row of the benchmark: what it is called and how it scores a cell."""
 
-    method: str  # "exlm" | "twin" | "rf_ecfp4" | "attentivefp"
+    method: str  # "exlm" | "twin" | "rf_ecfp4" | "attentivefp" | "chemprop"
     label: str  # row name in the report
     model: str | None  # checkpoint id for encoders
     mode: str  # "probe" | "finetune" | "supervised"
@@ -51,25 +54,8 @@ class MethodSpec(NamedTuple):
     protocol: ProtocolFn | None = None  # what the cell key records besides the data checksum
 
 
-def score_cell(data: TaskData, output: MethodOutput) -> tuple[float, float, np.ndarray]:
-    """(mean ROC-AUC, mean PRC-AUC, per-task ROC-AUC [T]) on the test rows.
-
-    Tasks the method could not fit (NaN score column) and tasks whose test labels hold a
-    single class are left out of both means.
-    """
-    truth = data.labels[data.test]  # [n_test, T]
-    scores = np.asarray(output.test_scores, dtype=np.float64)
-    if scores.shape != truth.shape:
-        raise ValueError(f"{data.name}: method returned scores {scores.shape}, "
-                         f"expected {truth.shape}")
-    fitted = ~np.isnan(scores).all(axis=0)
-    per_task = np.full(truth.shape[1], np.nan)
-    if not fitted.any():
-        return float("nan"), float("nan"), per_task
-    roc = mean_roc_auc(truth[:, fitted], scores[:, fitted])
-    prc = mean_prc_auc(truth[:, fitted], scores[:, fitted])
-    per_task[fitted] = roc.per_task
-    return roc.mean, prc.mean, per_task
+def _rounded(values: np.ndarray) -> list[float | None]:
+    return [None if np.isnan(v) else round(float(v), 6) for v in values]
 
 
 def _cell_budget(spec: MethodSpec, budget: Budget) -> dict:
@@ -136,25 +122,38 @@ def run_cell(cell: Cell, data: TaskData, split: str, budget: Budget, commit: str
                            f"(sha256 {cell.protocol['data_sha256']} -> {data.data_sha256})")
     spec, started = cell.spec, time.monotonic()
     output = spec.run(data, cell.seed, budget, progress)
-    roc, prc, per_task = score_cell(data, output)
+    if data.task_type == "regression":
+        scores = score_regression(data, output)
+        roc = prc = float("nan")
+        per_task = scores.per_task_rmse
+        extra = {"task_type": "regression", "rmse": scores.rmse, "mae": scores.mae,
+                 "per_task_rmse": _rounded(per_task)}  # predictions: no calibration
+    else:
+        roc, prc, per_task = score_cell(data, output)
+        calibration = calibration_scores(data.labels[data.test], output.test_scores)
+        extra = {"brier": calibration.brier, "ece": calibration.ece}
     return CellRecord(
         method=spec.method, label=spec.label, model=spec.model, mode=spec.mode,
         task=cell.task, seed=int(cell.seed), split=split, roc_auc=roc, prc_auc=prc,
         n_tasks_scored=int(np.isfinite(per_task).sum()),
-        per_task_roc_auc=[None if np.isnan(v) else round(float(v), 6) for v in per_task],
+        per_task_roc_auc=([None] * len(per_task) if data.task_type == "regression"
+                          else _rounded(per_task)),
         n_train=len(data.train), n_valid=len(data.valid), n_test=len(data.test),
         epochs=output.epochs, best_epoch=output.best_epoch,
         stopped_early=bool(output.stopped_early), budget=_cell_budget(spec, budget),
         settings=dict(output.settings or {}), wall_s=round(time.monotonic() - started, 2),
         commit=commit, machine=host,
         finished_at=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        protocol=cell.protocol,
+        protocol=cell.protocol, **extra,
     )
 
 
 def describe(record: CellRecord) -> str:
-    return (f"{record.label} | {record.task} | seed {record.seed}: ROC-AUC "
-            f"{record.roc_auc:.4f}, PRC-AUC {record.prc_auc:.4f}, {record.wall_s:.0f} s")
+    if record.task_type == "regression":
+        scores = f"RMSE {record.rmse:.4f}, MAE {record.mae:.4f}"
+    else:
+        scores = f"ROC-AUC {record.roc_auc:.4f}, PRC-AUC {record.prc_auc:.4f}"
+    return f"{record.label} | {record.task} | seed {record.seed}: {scores}, {record.wall_s:.0f} s"
 
 
 def run_benchmark(

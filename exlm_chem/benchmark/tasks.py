@@ -1,4 +1,5 @@
-"""Loading a MoleculeNet task and splitting it the way the benchmark asks."""
+"""Loading a MoleculeNet task (classification or regression) and splitting it the way the
+benchmark asks."""
 
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ def load_task(name: str, split: str, seed: int,
     ``path`` is a MoleculeNet folder or file; None uses the loader's search order
     (``$EXLM_CHEM_DATA``, ``data/``, cache, download).
     """
-    from exlm_chem.moleculenet import load_moleculenet
+    from exlm_chem.moleculenet import get_spec, load_moleculenet
     from exlm_chem.splits import scaffold_balanced_split, scaffold_split
 
     if split not in SPLITS:
@@ -51,4 +52,4 @@ def load_task(name: str, split: str, seed: int,
         indices = scaffold_balanced_split(smiles, seed=seed)
     labels = np.asarray(dataset.labels, dtype=np.float64)  # [N, T]
     return TaskData(name, smiles, labels, indices.train, indices.valid, indices.test,
-                    dataset.sha256)
+                    dataset.sha256, get_spec(name).task_type)

@@ -47,7 +47,8 @@ class BenchmarkCommand(Subcommand):
         from exlm_chem.benchmark.tasks import SPLITS
 
         parser.add_argument("--tasks", nargs="+", default=["all"],
-                            help="dataset names or 'all' (the 7 classification sets)")
+                            help="dataset names, 'all' (the 7 classification sets) or "
+                                 "'regression' (esol freesolv lipo: RMSE and MAE)")
         parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2],
                             help="one cell per seed (initialisation, batch order; the split "
                                  "too for scaffold_balanced)")
@@ -55,9 +56,9 @@ class BenchmarkCommand(Subcommand):
                             help="ExLM checkpoint directory ('default': the shipped one)")
         parser.add_argument("--twin", default=None,
                             help="MLM twin checkpoint (default: mlm-X next to exlm-X)")
-        parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS,
+        parser.add_argument("--methods", nargs="+", default=list(METHODS[:4]), choices=METHODS,
                             help="rows to run: the checkpoint, its MLM twin, a random forest "
-                                 "on ECFP4, AttentiveFP (default: all)")
+                                 "on ECFP4, AttentiveFP, chemprop (default: all but chemprop)")
         parser.add_argument("--mode", choices=("finetune", "probe"), default="finetune",
                             help="how encoders are evaluated (baselines always train)")
         parser.add_argument("--split", choices=SPLITS, default="scaffold")
@@ -80,12 +81,14 @@ class BenchmarkCommand(Subcommand):
         from pathlib import Path
 
         from exlm_chem.benchmark.records import RESULTS_FILE, ResultsFile
-        from exlm_chem.moleculenet import dataset_names
+        from exlm_chem.moleculenet import dataset_names, regression_names
 
-        tasks = list(dataset_names()) if args.tasks == ["all"] else [t.lower() for t in args.tasks]
-        unknown = sorted(set(tasks) - set(dataset_names()))
+        groups = {"all": list(dataset_names()), "regression": list(regression_names())}
+        tasks = [n for t in args.tasks for n in groups.get(t.lower(), [t.lower()])]
+        known = dataset_names() + regression_names()
+        unknown = sorted(set(tasks) - set(known))
         if unknown:
-            raise ValueError(f"unknown task(s) {unknown}; choose from {list(dataset_names())}")
+            raise ValueError(f"unknown task(s) {unknown}; choose from {list(known)}")
         if any(seed < 0 for seed in args.seeds):
             raise ValueError(f"--seeds must be non-negative, got {args.seeds}")
         budget = parse_budget(args.budget)

@@ -1,4 +1,5 @@
-"""``exlm-chem data summary``: the 7 MoleculeNet sets at a glance."""
+"""``exlm-chem data summary``: the 7 MoleculeNet classification sets and the 3 regression
+sets at a glance."""
 
 from __future__ import annotations
 
@@ -10,11 +11,12 @@ from exlm_chem.cli.base import Subcommand
 class DataSummaryCommand(Subcommand):
     group = "data"
     name = "summary"
-    help = "rows, valid molecules, tasks, coverage and default split sizes of the 7 datasets"
+    help = ("rows, valid molecules, tasks, coverage and default split sizes of the 7 "
+            "classification and 3 regression datasets")
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--datasets", nargs="+", default=None, help="subset (default: all 7)")
+        parser.add_argument("--datasets", nargs="+", default=None, help="subset (default: all 10)")
         parser.add_argument("--csv", default=None, help="also write the table to this CSV file")
 
     @classmethod

@@ -109,7 +109,9 @@ def test_python_examples_run_in_order(bbbp, tiny_checkpoint, monkeypatch, tmp_pa
     monkeypatch.chdir(tmp_path)
     smiles = bbbp["smiles"].tolist()
     namespace = {"train_smiles": smiles[:40], "y_train": bbbp["p_np"].to_numpy()[:40],
-                 "test_smiles": smiles[40:50], "smiles": smiles[:20], **_dag_inputs()}
+                 "test_smiles": smiles[40:50], "smiles": smiles[:20], **_dag_inputs(),
+                 # a continuous target for the regressor example: SMILES length is learnable
+                 "logs_train": np.array([len(s) for s in smiles[:40]], dtype=float)}
     for block in _blocks("python"):
         code = compile(block.code, f"README.md:{block.line}", "exec")
         exec(code, namespace)  # a failure's traceback names the README line

@@ -57,7 +57,9 @@ def test_molecules_of_unknown_tokens_are_warned_about_and_counted(fitted_classif
                                                   r"to the model \(\[UNK\]\): 2 entirely, 1 for "
                                                   r"more than 50% .*rows \[0, 2, 3\]"):
         p = fitted_classifier.predict_proba(rows)
-    assert p[0, 1] == p[2, 1]  # why it matters: all-[UNK] molecules get the same output
+    # why it matters: all-[UNK] molecules get the same output (up to float summation
+    # order: length-bucketed batches put them beside different neighbours)
+    np.testing.assert_allclose(p[0, 1], p[2, 1], rtol=1e-6)
     with pytest.warns(UnknownTokensWarning, match=r"1 of 2 molecules.*rows \[1\]"):
         embed(["CCO", "[Uuo]"], model=str(tiny_checkpoint), device="cpu")
     with warnings.catch_warnings():

@@ -103,3 +103,19 @@ def test_default_twin_and_method_errors(tmp_path):
         build_methods(["twin"], None, None, "probe")
     specs = build_methods(["rf", "attentivefp"], None, None, "probe", budget=Budget(None, 2))
     assert [s.label for s in specs] == ["RF on ECFP4", "AttentiveFP [<=2 min]"]
+
+
+def test_calibration_scores_of_probabilities_only(tmp_path):
+    from exlm_chem.uncertainty.scores import calibration_scores
+
+    labels = np.array([[0, 1], [1, np.nan], [1, 0], [0, 1]], dtype=float)
+    proba = np.array([[0.1, np.nan], [0.9, np.nan], [0.6, np.nan], [0.3, np.nan]])
+    brier, ece = calibration_scores(labels, proba)  # task 1 not fitted: left out
+    assert brier == pytest.approx((0.01 + 0.01 + 0.16 + 0.09) / 4)
+    assert ece == pytest.approx((0.1 + 0.1 + 0.4 + 0.3) / 4)
+    assert calibration_scores(labels, proba * 3 - 1) == (None, None)  # a margin, not proba
+    old = json.loads(json.dumps(record()._asdict()))
+    del old["brier"], old["ece"]  # a record written before these metrics
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps(old) + "\n")
+    assert ResultsFile(path).records()[0].brier is None

@@ -218,6 +218,26 @@ def test_overfits_a_tiny_multitask_set(tiny_checkpoint, data):
     assert auc.per_task.min() > 0.95, auc
 
 
+def test_augmentation_adds_randomized_views_each_epoch(tiny_checkpoint, data, monkeypatch):
+    from exlm_chem import finetune as finetune_module
+
+    smiles, labels = list(data.smiles[:20]), data.labels[:20]
+    seen = []
+    encode = finetune_module.FinetuneNet.encode
+    monkeypatch.setattr(finetune_module.FinetuneNet, "encode",
+                        lambda self, m: seen.append(list(m)) or encode(self, m))
+    settings = FinetuneSettings(epochs=2, batch_size=8, lr=1e-3)
+    result = finetune(_net(tiny_checkpoint), LabelledSmiles(smiles, labels), settings,
+                      seed=3, augment=2)
+    assert result.n_steps == 2 * 8  # 60 strings per epoch in batches of 8
+    assert [len(m) for m in seen] == [60, 60] and seen[0][:20] == smiles == seen[1][:20]
+    assert seen[0][20:] != seen[1][20:]  # drawn afresh per epoch
+    tokenizer = SmilesTokenizer.from_file(tiny_checkpoint)
+    rows = [np.asarray(tokenizer.encode(s)) for s in smiles[:2]]  # prepared token id rows
+    with pytest.raises(TypeError, match="token id rows"):
+        finetune(_net(tiny_checkpoint), LabelledSmiles(rows, labels[:2]), settings, augment=1)
+
+
 @pytest.mark.parametrize("patience, epochs_run", [(2, 3), (None, 5)])
 def test_patience_stops_after_epochs_without_a_better_score(data, monkeypatch, patience,
                                                             epochs_run):

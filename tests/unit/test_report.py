@@ -288,3 +288,13 @@ def test_empty_records_are_an_error():
     assert summarize([]).empty
     with pytest.raises(ValueError, match="no benchmark cells"):
         markdown_report([])
+
+
+def test_calibration_table(records):
+    with_calibration = [r._replace(brier=b, ece=e) for r, b, e in
+                        zip(records[:2], (0.2, 0.1), (0.05, 0.15), strict=True)]
+    markdown = markdown_report(with_calibration + records[2:])
+    part = markdown.split("## Calibration of test probabilities")[1].split("## Wall time")[0]
+    assert table_row(part, EXLM) == ["bace", "2", "0.150 ± 0.071", "0.100 ± 0.071"]
+    assert RF not in part  # no calibration metrics: no row
+    assert "## Calibration" not in markdown_report(records)

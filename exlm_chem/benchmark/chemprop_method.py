@@ -1,0 +1,211 @@
+"""chemprop v2 (D-MPNN) trained from scratch on our split: the baseline users already run.
+
+The model is what ``chemprop train`` builds with its defaults (bond message passing,
+hidden 300, depth 3, no dropout, "norm" aggregation, one 300-wide FFN layer, Noam-like
+schedule 1e-4 -> 1e-3 -> 1e-4 with 2 warm-up epochs, batch 64, 50 epochs), built through
+chemprop's Python API so that it sees exactly our train/valid/test indices and our seed,
+never its own splitter. As in the CLI, the epoch with the lowest validation loss scores
+the test set, all tasks share one model and NaN labels are masked out by chemprop itself;
+regression targets are standardised on the training rows and predictions unscaled.
+
+``Budget.max_epochs`` caps the 50 epochs (the schedule is fitted to the cap, as the CLI's
+``--epochs`` would); ``Budget.max_minutes`` stops training through Lightning's
+``max_time``. Records carry ``chemprop_version`` in their settings.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import math
+import warnings
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from exlm_chem.benchmark.records import Budget, MethodOutput, TaskData
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = ["ChempropSettings", "chemprop_method", "chemprop_version", "require_chemprop"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ChempropSettings:
+    # chemprop 2.x `chemprop train` defaults (chemprop/cli/train.py, cli/common.py)
+    message_hidden_dim: int = 300
+    depth: int = 3
+    dropout: float = 0.0
+    aggregation_norm: float = 100.0  # "norm" aggregation: sum / 100
+    ffn_hidden_dim: int = 300
+    ffn_num_layers: int = 1
+    batch_size: int = 64
+    epochs: int = 50  # before Budget.max_epochs; the lowest validation loss epoch is kept
+    warmup_epochs: int = 2
+    init_lr: float = 1e-4
+    max_lr: float = 1e-3
+    final_lr: float = 1e-4
+
+
+def require_chemprop() -> None:
+    """Raise ImportError with the install line when chemprop v2 is missing."""
+    try:
+        import chemprop  # noqa: F401
+    except ImportError as error:
+        raise ImportError("the chemprop method needs chemprop v2: "
+                          "pip install 'exlm_chem[baselines]' (or pip install chemprop)") from error
+
+
+def chemprop_version() -> str:
+    require_chemprop()
+    import chemprop
+
+    return str(chemprop.__version__)
+
+
+def _dataset(smiles: list[str], labels: np.ndarray, rows: np.ndarray):
+    from chemprop import data
+
+    points = [data.MoleculeDatapoint.from_smi(smiles[i], labels[i]) for i in rows]
+    dataset = data.MoleculeDataset(points)
+    dataset.cache = True  # featurize once, as `chemprop train` does unless --no-cache
+    return dataset
+
+
+def _build(n_tasks: int, regression: bool, settings: ChempropSettings, output_transform):
+    from chemprop import models, nn
+
+    message = nn.BondMessagePassing(d_h=settings.message_hidden_dim, depth=settings.depth,
+                                    dropout=settings.dropout)
+    aggregation = nn.NormAggregation(norm=settings.aggregation_norm)
+    head = nn.RegressionFFN if regression else nn.BinaryClassificationFFN
+    kwargs = {"output_transform": output_transform} if regression else {}
+    predictor = head(n_tasks=n_tasks, input_dim=message.output_dim,
+                     hidden_dim=settings.ffn_hidden_dim, n_layers=settings.ffn_num_layers,
+                     dropout=settings.dropout, **kwargs)
+    return models.MPNN(message, aggregation, predictor, batch_norm=False,
+                       warmup_epochs=settings.warmup_epochs, init_lr=settings.init_lr,
+                       max_lr=settings.max_lr, final_lr=settings.final_lr)
+
+
+class _KeepBest:
+    """Lightning callback: a copy of the weights of the lowest ``val_loss`` epoch, in memory
+    (the CLI's ModelCheckpoint on val_loss, without writing checkpoints)."""
+
+    def __new__(cls):
+        import lightning.pytorch as pl
+
+        class KeepBest(pl.Callback):
+            def __init__(self) -> None:
+                self.best_loss, self.best_epoch, self.state = math.inf, 0, None
+
+            def on_validation_epoch_end(self, trainer, module) -> None:
+                if trainer.sanity_checking:
+                    return
+                loss = trainer.callback_metrics.get("val_loss")
+                value = float(loss) if loss is not None else math.nan
+                if math.isfinite(value) and value < self.best_loss:
+                    self.best_loss, self.best_epoch = value, trainer.current_epoch + 1
+                    self.state = {k: v.detach().clone() for k, v in module.state_dict().items()}
+
+        return KeepBest()
+
+
+def _predict(model, loader) -> torch.Tensor:
+    import torch
+
+    model.eval()
+    outputs = []
+    with torch.no_grad():
+        for batch in loader:
+            bmg, v_d, x_d, *_ = batch
+            outputs.append(model(bmg, v_d, x_d))  # [B, T], probabilities or unscaled values
+    return torch.cat(outputs)
+
+
+def chemprop_method(data: TaskData, seed: int, budget: Budget, progress: bool = False,
+                    settings: ChempropSettings | None = None) -> MethodOutput:
+    """Train chemprop on ``data.train``, keep the best ``data.valid`` epoch, score ``data.test``.
+
+    Parameters
+    ----------
+    data : TaskData
+        Labels [N, T] with NaN for missing entries; ``data.task_type`` picks the head
+        (binary classification: sigmoid probabilities; regression: unscaled values).
+    seed : int
+        Seeds initial weights (torch) and batch order (chemprop's seeded sampler).
+    budget : Budget
+        ``max_epochs`` caps ``settings.epochs``; ``max_minutes`` caps training wall time.
+    progress : bool
+        Show Lightning's progress bar.
+    settings : ChempropSettings, optional
+        Defaults to the CLI's defaults.
+
+    Returns
+    -------
+    MethodOutput
+        ``test_scores`` [len(test), T]; settings include ``chemprop_version``.
+    """
+    require_chemprop()
+    import chemprop
+    import lightning.pytorch as pl
+    import torch
+    from chemprop import data as cdata
+    from chemprop import nn
+
+    settings = settings or ChempropSettings()
+    if len(data.train) == 0:
+        raise ValueError(f"{data.name}: the training split is empty")
+    regression = data.task_type == "regression"
+    labels = np.asarray(data.labels, dtype=np.float64)  # [N, T]
+    n_tasks = labels.shape[1]
+    train = _dataset(data.smiles, labels, data.train)
+    valid = _dataset(data.smiles, labels, data.valid)
+    test = _dataset(data.smiles, labels, data.test)
+    output_transform = None
+    if regression:
+        scaler = train.normalize_targets()
+        valid.normalize_targets(scaler)  # val_loss on the training scale, as the CLI does
+        output_transform = nn.UnscaleTransform.from_standard_scaler(scaler)
+    n_epochs = settings.epochs if budget.max_epochs is None else min(settings.epochs,
+                                                                      budget.max_epochs)
+    train_loader = cdata.build_dataloader(train, batch_size=settings.batch_size, seed=seed,
+                                          shuffle=True)
+    # drop_last=None would drop a last batch of one molecule (for batch norm), and with
+    # it a test prediction; evaluation loaders keep every row
+    valid_loader, test_loader = (
+        cdata.build_dataloader(part, batch_size=settings.batch_size, shuffle=False,
+                               drop_last=False) for part in (valid, test))
+
+    keep = _KeepBest()
+    max_time = (None if budget.max_minutes is None
+                else datetime.timedelta(minutes=budget.max_minutes))
+    lightning_log = logging.getLogger("lightning.pytorch")
+    level = lightning_log.level
+    lightning_log.setLevel(logging.WARNING)  # "GPU available: False" and tips, per cell
+    try:
+        with torch.random.fork_rng(devices=[]), warnings.catch_warnings():
+            warnings.filterwarnings("ignore", module="lightning")  # num_workers, loggers
+            torch.manual_seed(seed)
+            model = _build(n_tasks, regression, settings, output_transform)
+            trainer = pl.Trainer(accelerator="cpu", devices=1, max_epochs=n_epochs,
+                                 max_time=max_time, logger=False, enable_checkpointing=False,
+                                 enable_progress_bar=progress, enable_model_summary=False,
+                                 deterministic=True, callbacks=[keep])
+            trainer.fit(model, train_loader, valid_loader)
+            epochs_run = trainer.current_epoch
+            if keep.state is not None:
+                model.load_state_dict(keep.state)
+            scores = _predict(model, test_loader).double().numpy()  # [n_test, T]
+    finally:
+        lightning_log.setLevel(level)
+    stopped = budget.max_minutes is not None and epochs_run < n_epochs
+    return MethodOutput(
+        test_scores=scores, epochs=int(epochs_run), best_epoch=int(keep.best_epoch),
+        stopped_early=bool(stopped),
+        settings={**asdict(settings), "chemprop_version": str(chemprop.__version__)},
+    )
