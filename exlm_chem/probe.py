@@ -71,14 +71,16 @@ RIDGE_ALPHAS = (0.1, 1.0, 10.0, 100.0, 1000.0)
 
 def ridge_predictions(embeddings: np.ndarray, labels: np.ndarray, train: np.ndarray,
                       valid: np.ndarray, test: np.ndarray,
-                      alphas: tuple[float, ...] = RIDGE_ALPHAS) -> tuple[np.ndarray, list]:
+                      alphas: tuple[float, ...] = RIDGE_ALPHAS,
+                      ) -> tuple[np.ndarray, list, np.ndarray]:
     """Regression probe: test predictions [len(test), T] from one ridge per task.
 
     Features are standardised on the training rows; each task's ridge strength is the
     one of ``alphas`` with the lowest RMSE on its labelled validation rows (the first,
     i.e. the weakest, on ties; ``alphas[len // 2]`` without validation labels). Returns
-    the predictions and the chosen strength per task (None: no training label, NaN
-    predictions). Deterministic: no seed.
+    the test predictions, the chosen strength per task (None: no training label, NaN
+    predictions) and the chosen ridges' validation predictions [len(valid), T] (for
+    split-conformal calibration). Deterministic: no seed.
     """
     from sklearn.linear_model import Ridge
     from sklearn.preprocessing import StandardScaler
@@ -87,6 +89,7 @@ def ridge_predictions(embeddings: np.ndarray, labels: np.ndarray, train: np.ndar
     x_train, x_valid, x_test = (scaler.transform(embeddings[rows])
                                 for rows in (train, valid, test))
     predictions = np.full((len(test), labels.shape[1]), np.nan)
+    valid_predictions = np.full((len(valid), labels.shape[1]), np.nan)
     chosen: list[float | None] = []
     for t in range(labels.shape[1]):
         y, y_valid = labels[train, t], labels[valid, t]
@@ -104,5 +107,7 @@ def ridge_predictions(embeddings: np.ndarray, labels: np.ndarray, train: np.ndar
                     best, best_rmse = alpha, rmse
         model = Ridge(alpha=best).fit(x_train[labelled], y[labelled])
         predictions[:, t] = model.predict(x_test)
+        if len(valid):
+            valid_predictions[:, t] = model.predict(x_valid)
         chosen.append(best)
-    return predictions, chosen
+    return predictions, chosen, valid_predictions

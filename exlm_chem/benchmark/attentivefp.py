@@ -214,12 +214,16 @@ def attentivefp_method(
 
     model.load_state_dict(best_state)
     test_logits = _predict(model, test_batches, n_tasks, device).double()  # [n_test, T]
+    valid_scores = None
     if task == "regression":
         test_scores = test_logits.numpy() * scale + mean
+        if len(data.valid):  # the best epoch's model: calibrates the conformal intervals
+            valid_scores = _predict(model, valid_batches, n_tasks, device).double().numpy()
+            valid_scores = valid_scores * scale + mean  # [n_valid, T], labels' units
     else:
         test_scores = torch.sigmoid(test_logits).numpy()
     return MethodOutput(
-        test_scores=test_scores,
+        test_scores=test_scores, valid_scores=valid_scores,
         epochs=epochs_run, best_epoch=best_epoch, stopped_early=stopped_early,
         settings=asdict(settings),
     )

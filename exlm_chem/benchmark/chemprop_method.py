@@ -201,11 +201,15 @@ def chemprop_method(data: TaskData, seed: int, budget: Budget, progress: bool = 
             if keep.state is not None:
                 model.load_state_dict(keep.state)
             scores = _predict(model, test_loader).double().numpy()  # [n_test, T]
+            # the kept epoch's unscaled validation predictions calibrate conformal intervals
+            valid_scores = (_predict(model, valid_loader).double().numpy()  # [n_valid, T]
+                            if regression and len(data.valid) else None)
     finally:
         lightning_log.setLevel(level)
     stopped = budget.max_minutes is not None and epochs_run < n_epochs
     return MethodOutput(
-        test_scores=scores, epochs=int(epochs_run), best_epoch=int(keep.best_epoch),
+        test_scores=scores, valid_scores=valid_scores, epochs=int(epochs_run),
+        best_epoch=int(keep.best_epoch),
         stopped_early=bool(stopped),
         settings={**asdict(settings), "chemprop_version": str(chemprop.__version__)},
     )

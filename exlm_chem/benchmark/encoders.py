@@ -119,6 +119,7 @@ class EncoderMethod:
         self._embedder = None
         self._probe_scores: dict[tuple, np.ndarray] = {}
         self._probe_alphas: dict[tuple, list] = {}
+        self._probe_valid: dict[tuple, np.ndarray] = {}  # regression: validation predictions
 
     def __call__(self, data: TaskData, seed: int, budget: Budget,
                  progress: bool = False) -> MethodOutput:
@@ -182,7 +183,7 @@ class EncoderMethod:
         if key not in self._probe_scores:
             vectors = self._embeddings(data, progress)
             if data.task_type == "regression":
-                self._probe_scores[key], alphas = ridge_predictions(
+                self._probe_scores[key], alphas, self._probe_valid[key] = ridge_predictions(
                     vectors, data.labels, data.train, data.valid, data.test)
                 self._probe_alphas[key] = alphas
             else:
@@ -190,9 +191,11 @@ class EncoderMethod:
                                                        data.test, C=PROBE_C)
         if key in self._probe_alphas:
             extra["chosen_alphas"] = self._probe_alphas[key]
+        valid_scores = self._probe_valid.get(key)
         return MethodOutput(self._probe_scores[key].copy(),
                             settings={**probe_settings(data.task_type), "pooling": POOLING,
-                                      **extra})
+                                      **extra},
+                            valid_scores=None if valid_scores is None else valid_scores.copy())
 
     # fine-tune -----------------------------------------------------------------------
     def _finetune(self, data: TaskData, seed: int, budget: Budget,
@@ -226,9 +229,13 @@ class EncoderMethod:
                           max_minutes=budget.max_minutes, seed=seed)
         outputs = predict_batched(net, [data.smiles[i] for i in data.test],
                                   2 * settings.batch_size).astype(np.float64)
+        valid_outputs = None
         if data.task_type != "regression":  # regression heads predict in the labels' units
             outputs = 1.0 / (1.0 + np.exp(-outputs))
-        return MethodOutput(outputs,
+        elif len(data.valid):  # the restored best epoch's net: calibrates conformal intervals
+            valid_outputs = predict_batched(net, [data.smiles[i] for i in data.valid],
+                                            2 * settings.batch_size).astype(np.float64)
+        return MethodOutput(outputs, valid_scores=valid_outputs,
                             epochs=len(result.history), best_epoch=result.best_epoch,
                             stopped_early=result.stopped_early,
                             settings={**dataclasses.asdict(settings),

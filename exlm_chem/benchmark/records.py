@@ -71,6 +71,9 @@ class MethodOutput(NamedTuple):
     best_epoch: int | None = None  # epoch whose weights scored the test set
     stopped_early: bool = False  # the max_minutes budget ran out
     settings: dict[str, Any] | None = None  # hyper-parameters actually used
+    # [len(valid), T] predictions on the validation rows (regression: calibrates the
+    # split-conformal intervals); None = the method does not return them
+    valid_scores: np.ndarray | None = None
 
 
 class CellRecord(NamedTuple):
@@ -107,6 +110,10 @@ class CellRecord(NamedTuple):
     rmse: float | None = None  # regression: mean over tasks of the test RMSE
     mae: float | None = None  # regression: mean over tasks of the test MAE
     per_task_rmse: list[float | None] | None = None  # regression: [T]
+    # regression: 90 % split-conformal intervals calibrated on the validation rows, mean
+    # over tasks of the test coverage and width (2q); None: no validation predictions
+    interval_coverage: float | None = None
+    interval_width: float | None = None
 
     def key(self) -> tuple:
         return cell_key(self.method, self.model, self.mode, self.task, self.seed, self.split,
@@ -164,6 +171,8 @@ def _from_json(row: dict[str, Any]) -> CellRecord:
     for name, default in (("task_type", "classification"), ("rmse", None), ("mae", None),
                           ("per_task_rmse", None)):
         row.setdefault(name, default)  # written before regression tasks existed
+    row.setdefault("interval_coverage", None)  # written before conformal intervals
+    row.setdefault("interval_width", None)
     return CellRecord(**{f: row[f] for f in CellRecord._fields})
 
 

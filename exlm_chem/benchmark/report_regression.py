@@ -3,7 +3,10 @@
 Regression cells (``CellRecord.task_type == "regression"``: ESOL, FreeSolv,
 Lipophilicity) are scored by test RMSE (the headline) and MAE, in the labels' units;
 lower is better, and the tables and chart say so. Each (label, task) is averaged over
-its seeds like the ROC-AUC table. matplotlib is imported inside :func:`plot_regression`.
+its seeds like the ROC-AUC table. Cells whose method returned validation predictions also
+carry 90 % split-conformal interval coverage and width
+(:func:`~exlm_chem.benchmark.scoring.score_intervals`), shown in their own table.
+matplotlib is imported inside :func:`plot_regression`.
 """
 
 from __future__ import annotations
@@ -38,6 +41,9 @@ class RegressionRow(NamedTuple):
     rmse_std: float  # sample std (ddof=1); NaN for one seed
     mae_mean: float
     mae_std: float
+    coverage_mean: float = math.nan  # 90 % split-conformal test coverage, mean over seeds
+    width_mean: float = math.nan  # its interval width (2q), labels' units
+    n_interval_seeds: int = 0  # seeds whose record carries the interval figures
 
 
 def regression_records(records: Sequence[CellRecord]) -> list[CellRecord]:
@@ -65,7 +71,12 @@ def regression_rows(records: Sequence[CellRecord]) -> list[RegressionRow]:
             group = groups.get((label, task))
             if group:
                 rmse, mae = (_mean_std([getattr(r, m) for r in group]) for m in ("rmse", "mae"))
-                rows.append(RegressionRow(label, task, len(group), *rmse, *mae))
+                cover, width = (_mean_std([getattr(r, m) for r in group])[0]
+                                for m in ("interval_coverage", "interval_width"))
+                n_intervals = sum(r.interval_coverage is not None
+                                  and math.isfinite(r.interval_coverage) for r in group)
+                rows.append(RegressionRow(label, task, len(group), *rmse, *mae, cover, width,
+                                          n_intervals))
     return rows
 
 
@@ -88,8 +99,27 @@ def _table(rows: Sequence[RegressionRow], metric: str) -> list[str]:
     return lines
 
 
+def _interval_table(rows: Sequence[RegressionRow]) -> list[str]:
+    tasks = list(dict.fromkeys(r.task for r in rows))
+    header = ["Method", *[TITLES.get(t, t) for t in tasks]]
+    lines = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * len(tasks)]
+    for label in dict.fromkeys(r.label for r in rows):
+        by_task = {r.task: r for r in rows if r.label == label}
+        cells = []
+        for t in tasks:
+            row = by_task.get(t)
+            if row is None or row.n_interval_seeds == 0 or not math.isfinite(row.coverage_mean):
+                cells.append(_MISSING)
+            else:
+                cells.append(f"{row.coverage_mean:.3f} / {row.width_mean:.3f} "
+                             f"(n={row.n_interval_seeds})")
+        lines.append("| " + " | ".join([label.replace("|", "\\|"), *cells]) + " |")
+    return lines
+
+
 def regression_markdown(records: Sequence[CellRecord]) -> list[str]:
-    """Markdown lines: the RMSE table (headline) and the MAE table; [] without cells."""
+    """Markdown lines: the RMSE table (headline), the MAE table and the conformal
+    interval table; [] without cells."""
     rows = regression_rows(records)
     if not rows:
         return []
@@ -97,7 +127,13 @@ def regression_markdown(records: Sequence[CellRecord]) -> list[str]:
             "(ddof=1) over seeds, \"(n=1)\" a single seed, \"–\" not run.")
     return ["## Regression: test RMSE (lower is better)", "", note, "",
             *_table(rows, "rmse"), "", "## Regression: test MAE (lower is better)", "",
-            *_table(rows, "mae"), ""]
+            *_table(rows, "mae"), "",
+            "## Regression: interval coverage / width (90 % split-conformal)", "",
+            "Per task, q = the ceil((n+1)·0.9)-th smallest absolute residual of the n "
+            "labelled validation rows; test coverage = fraction of test labels inside "
+            "prediction ± q (target 0.9), width = 2q in the labels' units; mean over seeds "
+            "carrying them (n), \"–\" where the method returned no validation predictions.",
+            "", *_interval_table(rows), ""]
 
 
 def plot_regression(records: Sequence[CellRecord], path: str | os.PathLike[str],

@@ -55,17 +55,19 @@ def rf_method(data: TaskData, seed: int, budget: Budget, progress: bool = False,
               settings: RandomForestSettings | None = None) -> MethodOutput:
     """Fit one forest per task on ``data.train``; score ``data.test``.
 
-    ``budget`` does not apply (a forest has no epochs); the validation rows are unused
-    because nothing is selected on them.
+    ``budget`` does not apply (a forest has no epochs); nothing is selected on the
+    validation rows, but regression forests predict them too (``valid_scores``: they
+    calibrate the runner's conformal intervals).
     """
     from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 
     settings = settings or RandomForestSettings()
     regression = data.task_type == "regression"
     features = ecfp4_bits(data.smiles, settings.radius, settings.n_bits)
-    x_train, x_test = features[data.train], features[data.test]
+    x_train, x_valid, x_test = features[data.train], features[data.valid], features[data.test]
     n_tasks = data.labels.shape[1]
     scores = np.full((len(data.test), n_tasks), np.nan)
+    valid_scores = np.full((len(data.valid), n_tasks), np.nan) if regression else None
     tasks = range(n_tasks)
     if progress:
         from tqdm.auto import tqdm
@@ -83,13 +85,16 @@ def rf_method(data: TaskData, seed: int, budget: Budget, progress: bool = False,
             forest = RandomForestRegressor(max_features=REGRESSOR_MAX_FEATURES, **common)
             forest.fit(x_train[labelled], y[labelled])
             scores[:, t] = forest.predict(x_test)
+            if len(data.valid):
+                valid_scores[:, t] = forest.predict(x_valid)
             continue
         if np.unique(y[labelled]).size < 2:
             continue
         forest = RandomForestClassifier(class_weight=settings.class_weight, **common)
         forest.fit(x_train[labelled], y[labelled].astype(int))
         scores[:, t] = forest.predict_proba(x_test)[:, 1]
-    return MethodOutput(scores, settings=rf_settings(settings, data.task_type))
+    return MethodOutput(scores, settings=rf_settings(settings, data.task_type),
+                        valid_scores=valid_scores)
 
 
 def rf_settings(settings: RandomForestSettings, task_type: str) -> dict:

@@ -29,7 +29,7 @@ from exlm_chem.benchmark.records import (
     cell_key,
     cell_protocol,
 )
-from exlm_chem.benchmark.scoring import score_cell, score_regression
+from exlm_chem.benchmark.scoring import score_cell, score_intervals, score_regression
 from exlm_chem.benchmark.tasks import load_task, split_depends_on_seed, task_sha256
 from exlm_chem.uncertainty.scores import calibration_scores
 
@@ -128,6 +128,9 @@ def run_cell(cell: Cell, data: TaskData, split: str, budget: Budget, commit: str
         per_task = scores.per_task_rmse
         extra = {"task_type": "regression", "rmse": scores.rmse, "mae": scores.mae,
                  "per_task_rmse": _rounded(per_task)}  # predictions: no calibration
+        intervals = score_intervals(data, output)
+        if intervals is not None:
+            extra.update(interval_coverage=intervals.coverage, interval_width=intervals.width)
     else:
         roc, prc, per_task = score_cell(data, output)
         calibration = calibration_scores(data.labels[data.test], output.test_scores)

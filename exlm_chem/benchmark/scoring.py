@@ -1,4 +1,6 @@
-"""Scoring one benchmark cell on its test rows: ROC-AUC/PRC-AUC or RMSE/MAE."""
+"""Scoring one benchmark cell on its test rows: ROC-AUC/PRC-AUC or RMSE/MAE, and for
+regression the test coverage and width of split-conformal intervals calibrated on the
+validation rows (:mod:`exlm_chem.uncertainty.conformal`)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,9 @@ import numpy as np
 
 from exlm_chem.benchmark.records import MethodOutput, TaskData
 from exlm_chem.metrics import mean_mae, mean_prc_auc, mean_rmse, mean_roc_auc
+from exlm_chem.uncertainty.conformal import conformal_quantile, conformity_scores
+
+INTERVAL_ALPHA = 0.1  # 90 % intervals
 
 
 def _test_outputs(data: TaskData, output: MethodOutput,
@@ -55,3 +60,43 @@ def score_regression(data: TaskData, output: MethodOutput) -> RegressionScores:
     mae = mean_mae(truth[:, fitted], predictions[:, fitted])
     per_task[fitted] = rmse.per_task
     return RegressionScores(rmse.mean, mae.mean, per_task)
+
+
+class IntervalScores(NamedTuple):
+    coverage: float  # mean over tasks of the fraction of test labels inside pred ± q
+    width: float  # mean over tasks of 2q, in the labels' units
+    n_tasks: int  # tasks in both means (fitted, with validation and test labels, finite q)
+
+
+def score_intervals(data: TaskData, output: MethodOutput,
+                    alpha: float = INTERVAL_ALPHA) -> IntervalScores | None:
+    """Split-conformal ``1 - alpha`` intervals: per task, ``q`` from the absolute residuals
+    on the labelled validation rows, then on the labelled test rows the fraction inside
+    ``prediction ± q`` and the width ``2q``, averaged over tasks.
+
+    None when the method returned no validation predictions. A task is left out when it
+    was not fitted, has no labelled test row, or too few validation rows for ``alpha``
+    (``q`` infinite); with no task left both figures are NaN.
+    """
+    if output.valid_scores is None:
+        return None
+    truth, predictions, fitted = _test_outputs(data, output, "predictions")
+    valid_truth = data.labels[data.valid]  # [n_valid, T]
+    valid_pred = np.asarray(output.valid_scores, dtype=np.float64)
+    if valid_pred.shape != valid_truth.shape:
+        raise ValueError(f"{data.name}: method returned validation predictions "
+                         f"{valid_pred.shape}, expected {valid_truth.shape}")
+    coverage, width = [], []
+    for t, residuals in enumerate(conformity_scores(valid_truth, valid_pred)):
+        labelled = ~np.isnan(truth[:, t])
+        if not fitted[t] or not labelled.any():
+            continue
+        q = conformal_quantile(residuals, alpha)
+        if not np.isfinite(q):
+            continue
+        inside = np.abs(truth[labelled, t] - predictions[labelled, t]) <= q
+        coverage.append(float(inside.mean()))
+        width.append(2.0 * q)
+    if not coverage:
+        return IntervalScores(float("nan"), float("nan"), 0)
+    return IntervalScores(float(np.mean(coverage)), float(np.mean(width)), len(coverage))

@@ -115,3 +115,30 @@ def test_finetune_cell_respects_the_budget(moleculenet_dir, tiny_checkpoint):
     np.testing.assert_allclose(again.test_scores, out.test_scores, rtol=1e-5)
     timed = method(small, 0, Budget(max_minutes=1e-4), False)
     assert timed.stopped_early and timed.epochs == 1
+
+
+def test_finetune_regression_cell_returns_validation_predictions(moleculenet_dir,
+                                                                  tiny_checkpoint):
+    data = load_task("bace", "scaffold", 0, moleculenet_dir)
+    sizes = np.array([[len(s)] for s in data.smiles], dtype=np.float64)
+    rows = data.test[:32]
+    small = data._replace(train=data.train[:128], valid=rows, test=rows, labels=sizes,
+                          task_type="regression")
+    out = EncoderMethod(tiny_checkpoint, "finetune")(small, 0, Budget(max_epochs=1), False)
+    assert out.valid_scores.shape == (32, 1)  # the restored net on the same rows
+    np.testing.assert_allclose(out.valid_scores, out.test_scores, rtol=1e-5)
+
+
+def test_regression_cell_records_conformal_intervals(tmp_path, moleculenet_dir):
+    from exlm_chem.benchmark.scoring import score_intervals
+
+    spec = MethodSpec("rf_ecfp4", "RF", None, "supervised", small_rf, uses_budget=False)
+    (record,) = run_benchmark([spec], ["esol"], [0], "scaffold", Budget(), tmp_path,
+                              data_path=moleculenet_dir, progress=False)
+    data = load_task("esol", "scaffold", 0, moleculenet_dir)
+    expected = score_intervals(data, small_rf(data, 0, Budget(), False))
+    assert record.interval_coverage == pytest.approx(expected.coverage)
+    assert record.interval_width == pytest.approx(expected.width)
+    assert 0.5 < record.interval_coverage <= 1 and record.interval_width > 0
+    (stored,) = ResultsFile(tmp_path / "results.jsonl").records()
+    assert stored.interval_coverage == pytest.approx(expected.coverage)

@@ -106,3 +106,14 @@ def test_single_class_training_task_still_trains(bbbp40):
                     np.arange(20, 40))
     out = attentivefp_method(data, seed=0, budget=Budget(max_epochs=2), settings=TINY)
     assert out.epochs == 2 and np.isfinite(out.test_scores).all()
+
+
+def test_regression_returns_validation_predictions(bbbp40):
+    sizes = np.array([[len(s)] for s in bbbp40.smiles], dtype=np.float64)  # a real target
+    data = bbbp40._replace(labels=sizes, task_type="regression")
+    out = attentivefp_method(data, seed=0, budget=Budget(max_epochs=2), settings=TINY)
+    # valid = test = all 40 rows: the best epoch's model predicts them identically
+    assert out.valid_scores.shape == (40, 1)
+    np.testing.assert_allclose(out.valid_scores, out.test_scores, rtol=1e-6)
+    assert attentivefp_method(bbbp40, seed=0, budget=Budget(max_epochs=1),
+                              settings=TINY).valid_scores is None

@@ -74,11 +74,11 @@ def test_ridge_probe_picks_alpha_on_validation() -> None:
     x = rng.normal(size=(60, 5))
     y = (x @ np.array([1.0, -2.0, 0.5, 0.0, 0.0]))[:, None]  # noiseless: weakest alpha wins
     train, valid, test = np.arange(40), np.arange(40, 50), np.arange(50, 60)
-    pred, alphas = ridge_predictions(x, y, train, valid, test)
+    pred, alphas, _ = ridge_predictions(x, y, train, valid, test)
     assert alphas == [0.1] and pred.shape == (10, 1)
     assert mean_rmse(y[test], pred).mean < 0.05
     empty = np.full((60, 1), np.nan)
-    pred, alphas = ridge_predictions(x, empty, train, valid, test)
+    pred, alphas, _ = ridge_predictions(x, empty, train, valid, test)
     assert alphas == [None] and np.isnan(pred).all()
 
 

@@ -50,6 +50,9 @@ def test_regression_predicts_in_label_units() -> None:
     # unscaled: near the training labels' mean (a standardised output would sit near 0)
     assert abs(out.test_scores.mean() - mean) < 1.5 * spread
     assert abs(mean) > 1.5  # ESOL's log-solubilities: the check above can fail
+    # the kept epoch's validation predictions, also unscaled, for conformal calibration
+    assert out.valid_scores.shape == (9, 1) and np.isfinite(out.valid_scores).all()
+    assert abs(out.valid_scores.mean() - mean) < 1.5 * spread
 
 
 def test_row_label_and_protocol_carry_the_version() -> None:
