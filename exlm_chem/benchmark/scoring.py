@@ -11,6 +11,7 @@ import numpy as np
 from exlm_chem.benchmark.records import MethodOutput, TaskData
 from exlm_chem.metrics import mean_mae, mean_prc_auc, mean_rmse, mean_roc_auc
 from exlm_chem.uncertainty.conformal import conformal_quantile, conformity_scores
+from exlm_chem.uncertainty.scores import interval_coverage
 
 INTERVAL_ALPHA = 0.1  # 90 % intervals
 
@@ -94,8 +95,8 @@ def score_intervals(data: TaskData, output: MethodOutput,
         q = conformal_quantile(residuals, alpha)
         if not np.isfinite(q):
             continue
-        inside = np.abs(truth[labelled, t] - predictions[labelled, t]) <= q
-        coverage.append(float(inside.mean()))
+        predicted = predictions[labelled, t]
+        coverage.append(interval_coverage(truth[labelled, t], predicted - q, predicted + q).mean)
         width.append(2.0 * q)
     if not coverage:
         return IntervalScores(float("nan"), float("nan"), 0)
