@@ -3,7 +3,7 @@
 "per molecule" is the path the trainer had before: a Python loop that gathers each
 molecule, masks it with ``rng.choice`` (kept here as it was) and expands it, then pads
 row by row. "vectorised" is what DataLoader workers run now: one gather, one draw, one
-sort (:mod:`exlm_chem.collate_flat`). Target: <= 20 ms, so that 8 workers outpace a GPU
+sort (:mod:`exlm_chem.data.collate_flat`). Target: <= 20 ms, so that 8 workers outpace a GPU
 step. Prints a markdown table (median wall and CPU time over the repeats).
 
     python benchmarks/collate_throughput.py [--data DIR] [--max-tokens 65536] [--repeats 20]
@@ -20,17 +20,17 @@ import numpy as np
 import torch
 from _provenance import git_commit, load_average, machine
 
-from exlm_chem.collate import MaskedSample, SpecialIds, collate_exlm, collate_mlm
-from exlm_chem.collate_flat import collate_exlm_flat, collate_mlm_flat, mask_flat
-from exlm_chem.corpus import read_smiles_file, token_budget_batches, tokenize_corpus
-from exlm_chem.tokenizer import SmilesTokenizer
+from exlm_chem.data.collate import MaskedSample, SpecialIds, collate_exlm, collate_mlm
+from exlm_chem.data.collate_flat import collate_exlm_flat, collate_mlm_flat, mask_flat
+from exlm_chem.data.corpus import read_smiles_file, token_budget_batches, tokenize_corpus
+from exlm_chem.data.tokenizer import SmilesTokenizer
 
 DATA = Path(os.environ.get("EXLM_CHEM_PRETRAIN_DATA",
                          Path(__file__).resolve().parents[2] / "shared/data/pretrain"))
 
 
 def mask_tokens_before(ids, ratio, rng, special) -> MaskedSample:
-    """``exlm_chem.collate.mask_tokens`` as it was before the vectorised path (token masking)."""
+    """``exlm_chem.data.collate.mask_tokens`` as it was before the vectorised path."""
     n_ordinary = ids.size - 2
     n_mask = min(max(1, int(ratio * n_ordinary + rng.random())), n_ordinary)
     positions = np.sort(rng.choice(n_ordinary, size=n_mask, replace=False)) + 1

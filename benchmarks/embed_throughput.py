@@ -38,11 +38,11 @@ def build(spec: dict) -> tuple[dict, list, list[int]]:
     """Runners ``{"exlm", "roberta"}`` (one batch -> pooled [B, d]) and the batches."""
     import torch
 
-    from exlm_chem.batching import sorted_batches
+    from exlm_chem.data.batching import sorted_batches
+    from exlm_chem.data.inference_inputs import inference_expansion
+    from exlm_chem.data.tokenizer import SmilesTokenizer
     from exlm_chem.embed import Embedder
-    from exlm_chem.inference_inputs import inference_expansion
     from exlm_chem.model import ExLMConfig, ExLMModel
-    from exlm_chem.tokenizer import SmilesTokenizer
 
     torch.manual_seed(0)
     tokenizer = SmilesTokenizer()

@@ -29,9 +29,9 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
 from exlm_chem.benchmark.prepared import PreparedSplits
-from exlm_chem.estimator_io import load_backbone
-from exlm_chem.finetune import build_finetune_net, make_optimizer, masked_mean_loss
-from exlm_chem.finetune_settings import finetune_preset
+from exlm_chem.sklearn.persistence import load_backbone
+from exlm_chem.train.finetune import build_finetune_net, make_optimizer, masked_mean_loss
+from exlm_chem.train.finetune_settings import finetune_preset
 
 PEAK_BF16 = 989e12  # H100 SXM dense bf16 FLOP/s (H200: the same chip)
 MFU = 0.25  # assumed for d=256 matmuls of a few thousand rows

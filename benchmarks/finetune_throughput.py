@@ -4,7 +4,7 @@ One optimiser step per batch of BBBP molecules, both models built in one process
 timed in alternating rounds over the same batches (see ``_side_by_side.py``):
 
 * ExLM: BOS/EOS expansion of the token ids (``collate.expand_for_inference``), the
-  encoder, the first-BOS pooling and the classification head (``exlm_chem.finetune``'s
+  encoder, the first-BOS pooling and the classification head (``exlm_chem.train.finetune``'s
   network), binary cross-entropy, backward, clipping at 1.0, AdamW;
 * RoBERTa: ``transformers.RobertaForSequenceClassification`` of the same layers, width,
   heads, FFN and vocabulary on the same token ids, with the same loss and optimiser.
@@ -36,7 +36,7 @@ def bbbp_smiles(path: str | Path, n: int) -> list[str]:
     """The first ``n`` BBBP SMILES that RDKit parses (the rows fine-tuning would use)."""
     import pandas as pd
 
-    from exlm_chem.featurize import check_smiles
+    from exlm_chem.data.featurize import check_smiles
 
     frame = pd.read_csv(path)
     column = next(c for c in frame.columns if c.lower() == "smiles")
@@ -46,11 +46,11 @@ def bbbp_smiles(path: str | Path, n: int) -> list[str]:
 
 
 def make_batches(lengths, batch_size: int, batching: str) -> list:
-    """``bucketed``: what fine-tuning draws (:func:`exlm_chem.batching.bucketed_batches`,
+    """``bucketed``: what fine-tuning draws (:func:`exlm_chem.data.batching.bucketed_batches`,
     seed 0); ``random``: plain random batches."""
     import numpy as np
 
-    from exlm_chem.batching import bucketed_batches
+    from exlm_chem.data.batching import bucketed_batches
 
     if batching == "bucketed":
         return bucketed_batches(lengths, batch_size, np.random.default_rng(0))
@@ -64,10 +64,10 @@ def build(spec: dict) -> tuple[dict, list, list[int]]:
     import torch
     import torch.nn.functional as F
 
-    from exlm_chem.collate import SpecialIds, expand_for_inference
-    from exlm_chem.finetune_net import build_finetune_net
+    from exlm_chem.data.collate import SpecialIds, expand_for_inference
+    from exlm_chem.data.tokenizer import SmilesTokenizer
     from exlm_chem.model import ExLMConfig
-    from exlm_chem.tokenizer import SmilesTokenizer
+    from exlm_chem.train.finetune_net import build_finetune_net
 
     torch.manual_seed(0)
     tokenizer = SmilesTokenizer()

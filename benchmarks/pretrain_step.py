@@ -35,11 +35,11 @@ import numpy as np
 import torch
 from _provenance import git_commit
 
-from exlm_chem.collate import SpecialIds, collate_exlm, collate_mlm, mask_tokens
-from exlm_chem.corpus import token_budget_batches
+from exlm_chem.data.collate import SpecialIds, collate_exlm, collate_mlm, mask_tokens
+from exlm_chem.data.corpus import token_budget_batches
+from exlm_chem.data.tokenizer import SmilesTokenizer
 from exlm_chem.model import ExLMConfig, ExLMModel
-from exlm_chem.pretrain import ObjectiveModule
-from exlm_chem.tokenizer import SmilesTokenizer
+from exlm_chem.train.pretrain import ObjectiveModule
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "shared/data/pretrain/moses_train.smi.gz"
 H100_BF16_DENSE_TFLOPS = 989.0  # H100 SXM datasheet, dense (no sparsity)
@@ -49,12 +49,12 @@ def molecule_ids(args: argparse.Namespace, tok: SmilesTokenizer) -> list[np.ndar
     """Token ids of a typical token-budget batch (as pre-training batches the corpus): of
     the first epoch's batches, the one of median padded length."""
     if args.prepared:
-        from exlm_chem.corpus_prepare import load_prepared
+        from exlm_chem.data.corpus_prepare import load_prepared
 
         train = load_prepared(args.prepared, tok.tokens).train
         rows = [train.get(i) for i in range(min(len(train), 200_000))]
     else:
-        from exlm_chem.corpus import read_smiles_file
+        from exlm_chem.data.corpus import read_smiles_file
 
         rows = [np.asarray(tok.encode(s)) for s in read_smiles_file(args.corpus, limit=20_000)]
     lengths = np.array([len(r) for r in rows])

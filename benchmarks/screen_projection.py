@@ -31,7 +31,7 @@ def flops_per_molecule(model: Path, smiles: list[str]) -> dict:
     """
     import numpy as np
 
-    from exlm_chem.tokenizer import SmilesTokenizer
+    from exlm_chem.data.tokenizer import SmilesTokenizer
 
     config = json.loads((model / "config.json").read_text())
     d, f, layers, k = config["d_model"], config["d_ffn"], config["n_layers"], config["k_states"]

@@ -55,8 +55,8 @@ def fit_model(out: Path, preset: str) -> Path:
     import pandas as pd
     import torch
 
-    from exlm_chem.estimator import ExLMMoleculeClassifier
-    from exlm_chem.featurize import check_smiles
+    from exlm_chem.data.featurize import check_smiles
+    from exlm_chem.sklearn.estimator import ExLMMoleculeClassifier
 
     torch.set_num_threads(1)
     bbbp = pd.read_csv(DATA / "moleculenet" / "bbbp.csv.gz").iloc[:80]
@@ -80,8 +80,8 @@ def feed_rate(library: Path, chunk_rows: int) -> float:
 
 def prep_rate(smiles: list[str], model: Path) -> float:
     """Molecules/s one core validates with RDKit and tokenises (a worker's CPU side)."""
-    from exlm_chem.featurize import check_smiles
-    from exlm_chem.tokenizer import SmilesTokenizer
+    from exlm_chem.data.featurize import check_smiles
+    from exlm_chem.data.tokenizer import SmilesTokenizer
 
     tokenizer = SmilesTokenizer.from_file(model / "vocab.txt")
     began = time.process_time()

@@ -50,8 +50,8 @@ def main(argv: list[str] | None = None) -> int:
     import deepchem as dc
     import rdkit
 
-    from exlm_chem.moleculenet import load_moleculenet
-    from exlm_chem.splits import scaffold_split
+    from exlm_chem.data.moleculenet import load_moleculenet
+    from exlm_chem.data.splits import scaffold_split
 
     logging.getLogger("deepchem").setLevel(logging.WARNING)
     data = load_moleculenet("muv", path=Path(args.data) / "muv.csv.gz")

@@ -3,7 +3,7 @@
 One ``finetune`` epoch of exlm-small over exactly those 128 molecules (batch 128: one
 AdamW step, no validation), fp32, one thread. Prints the process's VmHWM before and after
 and the CPU seconds of the step. ``--step-tokens`` sets the micro-batch budget
-(``exlm_chem.micro_batches``; ``none``: the whole batch in one pass). Runs against
+(``exlm_chem.train.micro_batches``; ``none``: the whole batch in one pass). Runs against
 whichever ``exlm_chem`` is imported (``PYTHONPATH=<checkout>``).
 
     python benchmarks/step_memory.py --step-tokens none
@@ -31,9 +31,9 @@ def main() -> None:
     args = parser.parse_args()
     import torch
 
-    import exlm_chem.finetune as ft
-    from exlm_chem.estimator_io import load_backbone
-    from exlm_chem.moleculenet import load_moleculenet
+    import exlm_chem.train.finetune as ft
+    from exlm_chem.data.moleculenet import load_moleculenet
+    from exlm_chem.sklearn.persistence import load_backbone
 
     torch.set_num_threads(1)
     ft.STEP_TOKENS = None if args.step_tokens == "none" else int(args.step_tokens)

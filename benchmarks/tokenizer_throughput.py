@@ -46,7 +46,7 @@ import numpy as np  # noqa: E402
 from _provenance import git_commit, load_average  # noqa: E402
 
 import exlm_chem  # noqa: E402
-from exlm_chem.tokenizer import SmilesTokenizer  # noqa: E402
+from exlm_chem.data.tokenizer import SmilesTokenizer  # noqa: E402
 
 
 class Contestant(NamedTuple):

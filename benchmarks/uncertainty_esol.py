@@ -56,8 +56,8 @@ def main() -> None:
     args = parser.parse_args()
     import torch
 
+    from exlm_chem.data.splits import scaffold_split
     from exlm_chem.embed import embed
-    from exlm_chem.splits import scaffold_split
 
     torch.set_num_threads(1)
     frame = pd.read_csv(args.csv)

@@ -24,15 +24,15 @@ from scipy.special import expit
 
 from exlm_chem.benchmark.encoders import cell_finetune_settings
 from exlm_chem.benchmark.records import Budget
-from exlm_chem.benchmark.tasks import load_task
-from exlm_chem.uncertainty.augment import tta_views
+from exlm_chem.data.augment import tta_views
+from exlm_chem.data.tasks import load_task
 from exlm_chem.uncertainty.calibration import fit_calibrator
 from exlm_chem.uncertainty.scores import probability_scores
 
 
 def proba(net, smiles: list[str], tta: int, seed: int) -> np.ndarray:
     """Probabilities [n, T] on the given SMILES (tta 0) or averaged over tta views."""
-    from exlm_chem.finetune import predict_batched
+    from exlm_chem.train.finetune import predict_batched
 
     views = tta_views(smiles, tta, seed) if tta else [smiles]
     return np.mean([expit(predict_batched(net, v, 64).astype(np.float64)) for v in views], 0)
@@ -41,8 +41,8 @@ def proba(net, smiles: list[str], tta: int, seed: int) -> np.ndarray:
 def run_cell(task: str, seed: int, augment: int, args, data) -> tuple[dict, dict]:
     import torch
 
-    from exlm_chem.estimator_io import load_backbone
-    from exlm_chem.finetune import LabelledSmiles, build_finetune_net, finetune
+    from exlm_chem.sklearn.persistence import load_backbone
+    from exlm_chem.train.finetune import LabelledSmiles, build_finetune_net, finetune
 
     settings = cell_finetune_settings(task, Budget(max_epochs=args.epochs))
 

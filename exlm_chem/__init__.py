@@ -7,28 +7,29 @@ imported only when the object that needs them is first used (PEP 562 lazy attrib
 from __future__ import annotations
 
 from exlm_chem._lazy import lazy_attributes
+from exlm_chem._moved import install as _install_moved_paths
 
 __version__ = "0.1.0"
 
 # public name -> module that defines it
 _LAZY = {
-    "SmilesTokenizer": "exlm_chem.tokenizer",
-    "load_moleculenet": "exlm_chem.moleculenet",
-    "MoleculeDataset": "exlm_chem.moleculenet",
-    "DATASETS": "exlm_chem.moleculenet",
-    "scaffold_split": "exlm_chem.splits",
-    "scaffold_balanced_split": "exlm_chem.splits",
-    "random_split": "exlm_chem.splits",
-    "SplitIndices": "exlm_chem.splits",
+    "SmilesTokenizer": "exlm_chem.data.tokenizer",
+    "load_moleculenet": "exlm_chem.data.moleculenet",
+    "MoleculeDataset": "exlm_chem.data.moleculenet",
+    "DATASETS": "exlm_chem.data.moleculenet",
+    "scaffold_split": "exlm_chem.data.splits",
+    "scaffold_balanced_split": "exlm_chem.data.splits",
+    "random_split": "exlm_chem.data.splits",
+    "SplitIndices": "exlm_chem.data.splits",
     "ExLMConfig": "exlm_chem.model.config",
     "dag_logprob": "exlm_chem.dag",
     "dag_best_alignment": "exlm_chem.dag",
-    "dataset_names": "exlm_chem.moleculenet",
+    "dataset_names": "exlm_chem.data.moleculenet",
     "InvalidSmilesError": "exlm_chem.errors",
-    "ExLMMoleculeClassifier": "exlm_chem.estimator",
-    "ExLMMoleculeRegressor": "exlm_chem.estimator",
-    "FinetuneSettings": "exlm_chem.finetune_settings",
-    "finetune_preset": "exlm_chem.finetune_settings",
+    "ExLMMoleculeClassifier": "exlm_chem.sklearn.estimator",
+    "ExLMMoleculeRegressor": "exlm_chem.sklearn.estimator",
+    "FinetuneSettings": "exlm_chem.train.finetune_settings",
+    "finetune_preset": "exlm_chem.train.finetune_settings",
     "mean_roc_auc": "exlm_chem.metrics",
     "mean_prc_auc": "exlm_chem.metrics",
     "embed": "exlm_chem.embed",
@@ -41,5 +42,7 @@ _LAZY = {
 
 __all__ = ["__version__", *_LAZY]
 
+
+_install_moved_paths()  # old flat paths such as exlm_chem.estimator still import
 
 __getattr__, __dir__ = lazy_attributes("exlm_chem", _LAZY, globals())

@@ -1,6 +1,6 @@
 """SMILES -> fixed-size vectors from a pretrained ExLM encoder, aligned with the input.
 
-Every input row gets an output row: rows that fail :func:`~exlm_chem.featurize.check_smiles`
+Every input row gets an output row: rows that fail :func:`~exlm_chem.data.featurize.check_smiles`
 get NaN and ``valid=False``, nothing is dropped or shifted. Valid rows are batched by
 token length (less padding) and scattered back into input order.
 
@@ -26,11 +26,12 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
-from exlm_chem.batching import sorted_batches
-from exlm_chem.collate import SpecialIds
-from exlm_chem.featurize import check_smiles, pooled_states, warn_unknown_tokens
-from exlm_chem.inference_inputs import inference_expansion, inference_inputs
-from exlm_chem.tokenizer import SmilesTokenizer
+from exlm_chem.data.batching import sorted_batches
+from exlm_chem.data.collate import SpecialIds
+from exlm_chem.data.featurize import check_smiles, pooled_states, warn_unknown_tokens
+from exlm_chem.data.inference_inputs import inference_expansion, inference_inputs
+from exlm_chem.data.tokenizer import SmilesTokenizer
+from exlm_chem.device import resolve_device
 
 POOLINGS = ("bos", "mean")
 DEFAULT_BATCH_SIZE = 128  # molecules per forward pass; length sorting keeps padding small
@@ -49,12 +50,6 @@ class EmbeddingChunk(NamedTuple):
     valid: np.ndarray  # [n] bool
     reasons: list[str | None]  # why each invalid row was rejected; None for valid rows
 
-
-def resolve_device(device: str | torch.device) -> torch.device:
-    """``"auto"`` -> CUDA when available, else CPU."""
-    if isinstance(device, str) and device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)
 
 
 @contextlib.contextmanager
@@ -78,7 +73,7 @@ class Embedder:
     tokenizer : SmilesTokenizer
         The tokenizer whose ids the model was trained on.
     k_states : int
-        Copies of BOS and EOS in the input: :func:`~exlm_chem.inference_inputs.
+        Copies of BOS and EOS in the input: :func:`~exlm_chem.data.inference_inputs.
         inference_expansion` of the model's config (1, unexpanded, for an MLM twin).
     device : str or torch.device
         Where to run; ``"auto"`` picks CUDA when available. The model is moved there.
@@ -111,7 +106,7 @@ class Embedder:
         from exlm_chem.model.checkpoint import VOCAB_FILE, load_checkpoint
 
         if isinstance(path, str) and path == "default":
-            from exlm_chem.estimator_io import resolve_pretrained
+            from exlm_chem.model.pretrained import resolve_pretrained
 
             directory = resolve_pretrained(path)
         else:  # load_checkpoint names the missing files of an incomplete directory

@@ -33,7 +33,7 @@ from typing import NamedTuple
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run from a checkout without installing
 
-from exlm_chem.tokenizer import SPECIAL_TOKENS, SmilesTokenizer, tokenize_smiles  # noqa: E402
+from exlm_chem.data.tokenizer import SPECIAL_TOKENS, SmilesTokenizer, tokenize_smiles  # noqa: E402
 
 # MoleculeNet file -> SMILES column (BACE names it "mol")
 MOLECULENET = {

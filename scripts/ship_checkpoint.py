@@ -26,10 +26,10 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def run_probe(model_dir: Path, names: list[str]) -> dict:
+    from exlm_chem.data.moleculenet import load_moleculenet
+    from exlm_chem.data.splits import scaffold_split
     from exlm_chem.embed import Embedder, embed
-    from exlm_chem.moleculenet import load_moleculenet
-    from exlm_chem.probe import probe_dataset
-    from exlm_chem.splits import scaffold_split
+    from exlm_chem.train.probe import probe_dataset
 
     embedder = Embedder.from_checkpoint(model_dir, device="cpu")
     results = {}
@@ -217,7 +217,7 @@ def main() -> None:
     vocab = (args.run / "checkpoint" / "vocab.txt").read_text().splitlines()
     save_checkpoint(out, model, config, vocab, meta, dtype=torch.float16)
     if args.probe:
-        from exlm_chem.moleculenet import dataset_names
+        from exlm_chem.data.moleculenet import dataset_names
 
         meta["probe"] = run_probe(out, args.tasks or list(dataset_names()))
         save_checkpoint(out, model, config, vocab, meta, dtype=torch.float16)

@@ -3,7 +3,7 @@
 # or scripts/gpu/README.md): interpreter checks against the reference plus the sm_90 compile
 # without a GPU (the slow test), in a small venv of their own.
 #   bash scripts/test_triton36.sh --setup   create .venv-triton36 (scripts/setup.sh dev does)
-#   bash scripts/test_triton36.sh [ARGS]    run tests/unit/test_dag_triton.py there
+#   bash scripts/test_triton36.sh [ARGS]    run tests/unit/dag/test_dag_triton.py there
 # The package is not installed there: PYTHONPATH points at this checkout, and the test file
 # needs only torch, triton, numpy and pytest. NumPy < 2.4 because triton 3.6's interpreter
 # turns loop bounds into ints in a way NumPy 2.4 rejects (exlm_chem/dag/triton_kernels.py).
@@ -26,4 +26,4 @@ export TRITON_INTERPRET=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 # the deprecation NumPy 2.3 warns of is the very failure above; it says nothing new here
 exec "$VENV/bin/python" -m pytest -p no:cacheprovider \
   -W "ignore:Conversion of an array with ndim > 0:DeprecationWarning" \
-  tests/unit/test_dag_triton.py "$@"
+  tests/unit/dag/test_dag_triton.py "$@"

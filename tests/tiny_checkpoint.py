@@ -27,7 +27,7 @@ def make_tiny_checkpoint(
         The checkpoint directory (``out_dir / "checkpoint"``): config.json,
         model.safetensors, vocab.txt, metadata.json.
     """
-    from exlm_chem.pretrain import PretrainArgs, pretrain
+    from exlm_chem.train.pretrain import PretrainArgs, pretrain
 
     args = PretrainArgs(
         corpus=[str(corpus)],

@@ -67,9 +67,9 @@ def load_model(model: str | os.PathLike[str] = "default", device: str = "cpu") -
     -------
     LoadedModel
     """
-    from exlm_chem.estimator_io import resolve_pretrained
+    from exlm_chem.data.tokenizer import SmilesTokenizer
     from exlm_chem.model.checkpoint import load_checkpoint
-    from exlm_chem.tokenizer import SmilesTokenizer
+    from exlm_chem.model.pretrained import resolve_pretrained
 
     path = resolve_pretrained(model)
     net, config, _ = load_checkpoint(path, map_location=device)

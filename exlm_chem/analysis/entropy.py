@@ -12,7 +12,7 @@ Figure 5 reports bits). What ``P`` is depends on the checkpoint's objective
   state's. ``state`` entropy: the mean over every expanded ``[MASK]`` state, aligned or
   not (BOS/EOS copies excluded).
 
-:func:`masked_entropy` masks each molecule with :func:`exlm_chem.collate.mask_tokens`
+:func:`masked_entropy` masks each molecule with :func:`exlm_chem.data.collate.mask_tokens`
 using a generator seeded by ``(seed, ratio, row)``, so every checkpoint sees the very same
 masks and the table compares models on identical inputs.
 """
@@ -92,7 +92,8 @@ def batch_entropies(model: Any, batch: Any, base: float = 2.0) -> TargetEntropie
     model : ExLMModel
         In eval mode (``load_checkpoint`` returns it so).
     batch : ExLMBatch or MLMBatch
-        From :func:`exlm_chem.collate.collate_exlm` / :func:`~exlm_chem.collate.collate_mlm`.
+        From :func:`~exlm_chem.data.collate.collate_exlm` /
+        :func:`~exlm_chem.data.collate.collate_mlm`.
     base : float
         Logarithm base (2: bits, e: nats).
 
@@ -103,8 +104,8 @@ def batch_entropies(model: Any, batch: Any, base: float = 2.0) -> TargetEntropie
     import torch
     import torch.nn.functional as F
 
-    from exlm_chem.collate import IGNORE_INDEX, ExLMBatch
     from exlm_chem.dag import dag_best_alignment
+    from exlm_chem.data.collate import IGNORE_INDEX, ExLMBatch
 
     with torch.inference_mode():
         hidden = model(batch.input_ids, batch.pos_original, batch.pos_copy, batch.padding_mask)
@@ -146,7 +147,7 @@ def mask_for_entropy(
     ``mask_tokens`` with a generator seeded by ``(seed, round(ratio * 1e6), row)``: the
     same for every checkpoint and independent of batching.
     """
-    from exlm_chem.collate import mask_tokens
+    from exlm_chem.data.collate import mask_tokens
 
     rng = np.random.default_rng([seed, round(ratio * 1_000_000), row])
     return mask_tokens(ids, ratio, rng, special)
@@ -203,7 +204,7 @@ def masked_entropy(
         Empty input, an empty SMILES (its row is named) or a ratio outside (0, 1].
     """
     from exlm_chem.analysis import LoadedModel, load_model
-    from exlm_chem.collate import SpecialIds, collate_exlm, collate_mlm
+    from exlm_chem.data.collate import SpecialIds, collate_exlm, collate_mlm
 
     loaded = model_dir if isinstance(model_dir, LoadedModel) else load_model(model_dir, device)
     net, config, tokenizer = loaded.model, loaded.config, loaded.tokenizer

@@ -407,7 +407,7 @@ def explain(
     import torch
 
     from exlm_chem.analysis import load_model
-    from exlm_chem.collate import MaskedSample, SpecialIds, expand_states
+    from exlm_chem.data.collate import MaskedSample, SpecialIds, expand_states
 
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
         raise ValueError(f"top_k must be a positive integer, got {top_k!r}")

@@ -2,7 +2,7 @@
 
 Model: PyG's :class:`torch_geometric.nn.models.AttentiveFP` (Xiong et al., J. Med. Chem.
 2020) on the graphs of :mod:`.graphs`, one output logit per task. Training mirrors
-:func:`exlm_chem.finetune.finetune`: binary cross-entropy over labelled entries only
+:func:`exlm_chem.train.finetune.finetune`: binary cross-entropy over labelled entries only
 (NaN = missing); after every epoch the validation set is scored and the best epoch's
 weights score the test set (highest mean ROC-AUC over validation tasks with both
 classes; lowest validation loss when no task has both; the last epoch without a
@@ -17,8 +17,8 @@ forked so the caller's stream is left untouched) and the batch order (a NumPy ge
 
 from __future__ import annotations
 
-import logging
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
@@ -31,8 +31,9 @@ from exlm_chem.benchmark.graphs import (
     require_torch_geometric,
 )
 from exlm_chem.benchmark.records import Budget, MethodOutput, TaskData
-from exlm_chem.finetune import is_better, masked_loss, selection_metric, target_scaling
 from exlm_chem.metrics import mean_rmse, mean_roc_auc
+from exlm_chem.train.epoch_loop import LoopSettings, Step, run_epochs, shuffled_batches
+from exlm_chem.train.finetune import is_better, masked_loss, selection_metric, target_scaling
 
 if TYPE_CHECKING:
     import torch
@@ -40,7 +41,6 @@ if TYPE_CHECKING:
 
 __all__ = ["AttentiveFPSettings", "attentivefp_method"]
 
-logger = logging.getLogger(__name__)
 _clock = time.monotonic  # module-level so tests can drive the max_minutes budget
 
 
@@ -165,54 +165,34 @@ def attentivefp_method(
         optimizer = torch.optim.Adam(model.parameters(), lr=settings.lr,
                                      weight_decay=settings.weight_decay)
         order_rng = np.random.default_rng(seed)
-        best_epoch, best_score = 0, float("nan")
-        best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-        epochs_run, stopped_early = 0, False
-        epochs = range(1, n_epochs + 1)
-        if progress:
-            from tqdm.auto import tqdm
-
-            epochs = tqdm(epochs, desc=f"attentivefp {data.name} ({metric})", leave=False)
         from torch_geometric.data import Batch
 
-        started = _clock()  # the budget covers training only, not featurization
-        for epoch in epochs:
-            model.train()
-            losses = []
-            perm = order_rng.permutation(len(train_graphs))
-            for start in range(0, len(perm), settings.batch_size):
-                batch = Batch.from_data_list(
-                    [train_graphs[i] for i in perm[start : start + settings.batch_size]]
-                ).to(device)
-                loss = masked_loss(_forward(model, batch), batch.y, task)
-                if loss is not None:  # a batch without labels changes nothing
-                    optimizer.zero_grad(set_to_none=True)
-                    loss.backward()
-                    optimizer.step()
-                    losses.append(float(loss.detach()))
-                if (budget.max_minutes is not None
-                        and _clock() - started > 60 * budget.max_minutes):
-                    stopped_early = True
-                    break
-            epochs_run = epoch
-            score = float("nan")
-            if metric != "last_epoch":
-                score = _valid_score(_predict(model, valid_batches, n_tasks, device),
-                                     valid_labels, metric, (mean, scale))
-            if metric == "last_epoch" or is_better(score, best_score, metric):
-                best_epoch, best_score = epoch, score
-                best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-            train_loss = float(np.mean(losses)) if losses else float("nan")
-            if progress:
-                epochs.set_postfix(loss=f"{train_loss:.4f}", valid=f"{score:.4f}")
-            logger.debug("epoch %d: train loss %.4f, valid %s %.4f", epoch, train_loss,
-                         metric, score)
-            if stopped_early:
-                logger.info("attentivefp %s stopped after epoch %d: max_minutes=%s spent",
-                            data.name, epoch, budget.max_minutes)
-                break
+        def batches(epoch: int) -> Iterator[Batch]:
+            order = shuffled_batches(order_rng, settings.batch_size, len(train_graphs))
+            # collated lazily: a step that spends the time budget leaves the rest undone
+            return (Batch.from_data_list([train_graphs[i] for i in idx]).to(device)
+                    for idx in order)
 
-    model.load_state_dict(best_state)
+        def step(batch: Batch) -> Step:
+            loss = masked_loss(_forward(model, batch), batch.y, task)
+            if loss is not None:  # a batch without labels changes nothing
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                optimizer.step()
+            return Step(loss, settings.lr)
+
+        def validate() -> tuple[float, float]:
+            logits = _predict(model, valid_batches, n_tasks, device)
+            return float("nan"), _valid_score(logits, valid_labels, metric, (mean, scale))
+
+        loop = LoopSettings(n_epochs, budget.max_minutes, progress=(
+            f"attentivefp {data.name} ({metric})" if progress else None), leave=False,
+            name=f"attentivefp {data.name}")
+        # the budget covers training only, not featurization
+        run = run_epochs(model, loop, batches, step,
+                         None if metric == "last_epoch" else validate,
+                         lambda score, best: is_better(score, best, metric), clock=_clock)
+
     test_logits = _predict(model, test_batches, n_tasks, device).double()  # [n_test, T]
     valid_scores = None
     if task == "regression":
@@ -224,6 +204,6 @@ def attentivefp_method(
         test_scores = torch.sigmoid(test_logits).numpy()
     return MethodOutput(
         test_scores=test_scores, valid_scores=valid_scores,
-        epochs=epochs_run, best_epoch=best_epoch, stopped_early=stopped_early,
+        epochs=len(run.history), best_epoch=run.best_epoch, stopped_early=run.stopped_early,
         settings=asdict(settings),
     )

@@ -3,9 +3,9 @@
 ``probe``: embed every molecule once with the frozen encoder (cached on disk, keyed by
 the checkpoint's hash, the input protocol, the data file's checksum and the protocol
 version, since the seeds of a cell share it), then one logistic regression per task
-(:mod:`exlm_chem.probe`); regression tasks get a ridge per task, its strength chosen on
+(:mod:`exlm_chem.train.probe`); regression tasks get a ridge per task, its strength chosen on
 the validation rows. ``finetune``: the paper's protocol, per-task settings from Table 8
-(:mod:`exlm_chem.finetune_settings`), best validation epoch restored, optionally capped
+(:mod:`exlm_chem.train.finetune_settings`), best validation epoch restored, optionally capped
 by a :class:`~exlm_chem.benchmark.records.Budget`. The paper has no regression set:
 those use :data:`REGRESSION_FINETUNE` (ours) and predict in the labels' units.
 """
@@ -35,7 +35,7 @@ REGRESSION_FINETUNE = {"epochs": 60, "batch_size": 64, "lr": 1e-4, "warmup_ratio
 
 def task_type(task: str) -> str:
     """"classification" or "regression" for a registry name (others: classification)."""
-    from exlm_chem.moleculenet import get_spec
+    from exlm_chem.data.moleculenet import get_spec
 
     try:
         return get_spec(task).task_type
@@ -59,8 +59,8 @@ def checkpoint_id(path: str | os.PathLike[str]) -> str:
 
 def input_protocol(path: str | os.PathLike[str]) -> dict[str, Any]:
     """How the benchmark feeds this checkpoint: ``{"expansion_k", "pooling",
-    "max_length"}``; k from :func:`~exlm_chem.inference_inputs.inference_expansion`."""
-    from exlm_chem.inference_inputs import inference_expansion
+    "max_length"}``; k from :func:`~exlm_chem.data.inference_inputs.inference_expansion`."""
+    from exlm_chem.data.inference_inputs import inference_expansion
 
     config = json.loads((Path(path) / "config.json").read_text(encoding="utf-8"))
     return {"expansion_k": inference_expansion(config), "pooling": POOLING,
@@ -70,7 +70,7 @@ def input_protocol(path: str | os.PathLike[str]) -> dict[str, Any]:
 def cell_finetune_settings(task: str, budget: Budget):
     """The paper's Table 8 settings for ``task``, epochs capped by ``budget.max_epochs``
     (the warm-up share and the decay to 0 are then fitted to the capped epochs)."""
-    from exlm_chem.finetune_settings import FinetuneSettings, finetune_preset
+    from exlm_chem.train.finetune_settings import FinetuneSettings, finetune_preset
 
     if task_type(task) == "regression":
         settings = FinetuneSettings(**REGRESSION_FINETUNE)
@@ -83,7 +83,7 @@ def cell_finetune_settings(task: str, budget: Budget):
 
 def probe_settings(kind: str = "classification") -> dict[str, Any]:
     if kind == "regression":
-        from exlm_chem.probe import RIDGE_ALPHAS
+        from exlm_chem.train.probe import RIDGE_ALPHAS
 
         return {"regressor": "ridge", "alphas": list(RIDGE_ALPHAS),
                 "alpha_selection": "lowest validation RMSE per task",
@@ -175,7 +175,7 @@ class EncoderMethod:
         The lbfgs fit is deterministic, so on a seed-independent split every seed gives
         the same scores: they are computed once per split and reused for the other seeds.
         """
-        from exlm_chem.probe import probe_scores, ridge_predictions
+        from exlm_chem.train.probe import probe_scores, ridge_predictions
 
         rows = np.concatenate([data.train, [-1], data.valid, [-1], data.test])
         key = (data.name, hashlib.sha256(rows.astype(np.int64).tobytes()).hexdigest())
@@ -202,8 +202,9 @@ class EncoderMethod:
                   progress: bool) -> MethodOutput:
         import torch
 
-        from exlm_chem.estimator_io import load_backbone, resolve_device
-        from exlm_chem.finetune import (
+        from exlm_chem.device import resolve_device
+        from exlm_chem.model.pretrained import load_backbone
+        from exlm_chem.train.finetune import (
             LabelledSmiles,
             build_finetune_net,
             finetune,

@@ -112,7 +112,7 @@ def _chemprop_protocol(task: str, budget: Budget) -> tuple[None, dict]:
 
 def _rf_protocol(task: str, budget: Budget) -> tuple[None, dict]:
     from exlm_chem.benchmark.rf import RandomForestSettings, rf_settings
-    from exlm_chem.moleculenet import get_spec
+    from exlm_chem.data.moleculenet import get_spec
 
     settings = rf_settings(RandomForestSettings(), get_spec(task).task_type)
     settings.pop("n_jobs")  # parallelism does not change the forest

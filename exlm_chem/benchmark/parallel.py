@@ -106,7 +106,7 @@ def worker(index: int, job: CellsJob, cells: list[tuple[str, str, int, dict]]) -
     import torch
 
     from exlm_chem.benchmark.prepared import PreparedSplits
-    from exlm_chem.benchmark.tasks import split_depends_on_seed
+    from exlm_chem.data.tasks import split_depends_on_seed
 
     torch.set_num_threads(job.threads)
     logging.basicConfig(level=logging.INFO, format=f"%(asctime)s worker {index}: %(message)s",

@@ -68,7 +68,7 @@ def prepare_splits(
     tasks : sequence of str
         MoleculeNet dataset names.
     split : str
-        One of :data:`~exlm_chem.benchmark.tasks.SPLITS`.
+        One of :data:`~exlm_chem.data.tasks.SPLITS`.
     seeds : sequence of int
         Split seeds to store; a seed-independent split stores seed 0 only.
     vocab : path, optional
@@ -77,9 +77,9 @@ def prepare_splits(
     max_length : int
         Tokens per molecule including BOS and EOS (the benchmark's input protocol).
     """
-    from exlm_chem.benchmark.tasks import load_task, split_depends_on_seed
+    from exlm_chem.data.tasks import load_task, split_depends_on_seed
+    from exlm_chem.data.tokenizer import SmilesTokenizer
     from exlm_chem.provenance import git_commit, machine
-    from exlm_chem.tokenizer import SmilesTokenizer
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -172,7 +172,7 @@ class PreparedSplits:
 
     def check_vocabulary(self, vocab_file: str | os.PathLike[str]) -> None:
         """Raise unless ``vocab_file`` is the vocabulary the ids were made with."""
-        from exlm_chem.tokenizer import SmilesTokenizer
+        from exlm_chem.data.tokenizer import SmilesTokenizer
 
         digest = vocab_sha256(SmilesTokenizer(vocab_file).tokens)
         if digest != self.manifest["vocab_sha256"]:

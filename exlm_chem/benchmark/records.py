@@ -23,6 +23,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from exlm_chem.data.tasks import TaskData  # noqa: F401  (re-exported: benchmark records hold it)
+
 RESULTS_FILE = "results.jsonl"
 
 #: Bump when a code change alters what a cell measures with unchanged settings, so that
@@ -46,19 +48,6 @@ class Budget(NamedTuple):
         parts = ([f"<={self.max_epochs} ep"] if self.max_epochs is not None else []) + (
             [f"<={self.max_minutes:g} min"] if self.max_minutes is not None else [])
         return ", ".join(parts)
-
-
-class TaskData(NamedTuple):
-    """One MoleculeNet task as every method sees it."""
-
-    name: str  # dataset name, lower case ("bace")
-    smiles: list[str]  # [N] valid molecules, loader order
-    labels: np.ndarray  # [N, T] float64, 0/1 (regression: values), NaN where missing
-    train: np.ndarray  # int64 row indices into smiles
-    valid: np.ndarray
-    test: np.ndarray
-    data_sha256: str = ""  # sha256 of the data file's content (the data revision)
-    task_type: str = "classification"  # "classification" | "regression"
 
 
 class MethodOutput(NamedTuple):

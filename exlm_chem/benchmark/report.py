@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from exlm_chem.atomic_files import atomic_path
 from exlm_chem.benchmark.records import Budget, CellRecord
+from exlm_chem.files.atomic_files import atomic_path
 
 __all__ = [
     "PAPER_PLOT_ROWS",

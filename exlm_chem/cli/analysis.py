@@ -13,11 +13,11 @@ _MODEL_HELP = "checkpoint directory (default: $EXLM_CHEM_MODEL, then models/exlm
 def read_smiles_input(path: str | Path, smiles_column: str = "smiles",
                       limit: int | None = None) -> list[str]:
     """The first ``limit`` SMILES of a CSV, Parquet or ``.smi`` file (see
-    :mod:`exlm_chem.cli.inputs`); an empty SMILES cell is an error naming the data row."""
-    from exlm_chem.cli.inputs import iter_chunks, open_table
+    :mod:`exlm_chem.data.tables`); an empty SMILES cell is an error naming the data row."""
+    from exlm_chem.cli.inputs import open_input
 
-    table = open_table(path, {"--smiles-column": [smiles_column]})
-    first = next(iter_chunks(table, [smiles_column], chunk_size=limit or table.n_rows))
+    rows = open_input(path, smiles_column)
+    first, _ = next(rows.chunks(limit or rows.table.n_rows))
     for row, value in first[smiles_column].items():
         if value is None or not value.strip():
             raise ValueError(f"{path}, data row {row}: empty SMILES cell")

@@ -44,7 +44,7 @@ class BenchmarkCommand(Subcommand):
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
         from exlm_chem.benchmark.methods import METHODS
-        from exlm_chem.benchmark.tasks import SPLITS
+        from exlm_chem.data.tasks import SPLITS
 
         parser.add_argument("--tasks", nargs="+", default=["all"],
                             help="dataset names, 'all' (the 7 classification sets) or "
@@ -81,7 +81,7 @@ class BenchmarkCommand(Subcommand):
         from pathlib import Path
 
         from exlm_chem.benchmark.records import RESULTS_FILE, ResultsFile
-        from exlm_chem.moleculenet import dataset_names, regression_names
+        from exlm_chem.data.moleculenet import dataset_names, regression_names
 
         groups = {"all": list(dataset_names()), "regression": list(regression_names())}
         tasks = [n for t in args.tasks for n in groups.get(t.lower(), [t.lower()])]
@@ -114,7 +114,7 @@ class BenchmarkCommand(Subcommand):
 
         model = twin = None
         if {"exlm", "twin"} & set(args.methods):
-            from exlm_chem.estimator_io import resolve_pretrained
+            from exlm_chem.model.pretrained import resolve_pretrained
 
             model = resolve_pretrained(args.model)
             twin = args.twin if args.twin is not None else default_twin(model)

@@ -35,7 +35,7 @@ class CorpusPrepareCommand(Subcommand):
 
     @classmethod
     def run(cls, args: argparse.Namespace) -> int:
-        from exlm_chem.corpus_prepare import prepare_corpus
+        from exlm_chem.data.corpus_prepare import prepare_corpus
 
         manifest = prepare_corpus(
             args.corpus, args.out, max_length=args.max_length, valid_size=args.valid_size,

@@ -1,6 +1,6 @@
 """``exlm-chem embed``: a table of SMILES -> one embedding row per input row.
 
-The input (CSV, ``.smi`` or Parquet; see :mod:`exlm_chem.cli.inputs`) is read in chunks
+The input (CSV, ``.smi`` or Parquet; see :mod:`exlm_chem.data.tables`) is read in chunks
 and the output written chunk by chunk, so memory stays flat however long the file is.
 The output appears only when complete (temporary name, renamed at the end).
 
@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from exlm_chem.cli.base import Subcommand
-from exlm_chem.cli.inputs import add_input_arguments, iter_chunks, open_table
-from exlm_chem.safe_write import check_output_file
+from exlm_chem.cli.inputs import add_input_arguments, open_input
+from exlm_chem.files.safe_write import check_output_file
 from exlm_chem.threads import add_threads_option, set_threads
 
 FORMATS = (".parquet", ".csv", ".npy")
@@ -82,7 +82,6 @@ def export_embeddings(
     """
     from tqdm.auto import tqdm
 
-    from exlm_chem.atomic_files import atomic_path
     from exlm_chem.cli.outputs import (
         RESERVED_COLUMNS,
         NpySink,
@@ -91,6 +90,7 @@ def export_embeddings(
     )
     from exlm_chem.cli.tally import RowTally
     from exlm_chem.embed import DEFAULT_BATCH_SIZE, DEFAULT_CHUNK_SIZE, Embedder
+    from exlm_chem.files.atomic_files import atomic_path
 
     out = Path(out)
     fmt = output_format(out, FORMATS)
@@ -107,8 +107,8 @@ def export_embeddings(
     for name, value in (("--chunk-size", chunk_size), ("--batch-size", batch_size)):
         if value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value}")
-    table = open_table(input_path, {"--smiles-column": [smiles_column],
-                                    "--keep-columns": keep_columns}, encoding)
+    rows = open_input(input_path, smiles_column, keep_columns, encoding=encoding)
+    table = rows.table
     embedder = Embedder.from_checkpoint(model, device=device)
     tally = RowTally("embed")
     emb_columns = [f"emb_{j}" for j in range(embedder.dim)]
@@ -121,9 +121,7 @@ def export_embeddings(
                                         "valid": "bool", "invalid_reason": "string",
                                         **dict.fromkeys(emb_columns, "float32")})
         try:
-            for frame in iter_chunks(table, [smiles_column, *keep_columns], chunk_size):
-                # an empty cell is what it is: an empty SMILES
-                smiles = [s if s is not None else "" for s in frame[smiles_column]]
+            for frame, smiles in rows.chunks(chunk_size):
                 chunk = embedder.embed_rows(smiles, pooling, batch_size, max_length,
                                             on_batch=bar.update)
                 if fmt == ".npy":

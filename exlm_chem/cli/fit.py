@@ -11,7 +11,7 @@ import argparse
 from dataclasses import asdict
 
 from exlm_chem.cli.base import Subcommand
-from exlm_chem.cli.inputs import add_input_arguments, open_table, read_table
+from exlm_chem.cli.inputs import add_input_arguments, open_input
 from exlm_chem.threads import add_threads_option, set_threads
 
 TASKS = ("classification", "regression")
@@ -55,8 +55,8 @@ class FitCommand(Subcommand):
 
     @classmethod
     def run(cls, args: argparse.Namespace) -> int:
-        from exlm_chem.output_owner import ESTIMATOR_FORMAT
-        from exlm_chem.safe_write import check_output_dir
+        from exlm_chem.files.output_owner import ESTIMATOR_FORMAT
+        from exlm_chem.files.safe_write import check_output_dir
 
         # before any training (and heavy import): a refused or unwritable --out would lose
         # the fitted model
@@ -66,16 +66,14 @@ class FitCommand(Subcommand):
         import pandas as pd
 
         from exlm_chem.cli.tally import RowTally
-        from exlm_chem.estimator import ExLMMoleculeClassifier, ExLMMoleculeRegressor
-        from exlm_chem.featurize import check_smiles
+        from exlm_chem.data.featurize import check_smiles
+        from exlm_chem.sklearn.estimator import ExLMMoleculeClassifier, ExLMMoleculeRegressor
 
         targets = list(dict.fromkeys(args.target_columns))
         if args.smiles_column in targets:
             raise ValueError(f"--smiles-column {args.smiles_column!r} is also a target column")
-        table = open_table(args.train, {"--smiles-column": [args.smiles_column],
-                                        "--target-columns": targets}, args.encoding)
-        frame = read_table(table, [args.smiles_column, *targets])
-        smiles = [s if s is not None else "" for s in frame[args.smiles_column]]
+        frame, smiles = open_input(args.train, args.smiles_column, targets,
+                                   option="--target-columns", encoding=args.encoding).read()
         y = frame[targets].apply(pd.to_numeric, errors="coerce")
         unparsable = frame[targets].notna() & y.isna()
         if unparsable.any().any():
@@ -109,6 +107,6 @@ class FitCommand(Subcommand):
 
 
 def _settings(name: str):
-    from exlm_chem.finetune_settings import finetune_preset
+    from exlm_chem.train.finetune_settings import finetune_preset
 
     return finetune_preset(name)

@@ -1,210 +1,79 @@
-"""The one reader for the CLI's molecule tables: CSV, SMILES files and Parquet.
+"""The CLI's one input reader: options, and a checked table with the columns a command reads.
 
-``embed``, ``fit``, ``predict``, ``explain`` and ``entropy`` read their rows through
-:func:`open_table` and :func:`iter_chunks`. Opening a table checks, before any model is
-loaded, that the file exists, is not empty, has at least one data row and holds the
-columns asked for, and that its text decodes in the stated encoding (an undecodable byte is
-an error naming the file, the data row and the column). Formats, by suffix:
-
-- ``.csv`` (any compression pandas reads, e.g. ``.csv.gz``): CSV with a header row;
-- ``.parquet`` / ``.pq``: a Parquet file (any column types; values are passed on as text);
-- anything else (``.smi``, ``.smi.gz``, ``.txt`` ...): one molecule per line,
-  ``SMILES [name]``, no header; its columns are ``smiles`` and ``name``; blank lines are
-  skipped.
-
-Cells come out as ``str``, or ``None`` where the cell is empty.
+``embed``, ``fit``, ``predict``, ``explain`` and ``entropy`` open their input through
+:func:`open_input`, which checks the file and the named columns (:mod:`exlm_chem.data.tables`)
+before any model is loaded. The table reading itself lives in :mod:`exlm_chem.data.tables`; its
+names stay importable from here.
 """
 
 from __future__ import annotations
 
-import gzip
-import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-SMI_COLUMNS = ("smiles", "name")
-DEFAULT_CHUNK_SIZE = 8192
-# surrogateescape turns each byte that is not valid in the encoding into one of these
-_UNDECODED = re.compile("[\udc80-\udcff]")
+from exlm_chem.data.tables import (
+    DEFAULT_CHUNK_SIZE,
+    SMI_COLUMNS,
+    TableInput,
+    iter_chunks,
+    open_table,
+    read_table,
+    table_kind,
+)
+
+__all__ = ["DEFAULT_CHUNK_SIZE", "SMI_COLUMNS", "CliInput", "TableInput", "add_input_arguments",
+           "iter_chunks", "open_input", "open_table", "read_table", "smiles_cells",
+           "table_kind"]
 
 
-class TableInput(NamedTuple):
-    """A checked input table: where it is, how to read it, what it holds."""
+class CliInput(NamedTuple):
+    """A command's checked input: the table, its SMILES column and the other columns read."""
 
-    path: Path
-    kind: str  # "csv" | "smi" | "parquet"
-    columns: list[str]  # header, in file order
-    n_rows: int  # data rows (> 0)
-    encoding: str  # of a CSV / SMILES file
+    table: TableInput
+    smiles_column: str
+    columns: list[str]  # the other columns read (--keep-columns / --target-columns), in order
+
+    def chunks(self, chunk_size: int = DEFAULT_CHUNK_SIZE) -> Iterator[tuple[Any, list[str]]]:
+        """``(frame, smiles)`` per chunk: the frame holds the SMILES and the other columns,
+        indexed by data row; ``smiles`` is :func:`smiles_cells` of it."""
+        for frame in iter_chunks(self.table, [self.smiles_column, *self.columns], chunk_size):
+            yield frame, smiles_cells(frame, self.smiles_column)
+
+    def read(self) -> tuple[Any, list[str]]:
+        """All rows at once, as one ``(frame, smiles)``."""
+        frame = read_table(self.table, [self.smiles_column, *self.columns])
+        return frame, smiles_cells(frame, self.smiles_column)
 
 
-def table_kind(path: str | Path) -> str:
-    """``"parquet"``, ``"smi"`` or ``"csv"``, from the file name's suffixes."""
-    suffixes = [s.lower() for s in Path(path).suffixes]
-    if suffixes and suffixes[-1] in (".parquet", ".pq"):
-        return "parquet"
-    return "csv" if ".csv" in suffixes else "smi"
-
-
-def open_table(path: str | Path, required: dict[str, Sequence[str]] | None = None,
-               encoding: str = "utf-8") -> TableInput:
-    """Check an input table and count its data rows (one cheap pass over the file).
+def open_input(path: str | Path, smiles_column: str = "smiles", columns: Sequence[str] = (),
+               option: str = "--keep-columns", encoding: str = "utf-8") -> CliInput:
+    """Open and check a command's input table (:func:`exlm_chem.data.tables.open_table`).
 
     Parameters
     ----------
     path : path
-        The input file; :func:`table_kind` says how it is read.
-    required : dict, optional
-        ``{what: columns}``, e.g. ``{"--smiles-column": ["smiles"]}``: each column must
-        exist; ``what`` names the option in the error message.
+        CSV, ``.smi`` or Parquet file.
+    smiles_column : str
+        Must exist (``--smiles-column`` in the error message).
+    columns : sequence of str
+        Other columns the command reads; each must exist (``option`` names them in the
+        error message). Repeats are dropped.
+    option : str
+        The command-line option that gave ``columns``.
     encoding : str
-        Text encoding of a CSV or SMILES file (e.g. ``"latin-1"``).
-
-    Raises
-    ------
-    FileNotFoundError
-        No such file.
-    ValueError
-        An empty file, a header without data rows, a missing column or a byte that is
-        not valid in ``encoding``; the message names the file (and row and column).
+        Text encoding of a CSV or ``.smi`` file.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"input file not found: {path}")
-    if path.stat().st_size == 0:
-        raise ValueError(f"{path} is empty: no header and no data rows")
-    kind = table_kind(path)
-    columns = _columns(path, kind, encoding)
-    for what, wanted in (required or {}).items():
-        missing = [c for c in wanted if c not in columns]
-        if missing:
-            raise ValueError(f"{what} {', '.join(map(repr, missing))} not found in {path}; "
-                             f"its columns are: {', '.join(columns)}")
-    wanted = list(dict.fromkeys(c for cols in (required or {}).values() for c in cols))
-    table = TableInput(path, kind, columns, 0, encoding)
-    n_rows = sum(len(chunk) for chunk in iter_chunks(table, wanted or columns[:1]))
-    if n_rows == 0:
-        raise ValueError(f"{path} has no data rows (only a header: {', '.join(columns)})"
-                         if kind != "smi" else f"{path} has no SMILES (only blank lines)")
-    return table._replace(n_rows=n_rows)
-
-
-def iter_chunks(table: TableInput, columns: Sequence[str],
-                chunk_size: int = DEFAULT_CHUNK_SIZE) -> Iterator[Any]:
-    """DataFrames of at most ``chunk_size`` rows holding ``columns`` (str or None cells).
-
-    The index counts data rows from 0 across chunks. An undecodable byte raises a
-    ``ValueError`` naming the file, the data row and the column.
-    """
-    if chunk_size < 1:
-        raise ValueError(f"--chunk-size must be a positive integer, got {chunk_size}")
     columns = list(dict.fromkeys(columns))
-    reader = {"csv": _csv_chunks, "smi": _smi_chunks, "parquet": _parquet_chunks}[table.kind]
-    for frame in reader(table, columns, chunk_size):
-        _check_decoded(table, frame)
-        yield frame
+    table = open_table(path, {"--smiles-column": [smiles_column], option: columns}, encoding)
+    return CliInput(table, smiles_column, columns)
 
 
-def read_table(table: TableInput, columns: Sequence[str]) -> Any:
-    """All rows of ``columns`` as one DataFrame (str or None cells)."""
-    import pandas as pd
-
-    frames = list(iter_chunks(table, columns, chunk_size=max(1, table.n_rows)))
-    return pd.concat(frames) if len(frames) > 1 else frames[0]
+def smiles_cells(frame: Any, smiles_column: str) -> list[str]:
+    """The SMILES of a chunk; an empty cell is what it is, an empty SMILES (``""``)."""
+    return [s if s is not None else "" for s in frame[smiles_column]]
 
 
-# ----------------------------------------------------------------------------- formats
-def _columns(path: Path, kind: str, encoding: str) -> list[str]:
-    if kind == "smi":
-        return list(SMI_COLUMNS)
-    if kind == "parquet":
-        import pyarrow.parquet as pq
-
-        return [str(c) for c in pq.ParquetFile(path).schema_arrow.names]
-    import pandas as pd
-
-    try:
-        header = pd.read_csv(path, nrows=0, encoding=encoding,
-                             encoding_errors="surrogateescape")
-    except pd.errors.EmptyDataError:  # e.g. a .csv.gz holding nothing
-        raise ValueError(f"{path} is empty: no header and no data rows") from None
-    return [str(c) for c in header.columns]
-
-
-def _as_text(frame: Any, start: int) -> Any:
-    """Cells as str or None; index = data row numbers from ``start``."""
-    import pandas as pd
-
-    out = pd.DataFrame(
-        {c: [None if _missing(v) else str(v) for v in frame[c].tolist()] for c in frame.columns},
-        dtype=object,
-    )
-    out.index = pd.RangeIndex(start, start + len(out))
-    return out
-
-
-def _missing(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and value != value)  # NaN
-
-
-def _csv_chunks(table: TableInput, columns: list[str], chunk_size: int) -> Iterator[Any]:
-    import pandas as pd
-
-    # object dtype keeps SMILES text as it is (and keeps undecoded bytes visible to the check)
-    reader = pd.read_csv(table.path, usecols=columns, dtype=object, chunksize=chunk_size,
-                         encoding=table.encoding, encoding_errors="surrogateescape")
-    start = 0
-    with reader:
-        for frame in reader:
-            yield _as_text(frame[columns], start)
-            start += len(frame)
-
-
-def _smi_chunks(table: TableInput, columns: list[str], chunk_size: int) -> Iterator[Any]:
-    import pandas as pd
-
-    opener = gzip.open if table.path.suffix.lower() == ".gz" else open
-    rows: list[tuple[str, str | None]] = []
-    start = 0
-    with opener(table.path, "rt", encoding=table.encoding, errors="surrogateescape") as handle:
-        for line in handle:
-            fields = line.strip().split(maxsplit=1)
-            if not fields:
-                continue
-            rows.append((fields[0], fields[1] if len(fields) > 1 else None))
-            if len(rows) == chunk_size:
-                yield pd.DataFrame(rows, columns=SMI_COLUMNS, dtype=object,
-                                   index=pd.RangeIndex(start, start + len(rows)))[columns]
-                start, rows = start + len(rows), []
-    if rows:
-        yield pd.DataFrame(rows, columns=SMI_COLUMNS, dtype=object,
-                           index=pd.RangeIndex(start, start + len(rows)))[columns]
-
-
-def _parquet_chunks(table: TableInput, columns: list[str], chunk_size: int) -> Iterator[Any]:
-    import pyarrow.parquet as pq
-
-    start = 0
-    for batch in pq.ParquetFile(table.path).iter_batches(batch_size=chunk_size,
-                                                          columns=columns):
-        yield _as_text(batch.to_pandas(), start)
-        start += batch.num_rows
-
-
-def _check_decoded(table: TableInput, frame: Any) -> None:
-    for column in frame.columns:
-        for row, value in frame[column].items():
-            if value is not None and _UNDECODED.search(value):
-                raw = value.encode(table.encoding, "surrogateescape")
-                raise ValueError(
-                    f"{table.path}, data row {row}, column {column!r}: {raw!r} is not valid "
-                    f"{table.encoding}; if the file uses another encoding, say which with "
-                    "--encoding (e.g. --encoding latin-1)"
-                )
-
-
-# ----------------------------------------------------------------------------- options
 def add_input_arguments(parser: Any, keep_columns: bool = True) -> None:
     """The input options ``embed``, ``fit`` and ``predict`` share (cheap: no imports)."""
     parser.add_argument("--smiles-column", default="smiles",

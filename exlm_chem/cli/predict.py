@@ -15,43 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from exlm_chem.cli.base import Subcommand
-from exlm_chem.cli.inputs import add_input_arguments, iter_chunks, open_table
+from exlm_chem.cli.inputs import CliInput, add_input_arguments, open_input
+from exlm_chem.sklearn.prediction import load_estimator, output_names, predict_values
 from exlm_chem.threads import add_threads_option, set_threads
 
-
-def load_estimator(model_dir: str | Path) -> Any:
-    """The classifier or regressor saved in ``model_dir`` (its metadata says which)."""
-    from exlm_chem.errors import CheckpointError
-    from exlm_chem.estimator import ExLMMoleculeClassifier, ExLMMoleculeRegressor
-    from exlm_chem.model.checkpoint_format import ESTIMATOR_FORMAT, read_metadata
-
-    classes = {c.__name__: c for c in (ExLMMoleculeClassifier, ExLMMoleculeRegressor)}
-    meta, _ = read_metadata(Path(model_dir), ESTIMATOR_FORMAT)  # names what is wrong
-    kind = meta.get("estimator")
-    if kind not in classes:
-        raise CheckpointError(f"{Path(model_dir) / 'metadata.json'}: estimator {kind!r} is "
-                              f"none of {sorted(classes)}")
-    return classes[kind].load(model_dir)
-
-
-def output_names(est: Any) -> list[str]:
-    """One name per output column: the target names the model was fitted with."""
-    if est.task_names_:
-        return list(est.task_names_)
-    if not est.multitask_:  # fitted from Python with a 1-D y
-        return ["probability" if hasattr(est, "classes_") else "prediction"]
-    return [f"task_{i}" for i in range(est.n_tasks_)]
-
-
-def predict_values(est: Any, smiles: list[Any]) -> Any:
-    """[n, n_outputs] float64: positive probabilities or values; NaN rows where invalid."""
-    import numpy as np
-
-    if hasattr(est, "predict_proba"):
-        p = est.predict_proba(smiles, on_invalid="nan")
-        return p if est.multitask_ else p[:, 1:]  # binary: P(classes_[1])
-    values = est.predict(smiles, on_invalid="nan")
-    return values.reshape(len(smiles), -1).astype(np.float64)
+__all__ = ["PredictCommand", "load_estimator", "output_names", "predict_values"]
 
 
 class PredictCommand(Subcommand):
@@ -73,19 +41,19 @@ class PredictCommand(Subcommand):
     @classmethod
     def run(cls, args: argparse.Namespace) -> int:
         set_threads(args.threads)
-        from exlm_chem.atomic_files import atomic_path
         from exlm_chem.cli.outputs import RESERVED_COLUMNS, TableSink, output_format
         from exlm_chem.cli.tally import RowTally
-        from exlm_chem.safe_write import check_output_file
+        from exlm_chem.files.atomic_files import atomic_path
+        from exlm_chem.files.safe_write import check_output_file
 
         out = Path(args.out)
         fmt = output_format(out, (".csv", ".parquet"))
         if args.chunk_size < 1:
             raise ValueError(f"--chunk-size must be positive, got {args.chunk_size}")
-        keep = list(dict.fromkeys(args.keep_columns))
         check_output_file(out)  # before any work: a result that cannot be written is lost
-        table = open_table(args.input, {"--smiles-column": [args.smiles_column],
-                                        "--keep-columns": keep}, args.encoding)
+        rows = open_input(args.input, args.smiles_column, args.keep_columns,
+                          encoding=args.encoding)
+        keep = rows.columns
         est = load_estimator(args.model)
         if args.device:
             est.set_params(device=args.device)
@@ -101,7 +69,7 @@ class PredictCommand(Subcommand):
         with atomic_path(out) as tmp:
             sink = TableSink(tmp, fmt, layout)
             try:
-                for frame in _predicted_chunks(est, table, args, keep, names):
+                for frame in _predicted_chunks(est, rows, args, names):
                     sink.write(frame)
                     tally.add(len(frame), len(frame), frame["invalid_reason"])
             finally:
@@ -111,26 +79,26 @@ class PredictCommand(Subcommand):
         return tally.exit_code(args.fail_on_invalid)
 
 
-def _predicted_chunks(est: Any, table: Any, args: argparse.Namespace, keep: list[str],
+def _predicted_chunks(est: Any, rows: CliInput, args: argparse.Namespace,
                       names: list[str]) -> Iterator[Any]:
     """Output DataFrames, one per input chunk, in the output's column order."""
     import numpy as np
     import pandas as pd
     from tqdm.auto import tqdm
 
-    from exlm_chem.featurize import check_smiles
+    from exlm_chem.data.featurize import check_smiles
 
-    with tqdm(total=table.n_rows, unit="mol", desc="predict", disable=not args.progress) as bar:
-        for frame in iter_chunks(table, [args.smiles_column, *keep], args.chunk_size):
-            smiles = [s if s is not None else "" for s in frame[args.smiles_column]]
+    with tqdm(total=rows.table.n_rows, unit="mol", desc="predict",
+              disable=not args.progress) as bar:
+        for frame, smiles in rows.chunks(args.chunk_size):
             checked = check_smiles(smiles)
             values = np.full((len(smiles), len(names)), np.nan)  # [n, tasks]
-            rows = np.flatnonzero(checked.valid)
-            if rows.size:  # reasons come from this check; the model sees valid rows
-                values[rows] = predict_values(est, [smiles[i] for i in rows])
+            valid = np.flatnonzero(checked.valid)
+            if valid.size:  # reasons come from this check; the model sees valid rows
+                values[valid] = predict_values(est, [smiles[i] for i in valid])
             yield pd.DataFrame({
                 "row": frame.index.to_numpy(dtype=np.int64),
-                **{c: frame[c].to_numpy(dtype=object) for c in keep},
+                **{c: frame[c].to_numpy(dtype=object) for c in rows.columns},
                 "valid": checked.valid,
                 "invalid_reason": [r or "" for r in checked.reasons],
                 **{name: values[:, j] for j, name in enumerate(names)},

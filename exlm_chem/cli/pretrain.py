@@ -11,7 +11,7 @@ from exlm_chem.cli.base import Subcommand
 _HELP = {
     "preset": "model tiny | small | base, or 'paper': the base model with the paper's "
               "schedule (120K steps, 10K warm-up, 64K tokens per step over all GPUs, which "
-              "was the paper's per-GPU batch; see exlm_chem.recipes)",
+              "was the paper's per-GPU batch; see exlm_chem.train.recipes)",
     "max_steps": "optimizer steps (default: the preset's)",
     "max_tokens": "padded, unexpanded tokens per optimizer step, all ranks together "
                   "(default: the preset's)",
@@ -28,7 +28,7 @@ class PretrainCommand(Subcommand):
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        from exlm_chem.pretrain import PretrainArgs
+        from exlm_chem.train.pretrain import PretrainArgs
 
         source = parser.add_mutually_exclusive_group(required=True)
         source.add_argument("--corpus", nargs="+", help="SMILES files (.smi[.gz])")
@@ -46,7 +46,7 @@ class PretrainCommand(Subcommand):
         parser.add_argument("--betas", nargs=2, type=float, default=(0.9, 0.98))
         parser.add_argument("--budget-from", nargs="+", default=None, metavar="RUN_DIR",
                             help="partner runs (the twin): every run takes the fewest steps "
-                                 "any of them measured (see exlm_chem.budget)")
+                                 "any of them measured (see exlm_chem.train.budget)")
         parser.add_argument("--compile", action="store_true", help="torch.compile the encoder")
         skip = {"corpus", "prepared", "out", "hygiene", "progress", "betas", "extra",
                 "budget_from", "compile"}
@@ -60,9 +60,9 @@ class PretrainCommand(Subcommand):
 
     @classmethod
     def run(cls, args: argparse.Namespace) -> int:
+        from exlm_chem.files.safe_write import check_output_dir
         from exlm_chem.model.checkpoint_format import FORMAT
-        from exlm_chem.pretrain import PretrainArgs, pretrain
-        from exlm_chem.safe_write import check_output_dir
+        from exlm_chem.train.pretrain import PretrainArgs, pretrain
 
         # before any training: a checkpoint that cannot be written would lose the run
         check_output_dir(Path(args.out) / "checkpoint", FORMAT)

@@ -16,7 +16,7 @@ class PrepareSplitsCommand(Subcommand):
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        from exlm_chem.benchmark.tasks import SPLITS
+        from exlm_chem.data.tasks import SPLITS
 
         parser.add_argument("--tasks", nargs="+", default=["all"],
                             help="dataset names or 'all' (the 7 classification sets)")
@@ -34,7 +34,7 @@ class PrepareSplitsCommand(Subcommand):
     @classmethod
     def run(cls, args: argparse.Namespace) -> int:
         from exlm_chem.benchmark.prepared import prepare_splits
-        from exlm_chem.moleculenet import dataset_names
+        from exlm_chem.data.moleculenet import dataset_names
 
         names = list(dataset_names())
         tasks = names if args.tasks == ["all"] else [t.lower() for t in args.tasks]

@@ -101,6 +101,33 @@ _NEG_INF = tl.constexpr(float("-inf"))
 
 
 @triton.jit
+def _sample_lengths(tlen_ptr, slen_ptr, b, T, S):
+    """Target and state counts of sample ``b``, clamped to the padded sizes (a bad length
+    must not read out of bounds; the wrapper validates lengths anyway)."""
+    return tl.minimum(tl.load(tlen_ptr + b), T), tl.minimum(tl.load(slen_ptr + b), S)
+
+
+@triton.jit
+def _backward_scale(logz_ptr, gout_ptr, b):
+    """Upstream gradient of sample ``b``, whether it has a path, and its log Z made finite
+    (a sample without a path gets zero gradients, not NaN)."""
+    logz = tl.load(logz_ptr + b)
+    valid = logz > _NEG_INF
+    return tl.load(gout_ptr + b), valid, tl.where(valid, logz, 0.0)
+
+
+@triton.jit
+def _emission_gradient(alpha, beta, emission, logz_safe, g, valid):
+    """Gradient of the emissions of one row: each state's posterior
+    ``exp(alpha + beta - emission - log Z)`` times the upstream gradient ``g``; zero where
+    the state is on no path (no -inf - -inf NaN) and for a sample without a path."""
+    live = (alpha > _NEG_INF) & (beta > _NEG_INF)
+    emission = tl.where(live, emission, 0.0)
+    ge = tl.where(live, tl.exp(alpha + beta - emission - logz_safe) * g, 0.0)
+    return tl.where(valid, ge, 0.0)
+
+
+@triton.jit
 def _fwd_single_tile_kernel(
     emis_ptr,  # [B, T, S]
     logE_ptr,  # [B, S, S]
@@ -114,9 +141,7 @@ def _fwd_single_tile_kernel(
     STORE_ALPHA: tl.constexpr,
 ):
     b = tl.program_id(0).to(tl.int64)
-    # clamping keeps a bad length from reading out of bounds; the wrapper validates anyway
-    T_b = tl.minimum(tl.load(tlen_ptr + b), T)
-    L_b = tl.minimum(tl.load(slen_ptr + b), S)
+    T_b, L_b = _sample_lengths(tlen_ptr, slen_ptr, b, T, S)
 
     offs = tl.arange(0, BLOCK_S)
     rows = offs[:, None]  # u
@@ -163,12 +188,8 @@ def _bwd_single_tile_kernel(
     BLOCK_S: tl.constexpr,
 ):
     b = tl.program_id(0).to(tl.int64)
-    T_b = tl.minimum(tl.load(tlen_ptr + b), T)
-    L_b = tl.minimum(tl.load(slen_ptr + b), S)
-    logz = tl.load(logz_ptr + b)
-    g = tl.load(gout_ptr + b)
-    valid = logz > _NEG_INF
-    logz_safe = tl.where(valid, logz, 0.0)
+    T_b, L_b = _sample_lengths(tlen_ptr, slen_ptr, b, T, S)
+    g, valid, logz_safe = _backward_scale(logz_ptr, gout_ptr, b)
 
     offs = tl.arange(0, BLOCK_S)
     rows = offs[:, None]
@@ -193,11 +214,7 @@ def _bwd_single_tile_kernel(
         # emission gradient of row t, now that beta[t] is known
         a_t = tl.load(alpha_b + t * S + offs, mask=offs < L_b, other=_NEG_INF)
         e_t = tl.load(emis_b + t * S + offs, mask=offs < L_b, other=_NEG_INF).to(tl.float32)
-        live = (a_t > _NEG_INF) & (beta > _NEG_INF)
-        # no -inf - -inf (NaN) where the state is not on a path
-        e_t = tl.where(live, e_t, 0.0)
-        ge = tl.where(live, tl.exp(a_t + beta - e_t - logz_safe) * g, 0.0)
-        ge = tl.where(valid, ge, 0.0)
+        ge = _emission_gradient(a_t, beta, e_t, logz_safe, g, valid)
         tl.store(gemis_b + t * S + offs, ge.to(gemis_ptr.dtype.element_ty), mask=offs < S)
 
         # step t-1 -> t: x[u, v] = logE[u, v] + beta[t, v]
@@ -220,11 +237,7 @@ def _bwd_single_tile_kernel(
 
     a_0 = tl.load(alpha_b + offs, mask=offs < L_b, other=_NEG_INF)
     e_0 = tl.load(emis_b + offs, mask=offs < L_b, other=_NEG_INF).to(tl.float32)
-    live = (a_0 > _NEG_INF) & (beta > _NEG_INF)
-    # no -inf - -inf (NaN) where the state is not on a path
-    e_0 = tl.where(live, e_0, 0.0)
-    ge = tl.where(live, tl.exp(a_0 + beta - e_0 - logz_safe) * g, 0.0)
-    ge = tl.where(valid, ge, 0.0)
+    ge = _emission_gradient(a_0, beta, e_0, logz_safe, g, valid)
     tl.store(gemis_b + offs, ge.to(gemis_ptr.dtype.element_ty), mask=offs < S)
 
     # recomputed rather than kept live through the loop (registers)
@@ -256,8 +269,7 @@ def _fwd_tiled_kernel(
     BLOCK_U: tl.constexpr,
 ):
     b = tl.program_id(0).to(tl.int64)
-    T_b = tl.minimum(tl.load(tlen_ptr + b), T)
-    L_b = tl.minimum(tl.load(slen_ptr + b), S)
+    T_b, L_b = _sample_lengths(tlen_ptr, slen_ptr, b, T, S)
 
     offs = tl.arange(0, BLOCK_S)
     offs_u = tl.arange(0, BLOCK_U)
@@ -313,12 +325,8 @@ def _bwd_beta_tiled_kernel(
     BLOCK_U: tl.constexpr,
 ):
     b = tl.program_id(0).to(tl.int64)
-    T_b = tl.minimum(tl.load(tlen_ptr + b), T)
-    L_b = tl.minimum(tl.load(slen_ptr + b), S)
-    logz = tl.load(logz_ptr + b)
-    g = tl.load(gout_ptr + b)
-    valid = logz > _NEG_INF
-    logz_safe = tl.where(valid, logz, 0.0)
+    T_b, L_b = _sample_lengths(tlen_ptr, slen_ptr, b, T, S)
+    g, valid, logz_safe = _backward_scale(logz_ptr, gout_ptr, b)
 
     offs = tl.arange(0, BLOCK_S)
     offs_u = tl.arange(0, BLOCK_U)
@@ -335,11 +343,7 @@ def _bwd_beta_tiled_kernel(
     tl.store(beta_b + last * S + offs, beta, mask=offs < S)
     a_t = tl.load(alpha_b + last * S + offs, mask=offs < L_b, other=_NEG_INF)
     e_t = tl.load(emis_b + last * S + offs, mask=offs < L_b, other=_NEG_INF).to(tl.float32)
-    live = (a_t > _NEG_INF) & (beta > _NEG_INF)
-    # no -inf - -inf (NaN) where the state is not on a path
-    e_t = tl.where(live, e_t, 0.0)
-    ge = tl.where(live, tl.exp(a_t + beta - e_t - logz_safe) * g, 0.0)
-    ge = tl.where(valid, ge, 0.0)
+    ge = _emission_gradient(a_t, beta, e_t, logz_safe, g, valid)
     tl.store(gemis_b + last * S + offs, ge.to(gemis_ptr.dtype.element_ty), mask=offs < S)
     tl.debug_barrier()
 
@@ -360,11 +364,7 @@ def _bwd_beta_tiled_kernel(
             beta_u = tl.where(has, tl.log(tl.where(s > 0.0, s, 1.0)) + shift, _NEG_INF) + e_u
             tl.store(beta_b + (t - 1) * S + u, beta_u, mask=u < L_b)
             a_u = tl.load(alpha_b + (t - 1) * S + u, mask=u < L_b, other=_NEG_INF)
-            live_u = (a_u > _NEG_INF) & (beta_u > _NEG_INF)
-            # no -inf - -inf (NaN) where the state is not on a path
-            e_u = tl.where(live_u, e_u, 0.0)
-            ge_u = tl.where(live_u, tl.exp(a_u + beta_u - e_u - logz_safe) * g, 0.0)
-            ge_u = tl.where(valid, ge_u, 0.0)
+            ge_u = _emission_gradient(a_u, beta_u, e_u, logz_safe, g, valid)
             tl.store(gemis_b + (t - 1) * S + u, ge_u.to(gemis_ptr.dtype.element_ty), mask=u < L_b)
         # the next step reads the whole beta row back
         tl.debug_barrier()
@@ -387,12 +387,8 @@ def _bwd_trans_tiled_kernel(
 ):
     b = tl.program_id(0).to(tl.int64)
     ub = tl.program_id(1)
-    T_b = tl.minimum(tl.load(tlen_ptr + b), T)
-    L_b = tl.minimum(tl.load(slen_ptr + b), S)
-    logz = tl.load(logz_ptr + b)
-    g = tl.load(gout_ptr + b)
-    valid = logz > _NEG_INF
-    logz_safe = tl.where(valid, logz, 0.0)
+    T_b, L_b = _sample_lengths(tlen_ptr, slen_ptr, b, T, S)
+    g, valid, logz_safe = _backward_scale(logz_ptr, gout_ptr, b)
 
     offs = tl.arange(0, BLOCK_S)
     u = ub * BLOCK_U + tl.arange(0, BLOCK_U)

@@ -5,7 +5,7 @@ Every load is validated (:mod:`exlm_chem.model.checkpoint_format`): the vocabula
 against the config, the weights against the model the config describes, and the
 checksums stored at save time; any problem is a
 :class:`~exlm_chem.errors.CheckpointError` naming the file. Writes are atomic at
-directory level (:func:`exlm_chem.safe_write.atomic_directory`): a crash mid-save leaves
+directory level (:func:`exlm_chem.files.safe_write.atomic_directory`): a crash mid-save leaves
 the previous checkpoint whole, and a directory holding anything else is never replaced.
 """
 
@@ -20,6 +20,7 @@ from typing import Any
 import safetensors.torch
 import torch
 
+from exlm_chem.files.safe_write import atomic_directory, write_json_atomic
 from exlm_chem.model.checkpoint_format import (
     CONFIG_FILE,
     FORMAT,
@@ -31,7 +32,6 @@ from exlm_chem.model.checkpoint_format import (
     validate,
 )
 from exlm_chem.model.config import ExLMConfig
-from exlm_chem.safe_write import atomic_directory, write_json_atomic
 
 __all__ = [
     "CONFIG_FILE", "FORMAT", "METADATA_FILE", "VOCAB_FILE", "WEIGHTS_FILE",

@@ -28,10 +28,10 @@ from typing import Any, NamedTuple
 
 import torch
 
-from exlm_chem.debris import sweep_debris
 from exlm_chem.errors import CheckpointError, CheckpointFilesMissingError
+from exlm_chem.files.debris import sweep_debris
+from exlm_chem.files.output_owner import CHECKPOINT_FORMAT, ESTIMATOR_FORMAT, describe
 from exlm_chem.model.config import ExLMConfig
-from exlm_chem.output_owner import CHECKPOINT_FORMAT, ESTIMATOR_FORMAT, describe
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
@@ -119,7 +119,7 @@ def read_metadata(directory: Path, kind: str) -> tuple[dict[str, Any], int]:
     """metadata.json of a ``kind`` directory and its format version.
 
     A directory missing because a save was killed while it was set aside is put back
-    first (:func:`exlm_chem.safe_write.sweep_debris`).
+    first (:func:`exlm_chem.files.safe_write.sweep_debris`).
     """
     if not directory.exists():
         sweep_debris(directory.absolute())
@@ -143,7 +143,7 @@ def read_metadata(directory: Path, kind: str) -> tuple[dict[str, Any], int]:
 
 
 def _read_vocab(path: Path, config: ExLMConfig) -> list[str]:
-    from exlm_chem.tokenizer import SPECIAL_TOKENS, SpecialTokenIds, _parse_vocab
+    from exlm_chem.data.tokenizer import SPECIAL_TOKENS, SpecialTokenIds, _parse_vocab
 
     try:
         tokens = _parse_vocab(path.read_text(encoding="utf-8"), str(path))

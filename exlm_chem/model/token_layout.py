@@ -19,6 +19,9 @@ import torch
 
 #: A group grows while its padded size stays within this share above its real tokens.
 GROUP_SLACK = 0.15
+#: Samples of one length this many or more form a group of their own (no padding at all):
+#: the length-sorted batches of embedding and prediction are mostly such runs.
+EQUAL_RUN = 8
 
 
 class AttentionGroup(NamedTuple):
@@ -65,17 +68,35 @@ class TokenLayout(NamedTuple):
         return out.index_copy(0, rows, values)
 
 
-def _groups(lengths: np.ndarray, slack: float) -> list[tuple[int, int]]:
+def _groups(lengths: np.ndarray, slack: float,
+            equal_run: int | None = None) -> list[tuple[int, int]]:
     """``[start, stop)`` ranges of the ascending ``lengths`` (all > 0), greedily grown
-    while ``count * longest <= (1 + slack) * real tokens``."""
-    ranges, start, total = [], 0, 0
-    for i, n in enumerate(lengths.tolist()):
-        if i > start and (i - start + 1) * n > (1 + slack) * (total + n):
-            ranges.append((start, i))
-            start, total = i, 0
-        total += n
-    if len(lengths):
-        ranges.append((start, len(lengths)))
+    while ``count * longest <= (1 + slack) * real tokens``.
+
+    A run of at least ``equal_run`` samples of one length (default :data:`EQUAL_RUN`) is
+    a group of its own: its flat range is already ``[Bg, Xg]``, so attention needs no
+    gather, key mask or output selection there.
+    """
+    equal_run = EQUAL_RUN if equal_run is None else equal_run
+    values = lengths.tolist()
+    ranges, start, total, i = [], 0, 0, 0
+    while i < len(values):
+        j = i
+        while j < len(values) and values[j] == values[i]:
+            j += 1
+        if j - i >= equal_run:  # [i, j) one length
+            ranges += [(start, i)] if i > start else []
+            ranges.append((i, j))
+            start, total = j, 0
+        else:
+            for k in range(i, j):
+                if k > start and (k - start + 1) * values[k] > (1 + slack) * (total + values[k]):
+                    ranges.append((start, k))
+                    start, total = k, 0
+                total += values[k]
+        i = j
+    if start < len(values):
+        ranges.append((start, len(values)))
     return ranges
 
 

@@ -81,7 +81,7 @@ def check_smiles_column(path: str | Path, column: str) -> None:
     """A clear ``ValueError`` when a CSV or Parquet file lacks the SMILES ``column``."""
     fmt = input_format(path)
     if fmt == "csv":
-        from exlm_chem.cli.inputs import open_table
+        from exlm_chem.data.tables import open_table
 
         open_table(path, {"--smiles-column": [column]})
     elif fmt == "parquet":

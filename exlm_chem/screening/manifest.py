@@ -95,7 +95,7 @@ def _differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
 
 def write_json(path: Path, obj: Any) -> None:
     """``obj`` as JSON at ``path``, atomically."""
-    from exlm_chem.safe_write import atomic_file as atomic_output
+    from exlm_chem.files.safe_write import atomic_file as atomic_output
 
     text = json.dumps(obj, indent=2) + "\n"
     with atomic_output(path) as tmp:

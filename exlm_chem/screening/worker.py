@@ -75,7 +75,7 @@ def _load(spec: ModelSpec) -> Any:
         from exlm_chem.embed import Embedder
 
         return Embedder.from_checkpoint(spec.path, device=spec.device)
-    from exlm_chem.cli.predict import load_estimator
+    from exlm_chem.sklearn.prediction import load_estimator
 
     est = load_estimator(spec.path)
     est.set_params(device=spec.device)
@@ -99,8 +99,8 @@ def compute(spec: ModelSpec, smiles: list[str]) -> Any:
         outputs = pd.DataFrame(chunk.embeddings,  # [n, d] float32
                                columns=[f"emb_{j}" for j in range(chunk.embeddings.shape[1])])
     else:
-        from exlm_chem.cli.predict import output_names, predict_values
-        from exlm_chem.featurize import check_smiles
+        from exlm_chem.data.featurize import check_smiles
+        from exlm_chem.sklearn.prediction import output_names, predict_values
 
         values = predict_values(model, smiles)  # [n, outputs]; NaN rows where invalid
         # the estimator has checked every row; RDKit sees only the NaN rows again, for
@@ -151,7 +151,7 @@ def run_part(spec: ModelSpec, task: PartTask) -> PartResult:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from exlm_chem.safe_write import atomic_file as atomic_output
+    from exlm_chem.files.safe_write import atomic_file as atomic_output
 
     load_model(spec)  # outside the timer: per-worker rates are model time
     began, began_cpu = time.perf_counter(), time.process_time()

@@ -9,7 +9,7 @@ set(s) are scored; the epoch with the best headline metric on the first dev set 
 as in RoBERTa's GLUE recipe, and its dev scores are the seed's result. The paper
 reports the median over five seeds (``run_glue``).
 
-The optimiser and schedule are the molecular ones (:mod:`exlm_chem.finetune`): AdamW,
+The optimiser and schedule are the molecular ones (:mod:`exlm_chem.train.finetune`): AdamW,
 linear warm-up over ``warmup_ratio`` of the steps, then linear decay to 0. The default
 settings (:func:`glue_settings`) are one point of the paper's grid (Table 11) plus
 RoBERTa's GLUE constants for what the paper leaves out.
@@ -29,13 +29,14 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from exlm_chem.batching import bucketed_batches, sorted_batches
-from exlm_chem.finetune import EpochRecord, make_optimizer, optimizer_step
-from exlm_chem.finetune_net import FinetuneNet
-from exlm_chem.finetune_settings import FinetuneSettings
+from exlm_chem.data.batching import bucketed_batches, sorted_batches
 from exlm_chem.model.config import ExLMConfig
 from exlm_chem.text.glue import GlueSplit, GlueTask, get_task, glue_metrics, read_glue_split
 from exlm_chem.text.tokenizer import TOKENIZER_FILE, TextTokenizer
+from exlm_chem.train.epoch_loop import EpochRecord, LoopSettings, Step, run_epochs
+from exlm_chem.train.finetune import make_optimizer, optimizer_step
+from exlm_chem.train.finetune_net import FinetuneNet
+from exlm_chem.train.finetune_settings import FinetuneSettings
 
 __all__ = [
     "GlueEncoded", "GlueReport", "GlueSeedResult", "TextPairNet", "encode_split",
@@ -77,12 +78,12 @@ def encode_split(split: GlueSplit, tokenizer: TextTokenizer, max_length: int) ->
 
 
 class TextPairNet(FinetuneNet):
-    """The molecular :class:`~exlm_chem.finetune_net.FinetuneNet` fed with token ids.
+    """The molecular :class:`~exlm_chem.train.finetune_net.FinetuneNet` fed with token ids.
 
     ``forward`` / ``embed`` take a list of already-framed id arrays (see
     :func:`encode_split`) instead of SMILES strings, so a split is tokenised once, not
     once per epoch; the encoder input follows the checkpoint's objective
-    (:func:`~exlm_chem.inference_inputs.inference_expansion`).
+    (:func:`~exlm_chem.data.inference_inputs.inference_expansion`).
     """
 
 
@@ -180,43 +181,34 @@ def finetune_glue(
     first = next(iter(evals))
     order_rng = np.random.default_rng(seed)
     train_lengths = np.array([len(x) for x in train.ids])  # [n]
-    best_epoch, best_score, best_state, best_scores = 0, -math.inf, None, {}
-    history: list[EpochRecord] = []
-    epochs = range(1, settings.epochs + 1)
-    if progress:
-        from tqdm.auto import tqdm
+    epoch_scores: list[dict[str, dict[str, float]]] = []  # per epoch: eval set -> metrics
 
-        epochs = tqdm(epochs, desc=f"{task.display} seed {seed}")
-    for epoch in epochs:
-        epoch_start, losses, last_lr = time.monotonic(), [], float("nan")
-        net.train()
-        for idx in bucketed_batches(train_lengths, bs, order_rng):
-            outputs = net([train.ids[i] for i in idx])  # [B, n_out]
-            loss = _loss(outputs, labels[idx].to(device), task)
-            last_lr = optimizer_step(net, optimizer, scheduler, loss, settings.clip_norm)
-            losses.append(float(loss.detach()))
+    def step(idx: np.ndarray) -> Step:
+        outputs = net([train.ids[i] for i in idx])  # [B, n_out]
+        loss = _loss(outputs, labels[idx].to(device), task)
+        return Step(loss, optimizer_step(net, optimizer, scheduler, loss, settings.clip_norm))
+
+    def validate() -> tuple[float, float]:
         scores, valid_loss = {}, float("nan")
         for name, data in evals.items():
             loss_value, scores[name] = _score(net, data, task, 2 * bs)
             if name == first:
                 valid_loss = loss_value
-        score = scores[first][task.main_metric]
-        history.append(EpochRecord(epoch, float(np.mean(losses)), valid_loss, score, last_lr,
-                                   time.monotonic() - epoch_start))
-        # a NaN headline (e.g. constant STS-B predictions) never wins; the last epoch is
-        # the fall-back when no epoch has a defined score
-        if (math.isfinite(score) and score > best_score) or (
-                epoch == settings.epochs and best_state is None):
-            best_epoch, best_scores = epoch, scores
-            best_score = score if math.isfinite(score) else best_score
-            best_state = {k: v.detach().clone() for k, v in net.state_dict().items()}
-        if progress:
-            epochs.set_postfix(loss=f"{history[-1].train_loss:.4f}", dev=f"{score:.4f}")
-        logger.debug("epoch %s", history[-1])
-    if best_state is not None:
-        net.load_state_dict(best_state)
-    net.eval()
-    return GlueSeedResult(seed, best_epoch, best_scores, history, time.monotonic() - started)
+        epoch_scores.append(scores)
+        return valid_loss, scores[first][task.main_metric]
+
+    loop = LoopSettings(settings.epochs, progress=f"{task.display} seed {seed}" if progress
+                        else None, name=f"{task.display} seed {seed}")
+    # a NaN headline (e.g. constant STS-B predictions) never wins; the last epoch is the
+    # fall-back when no epoch has a defined score (keep_last)
+    run = run_epochs(net, loop, lambda epoch: bucketed_batches(train_lengths, bs, order_rng),
+                     step, validate, _higher_finite, keep_last=True)
+    return GlueSeedResult(seed, run.best_epoch, epoch_scores[run.best_epoch - 1], run.history,
+                          time.monotonic() - started)
+
+
+def _higher_finite(score: float, best: float) -> bool:
+    return math.isfinite(score) and (math.isnan(best) or score > best)
 
 
 def _checkpoint_dir(path: str | Path) -> Path:
@@ -295,7 +287,7 @@ def run_glue(
         See :func:`~exlm_chem.text.glue.read_glue_tsv`.
     """
     from exlm_chem.model.encoder import ExLMEncoder
-    from exlm_chem.pretrain import resolve_device
+    from exlm_chem.train.pretrain import resolve_device
 
     task_ = get_task(task)
     settings = settings or glue_settings(task_)

@@ -1,6 +1,6 @@
 """Pre-training ExLM (or its MLM twin) on plain text.
 
-The molecular :class:`~exlm_chem.pretrain.Pretrainer` does the work: masking, states
+The molecular :class:`~exlm_chem.train.pretrain.Pretrainer` does the work: masking, states
 expansion, the DAG or cross-entropy loss, token-budget batches, the learning-rate
 schedule, validation, DDP and exact resume. Only the data and the tokenizer differ:
 
@@ -28,9 +28,15 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from exlm_chem.corpus import BatchStream, TokenizedCorpus, file_sha256, open_text, split_validation
-from exlm_chem.pretrain import PretrainArgs, Pretrainer, setup_distributed
+from exlm_chem.data.corpus import (
+    BatchStream,
+    TokenizedCorpus,
+    file_sha256,
+    open_text,
+    split_validation,
+)
 from exlm_chem.text.tokenizer import TOKENIZER_FILE, TextTokenizer
+from exlm_chem.train.pretrain import PretrainArgs, Pretrainer, setup_distributed
 
 __all__ = ["TextPretrainArgs", "TextPretrainer", "pack_documents", "read_text_lines",
            "resolve_tokenizer", "text_pretrain"]
@@ -40,7 +46,7 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class TextPretrainArgs(PretrainArgs):
-    """:class:`~exlm_chem.pretrain.PretrainArgs` with text defaults and tokenizer options.
+    """:class:`~exlm_chem.train.pretrain.PretrainArgs` with text defaults and tokenizer options.
 
     ``corpus`` holds text files; ``max_length`` is the packed sample length (word pieces
     with ``[CLS]`` and ``[SEP]``); ``corpus_limit`` reads only the first N lines of each
@@ -119,7 +125,7 @@ def pack_documents(pieces: Iterable[Sequence[int]], max_length: int, bos: int, e
 
 
 class TextPretrainer(Pretrainer):
-    """:class:`~exlm_chem.pretrain.Pretrainer` on a packed text corpus."""
+    """:class:`~exlm_chem.train.pretrain.Pretrainer` on a packed text corpus."""
 
     def __init__(self, args: TextPretrainArgs, tokenizer: TextTokenizer) -> None:
         super().__init__(args, tokenizer)

@@ -3,7 +3,7 @@
 A thin wrapper over a Hugging Face ``tokenizers`` WordPiece model (BERT normaliser and
 pre-tokeniser). It can be trained on a user's corpus or loaded from a ``tokenizer.json``,
 and it answers to the same calls the pre-training and fine-tuning code make of
-:class:`~exlm_chem.tokenizer.SmilesTokenizer`: fixed special ids ``[CLS]`` = 0 (BOS),
+:class:`~exlm_chem.data.tokenizer.SmilesTokenizer`: fixed special ids ``[CLS]`` = 0 (BOS),
 ``[PAD]`` = 1, ``[SEP]`` = 2 (EOS), ``[UNK]`` = 3, ``[MASK]`` = 4, ``tokens``,
 ``__len__``, ``encode(text, max_length=...)`` and ``unknown_token_counts``.
 
@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from exlm_chem.tokenizer import SPECIAL_TOKENS, SpecialTokenIds
+from exlm_chem.data.tokenizer import SPECIAL_TOKENS, SpecialTokenIds
 
 __all__ = ["TOKENIZER_FILE", "TextTokenizer", "pair_lengths"]
 

@@ -1,6 +1,7 @@
 """Uncertainty for the estimators: SMILES augmentation, ensembles, calibration, conformal.
 
-* :mod:`.augment`: seeded randomized SMILES (training views per epoch, test-time views).
+* :mod:`exlm_chem.data.augment` (moved there: fine-tuning uses it too): seeded randomized
+  SMILES, training views per epoch and test-time views.
 * :mod:`.ensemble`: member seeds, bootstrap rows, combining member x view outputs.
 * :mod:`.calibration`: isotonic / Platt maps of probabilities, stored as JSON.
 * :mod:`.conformal`: split-conformal intervals for regression.

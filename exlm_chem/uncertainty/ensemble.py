@@ -3,7 +3,7 @@
 An estimator with ``n_models=m`` and ``tta=n`` produces, per molecule and task, m x (1 + n)
 outputs (member x view). Members differ in their seed (head initialisation, dropout,
 batch order and, with ``bootstrap``, their training rows); views are the canonical SMILES
-and n randomized ones (:func:`~exlm_chem.uncertainty.augment.tta_views`).
+and n randomized ones (:func:`~exlm_chem.data.augment.tta_views`).
 """
 
 from __future__ import annotations

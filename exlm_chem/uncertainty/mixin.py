@@ -1,6 +1,6 @@
 """The estimators' outputs over ensemble members and SMILES views, and their spread.
 
-:class:`UncertaintyMixin` sits in :class:`~exlm_chem.estimator_base.ExLMEstimatorBase`;
+:class:`UncertaintyMixin` sits in :class:`~exlm_chem.sklearn.base.ExLMEstimatorBase`;
 the host provides ``_valid_rows`` (input checks), ``_net`` (a network on the estimator's
 device) and the fitted ``model_`` / ``models_``, ``seed_``, ``n_tasks_``, ``multitask_``.
 """
@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from exlm_chem.uncertainty.augment import tta_views
+from exlm_chem.data.augment import tta_views
 from exlm_chem.uncertainty.calibration import fit_calibrator, logit
 from exlm_chem.uncertainty.conformal import conformal_quantile, conformity_scores
 from exlm_chem.uncertainty.ensemble import Spread, combine
@@ -29,7 +29,7 @@ class UncertaintyMixin:
     def _samples(self, smiles: list[str]) -> np.ndarray:
         """Raw outputs [members, views, n, n_tasks] float64 of valid SMILES: every member
         on the given SMILES, or with ``tta`` on the canonical + ``tta`` randomized views."""
-        from exlm_chem.finetune import predict_batched
+        from exlm_chem.train.finetune import predict_batched
 
         tta = self.tta
         if isinstance(tta, bool) or not isinstance(tta, int | np.integer) or tta < 0:

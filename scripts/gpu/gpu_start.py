@@ -142,7 +142,7 @@ def start(args: argparse.Namespace) -> int:
             "-q",
             "-p",
             "no:cacheprovider",
-            "tests/unit/test_dag_triton.py",
+            "tests/unit/dag/test_dag_triton.py",
         ]
         left = clock.left() - LAUNCH_RESERVE
         if run_logged("pytest -m gpu", cmd, work.logs / "pytest_gpu.log", timeout=min(300, left)):

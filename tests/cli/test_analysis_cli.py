@@ -12,9 +12,9 @@ import torch
 from exlm_chem.analysis.entropy import masked_entropy
 from exlm_chem.analysis.explain import explain
 from exlm_chem.cli import main
-from exlm_chem.corpus import read_smiles_file
+from exlm_chem.data.corpus import read_smiles_file
+from exlm_chem.data.tokenizer import SmilesTokenizer
 from exlm_chem.model import ExLMConfig, ExLMModel, save_checkpoint
-from exlm_chem.tokenizer import SmilesTokenizer
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

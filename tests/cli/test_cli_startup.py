@@ -13,9 +13,9 @@ from exlm_chem.cli import COMMANDS
 # seconds each to import; numpy (~0.1 s) is allowed where a subcommand's choices need it
 HEAVY = ("torch", "pandas", "rdkit", "sklearn", "matplotlib", "pyarrow", "triton", "deepchem",
          "torch_geometric", "transformers", "tokenizers")
-# PretrainArgs lives in exlm_chem.pretrain, which imports torch at the top; the options of
+# PretrainArgs lives in exlm_chem.train.pretrain, which imports torch at the top; the options of
 # `pretrain` and `text pretrain` are built from it. Moving the dataclass to a torch-free
-# module fixes both (exlm_chem/pretrain.py is being reworked on another branch).
+# module fixes both (exlm_chem/train/pretrain.py is being reworked on another branch).
 NEEDS_TORCH_TO_DECLARE = {"pretrain", "text pretrain"}
 
 
@@ -68,7 +68,7 @@ def _command_ids() -> list:
     for command in COMMANDS:
         words = f"{command.group} {command.name}" if command.group else command.name
         marks = ([pytest.mark.xfail(strict=True, reason="declares its options from "
-                                    "exlm_chem.pretrain.PretrainArgs (imports torch)")]
+                                    "exlm_chem.train.pretrain.PretrainArgs (imports torch)")]
                  if words in NEEDS_TORCH_TO_DECLARE else [])
         params.append(pytest.param(words, id=words.replace(" ", "-"), marks=marks))
     return params

@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from exlm_chem.atomic_files import default_file_mode
 from exlm_chem.cli import main
 from exlm_chem.embed import embed
+from exlm_chem.files.atomic_files import default_file_mode
 
 BAD_ROWS = {  # data row -> SMILES that must come out invalid
     2: "not_a_smiles",
@@ -147,7 +147,7 @@ def fitted(bbbp, tiny_checkpoint, tmp_path_factory) -> Path:
 
 
 def test_fit_then_predict_writes_aligned_rows(fitted, input_csv, expected, tmp_path):
-    from exlm_chem.estimator import ExLMMoleculeClassifier
+    from exlm_chem.sklearn.estimator import ExLMMoleculeClassifier
 
     est = ExLMMoleculeClassifier.load(fitted)
     assert est.task_names_ == ["p_np"] and est.n_tasks_ == 1 and len(est.history_) == 2

@@ -1,106 +1,70 @@
-"""The CLI's one input reader (CSV, SMILES files, Parquet) and its summary line."""
+"""The CLI's one input reader (:func:`exlm_chem.cli.inputs.open_input`) and its summary line.
+
+The table reading underneath is tested in tests/unit/data/test_tables.py."""
 
 from __future__ import annotations
 
-import gzip
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from exlm_chem.cli.inputs import iter_chunks, open_table, read_table, table_kind
+from exlm_chem.cli import inputs
+from exlm_chem.cli.inputs import CliInput, open_input, smiles_cells
 from exlm_chem.cli.tally import RowTally, reason_kind
-
-ROWS: list = [("CCO", "ethanol", "1"), ("C1CC", "broken ring", None), ("c1ccccc1", "benzene", "0")]
-
-
-def _frame() -> pd.DataFrame:
-    return pd.DataFrame(ROWS, columns=["smiles", "name", "label"])
+from exlm_chem.data import tables
 
 
 @pytest.fixture
-def inputs(tmp_path: Path) -> dict[str, Path]:
-    """The same three molecules as CSV, gzipped CSV, Parquet and a .smi file."""
-    frame = _frame()
-    paths = {"csv": tmp_path / "m.csv", "csv.gz": tmp_path / "m.csv.gz",
-             "parquet": tmp_path / "m.parquet", "smi": tmp_path / "m.smi"}
-    frame.to_csv(paths["csv"], index=False)
-    frame.to_csv(paths["csv.gz"], index=False)
-    frame.to_parquet(paths["parquet"], index=False)
-    paths["smi"].write_text("".join(f"{s} {n}\n\n" for s, n, _ in ROWS), encoding="utf-8")
-    return paths
+def table_csv(tmp_path: Path) -> Path:
+    path = tmp_path / "m.csv"
+    pd.DataFrame({"id": ["a", "b", "c"], "smiles": ["CCO", None, "c1ccccc1"],
+                  "label": ["1", "0", None]}).to_csv(path, index=False)
+    return path
 
 
-def test_kind_by_suffix():
-    kinds = [table_kind(n) for n in ("a.csv", "a.CSV.gz", "a.parquet", "a.pq", "a.smi",
-                                     "a.smi.gz", "a.txt")]
-    assert kinds == ["csv", "csv", "parquet", "parquet", "smi", "smi", "smi"]
+def test_open_input_checks_the_columns_and_drops_repeats(table_csv):
+    rows = open_input(table_csv, "smiles", ["id", "label", "id"])
+    assert isinstance(rows, CliInput)
+    assert rows.columns == ["id", "label"]
+    assert (rows.smiles_column, rows.table.n_rows, rows.table.kind) == ("smiles", 3, "csv")
 
 
-@pytest.mark.parametrize("fmt", ["csv", "csv.gz", "parquet", "smi"])
-def test_every_format_reads_the_same_rows(inputs, fmt):
-    table = open_table(inputs[fmt], {"--smiles-column": ["smiles"]})
-    assert table.n_rows == 3
-    chunks = list(iter_chunks(table, ["smiles", "name"], chunk_size=2))
-    assert [list(c.index) for c in chunks] == [[0, 1], [2]]  # data rows across chunks
-    frame = pd.concat(chunks)
-    assert frame["smiles"].tolist() == ["CCO", "C1CC", "c1ccccc1"]
-    assert frame["name"].tolist() == ["ethanol", "broken ring", "benzene"]
+def test_open_input_names_the_option_of_a_missing_column(table_csv):
+    with pytest.raises(ValueError, match=r"^--smiles-column 'SMILES' not found in .*m\.csv; "
+                                         r"its columns are: id, smiles, label$"):
+        open_input(table_csv, "SMILES", ["id"])
+    with pytest.raises(ValueError, match=r"^--keep-columns 'name' not found"):
+        open_input(table_csv, "smiles", ["name"])
+    with pytest.raises(ValueError, match=r"^--target-columns 'p_np', 'y' not found"):
+        open_input(table_csv, "smiles", ["p_np", "label", "y"], option="--target-columns")
 
 
-def test_missing_cells_are_none_and_values_text(inputs):
-    for fmt in ("csv", "parquet"):
-        frame = read_table(open_table(inputs[fmt]), ["label"])
-        assert frame["label"].tolist() in (["1", None, "0"], ["1.0", None, "0.0"])
+def test_chunks_and_read_give_aligned_frames_and_smiles(table_csv):
+    rows = open_input(table_csv, "smiles", ["id"])
+    chunks = list(rows.chunks(2))
+    assert [list(frame.index) for frame, _ in chunks] == [[0, 1], [2]]
+    assert [smiles for _, smiles in chunks] == [["CCO", ""], ["c1ccccc1"]]  # empty cell: ""
+    assert [frame.columns.tolist() for frame, _ in chunks] == [["smiles", "id"]] * 2
+    frame, smiles = rows.read()
+    assert smiles == ["CCO", "", "c1ccccc1"]
+    assert frame["id"].tolist() == ["a", "b", "c"]
 
 
-def test_missing_column_lists_the_columns(inputs):
-    with pytest.raises(ValueError, match=r"--target-columns 'p_np' not found in .*m\.csv; "
-                                         r"its columns are: smiles, name, label"):
-        open_table(inputs["csv"], {"--target-columns": ["p_np"]})
-    with pytest.raises(ValueError, match=r"'SMILES' not found in .*m\.smi; its columns are: "
-                                         r"smiles, name"):
-        open_table(inputs["smi"], {"--smiles-column": ["SMILES"]})
+def test_smiles_column_may_also_be_kept(table_csv):
+    frame, smiles = open_input(table_csv, "smiles", ["smiles"]).read()
+    assert frame.columns.tolist() == ["smiles"]
+    assert smiles_cells(frame, "smiles") == smiles == ["CCO", "", "c1ccccc1"]
 
 
-def test_empty_and_header_only_inputs_name_the_file(tmp_path: Path):
-    empty = tmp_path / "empty.csv"
-    empty.write_bytes(b"")
-    with pytest.raises(ValueError, match=r"empty\.csv is empty: no header and no data rows"):
-        open_table(empty)
-    empty_gz = tmp_path / "empty.csv.gz"
-    with gzip.open(empty_gz, "wb"):
-        pass
-    with pytest.raises(ValueError, match=r"empty\.csv\.gz is empty"):
-        open_table(empty_gz)
-    header = tmp_path / "header.csv"
-    header.write_text("smiles,p_np\n")
-    with pytest.raises(ValueError, match=r"header\.csv has no data rows \(only a header: "
-                                         r"smiles, p_np\)"):
-        open_table(header, {"--smiles-column": ["smiles"]})
-    blank = tmp_path / "blank.smi"
-    blank.write_text("\n  \n")
-    with pytest.raises(ValueError, match=r"blank\.smi has no SMILES"):
-        open_table(blank)
-    pq_empty = tmp_path / "none.parquet"
-    _frame().iloc[:0].to_parquet(pq_empty)
-    with pytest.raises(ValueError, match=r"none\.parquet has no data rows"):
-        open_table(pq_empty)
-    with pytest.raises(FileNotFoundError, match=r"input file not found: .*nope\.csv"):
-        open_table(tmp_path / "nope.csv")
+def test_old_import_paths_still_work():
+    from exlm_chem.cli import predict
+    from exlm_chem.sklearn import prediction
 
-
-def test_latin1_bytes_name_file_row_and_column(tmp_path: Path):
-    path = tmp_path / "latin.csv"
-    path.write_bytes("smiles,name\nCCO,ethanol\nCCN,ethylamine\nCC(=O)O,caf\xe9\n"
-                     .encode("latin-1"))
-    with pytest.raises(ValueError, match=r"latin\.csv, data row 2, column 'name': "
-                                         r"b'caf\\xe9' is not valid utf-8.*--encoding"):
-        open_table(path, {"--smiles-column": ["smiles"], "--keep-columns": ["name"]})
-    # a column that is not read does not matter; the stated encoding reads it right
-    assert open_table(path, {"--smiles-column": ["smiles"]}).n_rows == 3
-    table = open_table(path, {"--keep-columns": ["name"]}, encoding="latin-1")
-    assert read_table(table, ["name"])["name"].tolist() == ["ethanol", "ethylamine", "café"]
+    for name in ("TableInput", "table_kind", "open_table", "iter_chunks", "read_table"):
+        assert getattr(inputs, name) is getattr(tables, name)
+    for name in ("load_estimator", "output_names", "predict_values"):
+        assert getattr(predict, name) is getattr(prediction, name)
 
 
 def test_reason_kinds_drop_the_molecule_specific_parts():

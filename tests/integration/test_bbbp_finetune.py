@@ -12,10 +12,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from exlm_chem.estimator import ExLMMoleculeClassifier
+from exlm_chem.data.moleculenet import load_moleculenet
+from exlm_chem.data.splits import scaffold_split
 from exlm_chem.metrics import mean_roc_auc
-from exlm_chem.moleculenet import load_moleculenet
-from exlm_chem.splits import scaffold_split
+from exlm_chem.sklearn.estimator import ExLMMoleculeClassifier
 
 
 @pytest.mark.slow

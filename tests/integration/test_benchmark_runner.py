@@ -9,7 +9,7 @@ from exlm_chem.benchmark.encoders import EncoderMethod, checkpoint_id
 from exlm_chem.benchmark.records import Budget, ResultsFile
 from exlm_chem.benchmark.rf import RandomForestSettings, rf_method
 from exlm_chem.benchmark.runner import MethodSpec, run_benchmark
-from exlm_chem.benchmark.tasks import load_task
+from exlm_chem.data.tasks import load_task
 
 
 def small_rf(data, seed, budget, progress):
@@ -91,7 +91,7 @@ def test_probe_is_cached_and_deterministic(tmp_path, moleculenet_dir, tiny_check
     np.testing.assert_array_equal(first.test_scores, again.test_scores)
     assert first.test_scores.shape == (len(data.test), 1)
 
-    from exlm_chem import probe as probe_module
+    from exlm_chem.train import probe as probe_module
 
     def no_refit(*args, **kwargs):
         raise AssertionError("a deterministic probe must not be refitted for another seed")

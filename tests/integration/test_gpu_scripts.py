@@ -35,7 +35,7 @@ def _run(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def prepared(pretrain_dir, tmp_path_factory) -> Path:
-    from exlm_chem.corpus_prepare import prepare_corpus
+    from exlm_chem.data.corpus_prepare import prepare_corpus
 
     out = tmp_path_factory.mktemp("prepared") / "tiny"
     prepare_corpus([pretrain_dir / "moses_train.smi.gz"], out, limit=300, valid_size=20,
@@ -118,9 +118,9 @@ def test_small_checkpoint_fits_one_file_in_fp16(tmp_path):
     """A `small` checkpoint must come back in one file: <= 16 MiB in fp16."""
     import torch
 
+    from exlm_chem.data.tokenizer import SmilesTokenizer
     from exlm_chem.model import ExLMConfig, ExLMModel
     from exlm_chem.model.checkpoint import save_checkpoint
-    from exlm_chem.tokenizer import SmilesTokenizer
 
     tok = SmilesTokenizer()
     model = ExLMModel(ExLMConfig.preset("small", vocab_size=len(tok)))

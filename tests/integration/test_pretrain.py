@@ -9,9 +9,9 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from exlm_chem.corpus import read_smiles_file
-from exlm_chem.pretrain import PretrainArgs, pretrain
-from exlm_chem.tokenizer import SmilesTokenizer
+from exlm_chem.data.corpus import read_smiles_file
+from exlm_chem.data.tokenizer import SmilesTokenizer
+from exlm_chem.train.pretrain import PretrainArgs, pretrain
 
 
 def _args(corpus, out, **kw) -> PretrainArgs:
@@ -115,7 +115,7 @@ def test_repeated_mlm_pretrains(corpus, tmp_path, objective):
 # ----- a prepared corpus, workers, budget -------------------------------------------------
 @pytest.fixture(scope="module")
 def prepared_dir(corpus, tmp_path_factory):
-    from exlm_chem.corpus_prepare import prepare_corpus
+    from exlm_chem.data.corpus_prepare import prepare_corpus
 
     out = tmp_path_factory.mktemp("prepared") / "corpus"
     prepare_corpus([corpus], out, limit=400, valid_size=40, hygiene=False, n_jobs=1)
@@ -212,8 +212,8 @@ def test_conflicting_sources_or_steps_are_rejected(prepared_dir, corpus, tmp_pat
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 @pytest.mark.parametrize("objective", ["exlm", "mlm"])
 def test_a_training_step_does_not_wait_for_the_gpu(prepared_dir, tmp_path, objective):
-    from exlm_chem.pretrain import Pretrainer
-    from exlm_chem.pretrain_data import to_device
+    from exlm_chem.train.pretrain import Pretrainer
+    from exlm_chem.train.pretrain_data import to_device
 
     trainer = Pretrainer(_prepared_args(prepared_dir, tmp_path, objective=objective,
                                         device="cuda", max_tokens=4096))

@@ -42,8 +42,8 @@ def clintox(moleculenet_dir) -> pd.DataFrame:
 @pytest.fixture(scope="module")
 def fitted(clintox, tiny_checkpoint, tmp_path_factory) -> Path:
     """A 2-task classifier (FDA_APPROVED, CT_TOX) fine-tuned for one epoch on 64 rows."""
-    from exlm_chem.estimator import ExLMMoleculeClassifier
-    from exlm_chem.featurize import check_smiles
+    from exlm_chem.data.featurize import check_smiles
+    from exlm_chem.sklearn.estimator import ExLMMoleculeClassifier
 
     train = clintox.iloc[:70]
     train = train[check_smiles(train["smiles"].tolist()).valid].iloc[:64]
@@ -86,7 +86,7 @@ def _loaded_models(cluster) -> dict[str, dict[str, int]]:
 
 
 def _expected_rows(library) -> pd.DataFrame:
-    from exlm_chem.featurize import check_smiles
+    from exlm_chem.data.featurize import check_smiles
 
     rows = []
     for path, smiles in library.items():
@@ -100,7 +100,7 @@ def _expected_rows(library) -> pd.DataFrame:
 @pytest.fixture(scope="module")
 def expected_predictions(fitted, library) -> pd.DataFrame:
     """Single-process ``predict_proba`` on each whole file."""
-    from exlm_chem.estimator import ExLMMoleculeClassifier
+    from exlm_chem.sklearn.estimator import ExLMMoleculeClassifier
 
     est = ExLMMoleculeClassifier.load(fitted)
     frame = _expected_rows(library)

@@ -12,7 +12,7 @@ import pytest
 @pytest.fixture(scope="session")
 def bbbp_rows(moleculenet_dir):
     """32 BBBP molecules (16 per class) and their 0/1 labels."""
-    from exlm_chem.moleculenet import load_moleculenet
+    from exlm_chem.data.moleculenet import load_moleculenet
 
     ds = load_moleculenet("bbbp", moleculenet_dir)
     label = ds.labels[:, 0]
@@ -24,7 +24,7 @@ def bbbp_rows(moleculenet_dir):
 @pytest.fixture(scope="session")
 def fitted_classifier(tiny_checkpoint, bbbp_rows):
     """A classifier fine-tuned for one epoch from the tiny checkpoint."""
-    from exlm_chem.estimator import ExLMMoleculeClassifier
+    from exlm_chem.sklearn.estimator import ExLMMoleculeClassifier
 
     X, y = bbbp_rows
     return ExLMMoleculeClassifier(str(tiny_checkpoint), epochs=1, batch_size=16,

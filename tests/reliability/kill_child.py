@@ -40,7 +40,7 @@ def pause() -> None:
 def arm(mode: str, target: Path) -> None:
     import safetensors.torch
 
-    from exlm_chem import safe_write
+    from exlm_chem.files import safe_write
 
     if mode == "in_body":
         original = safetensors.torch.save_file
@@ -78,7 +78,7 @@ def load(kind: str, source: Path):
 
     torch.set_num_threads(1)  # also keeps forking safe: no OpenMP pool to inherit
     if kind == "estimator":
-        from exlm_chem.estimator import ExLMMoleculeClassifier
+        from exlm_chem.sklearn.estimator import ExLMMoleculeClassifier
 
         model = ExLMMoleculeClassifier.load(source)
         weights, save = model.model_.head.out.bias, model.save

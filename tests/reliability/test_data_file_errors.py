@@ -7,8 +7,8 @@ import gzip
 import numpy as np
 import pytest
 
+from exlm_chem.data.moleculenet import ChecksumError, load_moleculenet
 from exlm_chem.errors import DataFileError
-from exlm_chem.moleculenet import ChecksumError, load_moleculenet
 
 
 @pytest.fixture

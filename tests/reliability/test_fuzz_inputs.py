@@ -16,8 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from exlm_chem.featurize import check_smiles
-from exlm_chem.tokenizer import SmilesTokenizer
+from exlm_chem.data.featurize import check_smiles
+from exlm_chem.data.tokenizer import SmilesTokenizer
 
 FUZZ_EXAMPLES = 2000
 FUZZ = settings(max_examples=FUZZ_EXAMPLES, deadline=None, derandomize=True, database=None,

@@ -7,11 +7,11 @@ import warnings
 import numpy as np
 import pytest
 
+from exlm_chem.data.featurize import UnknownTokensWarning, check_smiles
 from exlm_chem.embed import embed
 from exlm_chem.errors import InvalidSmilesError
-from exlm_chem.estimator import ExLMMoleculeClassifier, ExLMMoleculeRegressor
-from exlm_chem.featurize import UnknownTokensWarning, check_smiles
-from exlm_chem.finetune import target_scaling
+from exlm_chem.sklearn.estimator import ExLMMoleculeClassifier, ExLMMoleculeRegressor
+from exlm_chem.train.finetune import target_scaling
 
 JUNK = ["c1ccccc1 this is not a molecule", "CC\nO", "CCO ", "\tCCO", "C\u2003C"]
 

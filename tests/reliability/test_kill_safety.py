@@ -19,8 +19,8 @@ import pytest
 from reliability_helpers import CLI, cli_env, debris
 
 from exlm_chem.cli import main
-from exlm_chem.estimator import ExLMMoleculeClassifier
 from exlm_chem.model.checkpoint import load_checkpoint
+from exlm_chem.sklearn.estimator import ExLMMoleculeClassifier
 
 CHILD = [sys.executable, str(Path(__file__).with_name("kill_child.py"))]
 MODES = ["in_body", "before_swap", "after_swap", "between_renames"]

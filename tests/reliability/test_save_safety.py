@@ -11,13 +11,13 @@ import sys
 import pytest
 from reliability_helpers import CLI, cli_env, debris
 
-from exlm_chem import debris as debris_names
-from exlm_chem import safe_write
 from exlm_chem.cli import main
 from exlm_chem.cli.errors import run_console
 from exlm_chem.errors import OutputPathError
-from exlm_chem.estimator import ExLMMoleculeClassifier
+from exlm_chem.files import debris as debris_names
+from exlm_chem.files import safe_write
 from exlm_chem.model.checkpoint import load_checkpoint, save_checkpoint
+from exlm_chem.sklearn.estimator import ExLMMoleculeClassifier
 
 
 def _user_folder(path):
@@ -168,7 +168,7 @@ def test_debris_of_a_killed_save_is_swept_and_a_set_aside_model_restored(
     (half / "config.json").write_text("{")
     live = tmp_path / f".clf.tmp-{debris_names.HOST}.{os.getppid()}-qrstuvwx"  # a live writer
     live.mkdir()
-    with caplog.at_level(logging.INFO, logger="exlm_chem.debris"):
+    with caplog.at_level(logging.INFO, logger="exlm_chem.files.debris"):
         kept = safe_write.sweep_debris(target)
     assert kept == [live] and live.name in caplog.text and "restored" in caplog.text
     assert _snapshot(target) == saved

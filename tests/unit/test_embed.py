@@ -7,10 +7,10 @@ import pandas as pd
 import pytest
 import torch
 
-from exlm_chem.collate import SpecialIds, expand_for_inference
+from exlm_chem.data.collate import SpecialIds, expand_for_inference
+from exlm_chem.data.tokenizer import SmilesTokenizer
 from exlm_chem.embed import Embedder, EmbeddingResult, embed, iter_embeddings
 from exlm_chem.model.checkpoint import load_checkpoint
-from exlm_chem.tokenizer import SmilesTokenizer
 
 TOL = {"rtol": 1e-4, "atol": 1e-5}  # batched vs one-by-one forward: float32 rounding only
 
@@ -32,7 +32,7 @@ def embedder(tiny_checkpoint) -> Embedder:
 
 
 def _direct(checkpoint, smiles: list[str], pooling: str) -> np.ndarray:
-    """One molecule per forward pass, pooling written out here (no exlm_chem.featurize)."""
+    """One molecule per forward pass, pooling written out here (no exlm_chem.data.featurize)."""
     model, config, _ = load_checkpoint(checkpoint)
     tok = SmilesTokenizer(checkpoint / "vocab.txt")
     special = SpecialIds(tok.bos_id, tok.pad_id, tok.eos_id, tok.mask_id)

@@ -1,0 +1,172 @@
+"""The pre-training corpus: reading, tokenising, hygiene and token-budget batches.
+
+A corpus is one or more SMILES files (one per line, optionally gzipped). It is tokenised
+once into a flat id array with offsets (compact: ~2M molecules fit in tens of MB), then
+served as batches bounded by a token budget, bucketed by length so little is padding.
+The batch order depends only on ``(seed, epoch)``, which is what makes resuming exact.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import logging
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from exlm_chem.data.tokenizer import SmilesTokenizer
+
+logger = logging.getLogger(__name__)
+
+
+class TokenizedCorpus(NamedTuple):
+    ids: np.ndarray  # [total tokens] int16, every molecule's [BOS ... EOS] back to back
+    offsets: np.ndarray  # [n + 1] int64, molecule i is ids[offsets[i]:offsets[i+1]]
+    smiles: list[str]  # the source strings, aligned with the molecules
+    n_unknown_tokens: int  # tokens that mapped to [UNK]
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    def get(self, i: int) -> np.ndarray:
+        return self.ids[self.offsets[i] : self.offsets[i + 1]].astype(np.int64)
+
+    def tokens(self, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Ids of molecules ``index`` back to back [tokens], and their lengths [len(index)]."""
+        index = np.asarray(index, dtype=np.int64)
+        lengths = self.lengths()[index]
+        starts = np.cumsum(lengths) - lengths
+        # source position of every output token: its molecule's start plus its rank in it
+        shift = np.repeat(self.offsets[index] - starts, lengths)  # [tokens]
+        return self.ids[np.arange(int(lengths.sum())) + shift], lengths
+
+    def subset(self, index: np.ndarray) -> TokenizedCorpus:
+        """Molecules ``index`` in that order; SMILES kept when the corpus has them."""
+        ids, lengths = self.tokens(index)
+        offsets = np.concatenate(([0], np.cumsum(lengths)))
+        smiles = [self.smiles[i] for i in index] if self.smiles else []
+        return TokenizedCorpus(ids, offsets, smiles, 0)
+
+
+def open_text(path: str | Path):
+    path = Path(path)
+    if path.suffix == ".gz":
+        return gzip.open(path, "rt", encoding="utf-8")
+    return open(path, encoding="utf-8")
+
+
+def read_smiles_file(path: str | Path, limit: int | None = None) -> list[str]:
+    """Read one SMILES per line (first whitespace-separated field); blank lines skipped."""
+    out: list[str] = []
+    with open_text(path) as handle:
+        for line in handle:
+            field = line.split(maxsplit=1)
+            if field:
+                out.append(field[0])
+                if limit is not None and len(out) >= limit:
+                    break
+    return out
+
+
+def file_sha256(path: str | Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def tokenize_corpus(
+    smiles: Sequence[str], tokenizer: SmilesTokenizer, max_length: int = 256
+) -> TokenizedCorpus:
+    """Tokenise every SMILES to ``[BOS ... EOS]`` (truncated to ``max_length``, EOS kept)."""
+    before = sum(tokenizer.unknown_token_counts.values())
+    encoded = [tokenizer.encode(s, max_length=max_length) for s in smiles]
+    lengths = np.fromiter((len(e) for e in encoded), dtype=np.int64, count=len(encoded))
+    offsets = np.concatenate(([0], np.cumsum(lengths)))
+    flat = np.fromiter((t for e in encoded for t in e), dtype=np.int16, count=int(offsets[-1]))
+    n_unknown = sum(tokenizer.unknown_token_counts.values()) - before
+    if n_unknown:
+        logger.warning("%d corpus tokens are not in the vocabulary and became [UNK]", n_unknown)
+    return TokenizedCorpus(flat, offsets, list(smiles), n_unknown)
+
+
+def split_validation(n: int, n_valid: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Hold out ``n_valid`` molecules at random (seeded); returns (train, valid) indices."""
+    order = np.random.default_rng(seed).permutation(n)
+    return np.sort(order[n_valid:]), np.sort(order[:n_valid])
+
+
+def token_budget_batches(
+    lengths: np.ndarray, max_tokens: int, seed: int, epoch: int, bucket_size: int = 100
+) -> list[np.ndarray]:
+    """Indices grouped into batches of at most ``max_tokens`` padded tokens.
+
+    Molecules are shuffled with ``(seed, epoch)``, sorted by length inside windows of
+    ``bucket_size`` batches' worth (so a batch holds similar lengths), and the batches
+    shuffled again. ``max_tokens`` counts padded, unexpanded tokens.
+    """
+    rng = np.random.default_rng([seed, epoch])
+    order = rng.permutation(len(lengths))
+    window = max(1, bucket_size * max(1, max_tokens // max(1, int(np.median(lengths)))))
+    batches: list[np.ndarray] = []
+    for start in range(0, len(order), window):
+        chunk = order[start : start + window]
+        chunk = chunk[np.argsort(lengths[chunk], kind="stable")]
+        batches.extend(_greedy_cuts(chunk, lengths[chunk], max_tokens))
+    return [batches[i] for i in rng.permutation(len(batches))]
+
+
+def _greedy_cuts(chunk: np.ndarray, sorted_lengths: np.ndarray, max_tokens: int) -> list:
+    """Cut a length-sorted chunk into batches, each as long as ``max_tokens`` allows.
+
+    A batch from ``a`` takes molecule ``j`` while ``sorted_lengths[j] * (j - a + 1)`` (its
+    padded size) stays within the budget; that product grows with ``j``, so the first
+    molecule over budget is found by bisection instead of a step per molecule. A molecule
+    longer than the budget gets a batch of its own.
+    """
+    cuts, n, a = [], len(chunk), 0
+    while a < n:
+        lo, hi = a + 1, n  # the batch ends at the first j in [lo, hi) over budget, else hi
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if int(sorted_lengths[mid]) * (mid - a + 1) > max_tokens:
+                hi = mid
+            else:
+                lo = mid + 1
+        cuts.append(chunk[a:lo].astype(np.int64))
+        a = lo
+    return cuts
+
+
+class BatchStream:
+    """Endless, resumable stream of index batches: epoch after epoch, same order each run."""
+
+    def __init__(self, lengths: np.ndarray, max_tokens: int, seed: int) -> None:
+        self.lengths, self.max_tokens, self.seed = lengths, max_tokens, seed
+
+    def iterate(self, epoch: int = 0, position: int = 0) -> Iterator[tuple[int, int, np.ndarray]]:
+        """Yield ``(epoch, position_in_epoch, indices)`` starting at a saved position."""
+        while True:
+            batches = token_budget_batches(self.lengths, self.max_tokens, self.seed, epoch)
+            for pos in range(position, len(batches)):
+                yield epoch, pos, batches[pos]
+            epoch, position = epoch + 1, 0
+
+
+def chunked(items: Iterable, size: int) -> Iterator[list]:
+    batch: list = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch

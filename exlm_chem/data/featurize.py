@@ -1,0 +1,137 @@
+"""From user SMILES to pooled encoder states: input checks, batching, pooling.
+
+Shared by fine-tuning, the estimators and embedding export. Bad rows are never dropped:
+:func:`check_smiles` returns a mask and a reason per row so that callers can keep their
+outputs aligned with their inputs.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+import torch
+
+from exlm_chem.data.tokenizer import SmilesTokenizer
+from exlm_chem.errors import InvalidRow, InvalidSmilesError
+
+MAX_SMILES_CHARS = 2000  # longer strings are rejected: no molecule of interest is that long
+UNKNOWN_SHARE = 0.5  # molecules with more of their tokens [UNK] than this are warned about
+_WHITESPACE = re.compile(r"\s")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class UnknownTokensWarning(UserWarning):
+    """Some molecules are made mostly of tokens outside the model's vocabulary."""
+
+
+class CheckedSmiles(NamedTuple):
+    valid: np.ndarray  # [N] bool
+    reasons: list[str | None]  # None for valid rows, else why the row was rejected
+
+
+def check_smiles(smiles: Sequence[Any], max_chars: int = MAX_SMILES_CHARS) -> CheckedSmiles:
+    """Validate each entry: a non-empty string RDKit can parse, at most ``max_chars`` long.
+
+    A SMILES is one word: any whitespace (a space, tab or newline, even at the ends) makes
+    the row invalid, because RDKit would read the text after it as the molecule's name
+    and the tokenizer would pass it to the model. Strings that cannot be encoded (lone
+    surrogates) are invalid rows too; no entry ever raises.
+    """
+    from rdkit import Chem, RDLogger
+
+    RDLogger.DisableLog("rdApp.*")
+    valid = np.zeros(len(smiles), dtype=bool)
+    reasons: list[str | None] = []
+    for i, s in enumerate(smiles):
+        if not isinstance(s, str):
+            reason = f"not a string ({type(s).__name__})"
+        elif not s.strip():
+            reason = "empty SMILES"
+        elif len(s) > max_chars:
+            reason = f"too long ({len(s)} characters > {max_chars})"
+        elif space := _WHITESPACE.search(s):
+            reason = (f"whitespace {space.group()!r} at position {space.start()}: a SMILES "
+                      "is one word, and text after it is not part of the molecule")
+        elif surrogate := _SURROGATE.search(s):
+            reason = (f"not encodable text (lone surrogate {surrogate.group()!r} at "
+                      f"position {surrogate.start()})")
+        else:
+            reason = _rdkit_reason(Chem, s)
+            valid[i] = reason is None
+        reasons.append(reason)
+    return CheckedSmiles(valid, reasons)
+
+
+def _rdkit_reason(chem: Any, smiles: str) -> str | None:
+    """None when RDKit parses ``smiles``, else RDKit's own message (e.g. an unclosed ring)."""
+    from exlm_chem.data.moleculenet import _rdkit_reason as rdkit_message
+
+    try:
+        mol = chem.MolFromSmiles(smiles)
+    except Exception as err:  # an RDKit failure on one row must not end the batch
+        return f"RDKit failed on it ({type(err).__name__})"
+    if mol is not None:
+        return None
+    try:
+        return rdkit_message(smiles)
+    except Exception:  # RDKit's log of odd text may not decode; the row is still invalid
+        return "RDKit could not parse the SMILES"
+
+
+def warn_unknown_tokens(tokenizer: SmilesTokenizer, smiles: Sequence[str],
+                        rows: Sequence[int] | None = None, share: float = UNKNOWN_SHARE,
+                        stacklevel: int = 3) -> np.ndarray:
+    """Warn about molecules whose tokens are all, or more than ``share``, ``[UNK]``.
+
+    The model sees next to nothing of such a molecule (``[13CH4]`` and ``[Uuo]`` get the
+    same output), so the warning counts them and names a few. ``rows`` are the positions
+    to report (default ``0..N-1``). Returns the [N] bool mask of flagged molecules.
+    """
+    fraction = tokenizer.unknown_fraction(smiles)  # [N]
+    flagged = fraction > share
+    if flagged.any():
+        where = np.flatnonzero(flagged)
+        positions = np.asarray(rows if rows is not None else range(len(smiles)))[where]
+        n_all = int((fraction[where] == 1).sum())
+        example = smiles[int(where[0])]
+        more = f" and {where.size - 10} more" if where.size > 10 else ""
+        warnings.warn(
+            f"{where.size} of {len(smiles)} molecules are mostly tokens unknown to the model "
+            f"([UNK]): {n_all} entirely, {where.size - n_all} for more than {share:.0%} of "
+            f"their tokens (rows {positions[:10].tolist()}{more}; e.g. {example!r:.60}). "
+            "Their outputs say little about them", UnknownTokensWarning, stacklevel=stacklevel)
+    return flagged
+
+
+def raise_for_invalid(smiles: Sequence[Any], checked: CheckedSmiles) -> None:
+    if not checked.valid.all():
+        bad = np.flatnonzero(~checked.valid)
+        raise InvalidSmilesError([InvalidRow(int(i), smiles[i], checked.reasons[i]) for i in bad])
+
+
+def pool(hidden: torch.Tensor, padding_mask: torch.Tensor, pooling: str) -> torch.Tensor:
+    """``bos``: the first BOS copy (position 0); ``mean``: mean over real tokens."""
+    if pooling == "bos":
+        return hidden[:, 0]
+    if pooling == "mean":
+        weights = padding_mask.unsqueeze(-1).to(hidden.dtype)  # [B, X, 1]
+        return (hidden * weights).sum(1) / weights.sum(1).clamp_min(1.0)
+    raise ValueError(f"pooling must be 'bos' or 'mean', got {pooling!r}")
+
+
+def pooled_states(model: torch.nn.Module, input_ids: torch.Tensor, pos_original: torch.Tensor,
+                  pos_copy: torch.Tensor, padding_mask: torch.Tensor,
+                  pooling: str) -> torch.Tensor:
+    """Pooled encoder states [B, d] of an expanded batch (each input [B, X]).
+
+    ``bos`` asks the encoder for position 0 alone (``first_only``), so its last block
+    skips every other row; ``mean`` pools all real tokens.
+    """
+    if pooling == "bos":
+        return model(input_ids, pos_original, pos_copy, padding_mask, first_only=True)
+    return pool(model(input_ids, pos_original, pos_copy, padding_mask), padding_mask, pooling)
+

@@ -1,0 +1,73 @@
+"""Fine-tuning inputs built once: every molecule tokenised and expanded before training.
+
+Nothing is masked in fine-tuning, so a molecule's encoder input never changes between
+epochs. :func:`encode_rows` builds it once for a whole set as padded [N, X] tensors that
+can live on the training device; a batch is then a row gather plus a cut to the batch's
+widest row, with no tokenising, no host-to-device copy and no host-device synchronisation
+per step (the widths come from ``lengths``, kept on the host).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import numpy as np
+import torch
+
+from exlm_chem.data.collate import SpecialIds
+from exlm_chem.data.inference_inputs import inference_inputs
+
+__all__ = ["EncodedSet", "autocast", "encode_rows"]
+
+
+class EncodedSet(NamedTuple):
+    """Encoder inputs of N molecules, padded to the widest; shapes [N, X]."""
+
+    input_ids: torch.Tensor  # [N, X] expanded token ids, pad-filled
+    pos_original: torch.Tensor  # [N, X]
+    pos_copy: torch.Tensor  # [N, X]
+    padding_mask: torch.Tensor  # [N, X] bool, True on real tokens
+    lengths: np.ndarray  # [N] int64 real tokens per row, on the host (batch widths)
+
+    @property
+    def n_rows(self) -> int:  # len() of a NamedTuple counts its fields
+        return len(self.lengths)
+
+    def to(self, device: torch.device | str) -> EncodedSet:
+        """The tensors on ``device`` (``lengths`` stay on the host)."""
+        return self._replace(
+            **{
+                name: getattr(self, name).to(device)
+                for name in ("input_ids", "pos_original", "pos_copy", "padding_mask")
+            }
+        )
+
+    def batch(
+        self, rows: torch.Tensor, idx: np.ndarray
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(input_ids, pos_original, pos_copy, padding_mask)`` of some rows, [B, W].
+
+        ``rows`` indexes on the tensors' device, ``idx`` holds the same indices on the
+        host; W is the widest of those rows, read from the host-side ``lengths``.
+        """
+        width = int(self.lengths[idx].max())
+        return tuple(t[rows, :width] for t in self[:4])  # type: ignore[return-value]
+
+
+def encode_rows(rows: Sequence[np.ndarray], k: int, special: SpecialIds) -> EncodedSet:
+    """Token id rows ``[BOS, ..., EOS]`` -> an :class:`EncodedSet` expanded to ``k``."""
+    if not len(rows):
+        empty = torch.zeros((0, 0), dtype=torch.long)
+        return EncodedSet(empty, empty, empty, empty.bool(), np.zeros(0, dtype=np.int64))
+    input_ids, pos_original, pos_copy, padding_mask = inference_inputs(rows, k, special)
+    lengths = padding_mask.sum(1).numpy().astype(np.int64)  # [N]
+    return EncodedSet(input_ids, pos_original, pos_copy, padding_mask, lengths)
+
+
+def autocast(device: torch.device) -> contextlib.AbstractContextManager:
+    """bf16 autocast on CUDA; on other devices nothing changes (fp32, results as before)."""
+    if device.type == "cuda":
+        return torch.autocast("cuda", dtype=torch.bfloat16)
+    return contextlib.nullcontext()

@@ -1,0 +1,147 @@
+"""Corpus hygiene: keep benchmark valid/test molecules out of pre-training.
+
+Molecules are compared as RDKit canonical SMILES. Canonicalising two million corpus
+lines is the slow part, so a cheap necessary condition comes first: two SMILES of the
+same molecule have the same multiset of heavy-atom element symbols (read off the
+tokens), so only corpus lines whose element multiset occurs among the excluded
+molecules are canonicalised at all.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from typing import NamedTuple
+
+import numpy as np
+
+logger = logging.getLogger(__name__)
+
+# the element symbol of an atom token: bracket atoms "[13C@@H+]", organic "Cl", aromatic "c"
+_ATOM = re.compile(r"\[\d*([A-Za-z][a-z]?)|(Br|Cl|B|C|N|O|P|S|F|I|b|c|n|o|s|p)")
+
+
+class HygieneReport(NamedTuple):
+    keep: np.ndarray  # [n] bool, False for corpus lines that are excluded molecules
+    n_corpus: int  # lines checked
+    n_candidates: int  # lines whose element multiset matched (these were canonicalised)
+    n_removed: int  # lines removed
+    removed_by_task: dict[str, int]  # task name -> corpus lines matching its valid/test set
+
+
+def element_key(smiles: str) -> str:
+    """Sorted heavy-atom element symbols of a SMILES (hydrogens and charges ignored)."""
+    symbols = []
+    for bracket, organic in _ATOM.findall(smiles):
+        symbol = (bracket or organic).capitalize()
+        if symbol != "H":
+            symbols.append(symbol)
+    return ",".join(sorted(symbols))
+
+
+def canonical_smiles(smiles: str) -> str | None:
+    from rdkit import Chem, RDLogger
+
+    RDLogger.DisableLog("rdApp.*")
+    mol = Chem.MolFromSmiles(smiles)
+    return None if mol is None else Chem.MolToSmiles(mol)
+
+
+def _canonical_many(smiles: Sequence[str]) -> list[str | None]:
+    return [canonical_smiles(s) for s in smiles]
+
+
+def canonicalize(smiles: Sequence[str], n_jobs: int = 1) -> list[str | None]:
+    """Canonical SMILES (None where RDKit cannot parse), optionally over processes."""
+    if n_jobs <= 1 or len(smiles) < 20_000:
+        return _canonical_many(smiles)
+    size = -(-len(smiles) // (n_jobs * 8))
+    chunks = [smiles[i : i + size] for i in range(0, len(smiles), size)]
+    with ProcessPoolExecutor(n_jobs) as pool:
+        return [c for part in pool.map(_canonical_many, chunks) for c in part]
+
+
+def exclude_molecules(
+    corpus: Sequence[str], excluded: dict[str, set[str]], n_jobs: int = 1
+) -> HygieneReport:
+    """Mark corpus lines whose canonical SMILES is in any ``excluded`` set.
+
+    ``excluded`` maps a task name to the canonical SMILES of its valid/test molecules.
+    """
+    all_excluded = set().union(*excluded.values()) if excluded else set()
+    keys = {element_key(s) for s in all_excluded}
+    candidates = [i for i, s in enumerate(corpus) if element_key(s) in keys]
+    canon = canonicalize([corpus[i] for i in candidates], n_jobs=n_jobs)
+    keep = np.ones(len(corpus), dtype=bool)
+    by_task = dict.fromkeys(excluded, 0)
+    for i, c in zip(candidates, canon, strict=True):
+        if c is not None and c in all_excluded:
+            keep[i] = False
+            for task, members in excluded.items():
+                by_task[task] += c in members
+    report = HygieneReport(keep, len(corpus), len(candidates), int((~keep).sum()), by_task)
+    logger.info(
+        "corpus hygiene: %d of %d lines removed (%d canonicalised); per task %s",
+        report.n_removed,
+        report.n_corpus,
+        report.n_candidates,
+        by_task,
+    )
+    return report
+
+
+def runner_split_modes(seeds: Sequence[int] = (0, 1, 2)) -> list[tuple[str, int]]:
+    """Every ``(split, seed)`` the benchmark runner can evaluate on with ``seeds``.
+
+    Splits that do not move with the seed (the deterministic scaffold splits) appear
+    once, with seed 0, exactly as the runner loads them.
+    """
+    from exlm_chem.data.tasks import SPLITS, split_depends_on_seed
+
+    modes: list[tuple[str, int]] = []
+    for split in SPLITS:
+        for seed in seeds if split_depends_on_seed(split) else (0,):
+            if (split, int(seed)) not in modes:
+                modes.append((split, int(seed)))
+    return modes
+
+
+def benchmark_heldout_molecules(
+    names: Sequence[str] | None = None,
+    n_jobs: int = 1,
+    splits: Sequence[tuple[str, int]] | None = None,
+) -> dict[str, set[str]]:
+    """Canonical SMILES of the valid and test molecules of each benchmark task.
+
+    Parameters
+    ----------
+    names : sequence of str, optional
+        Tasks (default: every MoleculeNet task of the registry).
+    n_jobs : int
+        Processes for canonicalisation.
+    splits : sequence of (split, seed), optional
+        The split modes whose valid/test parts are held out, each loaded through the
+        benchmark runner's own :func:`~exlm_chem.data.tasks.load_task`. Default:
+        :func:`runner_split_modes` (every split the runner offers, seeds 0-2), so that no
+        split the benchmark may be run on saw its evaluation molecules in pre-training.
+
+    Returns
+    -------
+    dict
+        Task name -> canonical SMILES of the union of its held-out parts.
+    """
+    from exlm_chem.data.moleculenet import dataset_names
+    from exlm_chem.data.tasks import load_task
+
+    out: dict[str, set[str]] = {}
+    for name in names or dataset_names():
+        held: set[str] = set()
+        for split, seed in splits or runner_split_modes():
+            data = load_task(name, split, seed)
+            held.update(data.smiles[i] for i in np.concatenate([data.valid, data.test]))
+        out[name] = {c for c in canonicalize(sorted(held), n_jobs=n_jobs) if c is not None}
+        logger.info("hygiene: %s holds out %d molecules over %d split modes", name,
+                    len(out[name]), len(splits or runner_split_modes()))
+    return out

@@ -1,0 +1,68 @@
+"""Loading a MoleculeNet task (classification or regression) and splitting it the way the
+benchmark asks."""
+
+from __future__ import annotations
+
+import os
+from typing import NamedTuple
+
+import numpy as np
+
+
+class TaskData(NamedTuple):
+    """One MoleculeNet task as every method sees it."""
+
+    name: str  # dataset name, lower case ("bace")
+    smiles: list[str]  # [N] valid molecules, loader order
+    labels: np.ndarray  # [N, T] float64, 0/1 (regression: values), NaN where missing
+    train: np.ndarray  # int64 row indices into smiles
+    valid: np.ndarray
+    test: np.ndarray
+    data_sha256: str = ""  # sha256 of the data file's content (the data revision)
+    task_type: str = "classification"  # "classification" | "regression"
+
+
+#: scaffold: the paper's protocol (Uni-Mol/GEM, deterministic, chirality in scaffolds);
+#: deepchem_scaffold: DeepChem's ScaffoldSplitter exactly (no chirality);
+#: scaffold_balanced: chemprop's seeded balanced scaffold split (the seed moves the split).
+SPLITS = ("scaffold", "deepchem_scaffold", "scaffold_balanced")
+
+
+def split_depends_on_seed(split: str) -> bool:
+    return split == "scaffold_balanced"
+
+
+def task_sha256(name: str, path: str | os.PathLike[str] | None = None) -> str:
+    """sha256 of the content of the file :func:`load_task` reads (the data revision).
+
+    Hashes the local file without parsing it; loads (and so downloads) only when there
+    is no local file yet.
+    """
+    from exlm_chem.data.moleculenet import load_moleculenet, local_sha256
+
+    return local_sha256(name, path) or load_moleculenet(name, path=path).sha256
+
+
+def load_task(name: str, split: str, seed: int,
+              path: str | os.PathLike[str] | None = None) -> TaskData:
+    """One dataset's valid molecules, labels and the requested split (80/10/10).
+
+    ``path`` is a MoleculeNet folder or file; None uses the loader's search order
+    (``$EXLM_CHEM_DATA``, ``data/``, cache, download).
+    """
+    from exlm_chem.data.moleculenet import get_spec, load_moleculenet
+    from exlm_chem.data.splits import scaffold_balanced_split, scaffold_split
+
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+    dataset = load_moleculenet(name, path=path)
+    smiles = list(dataset.smiles)
+    if split == "scaffold":
+        indices = scaffold_split(smiles)
+    elif split == "deepchem_scaffold":
+        indices = scaffold_split(smiles, include_chirality=False)
+    else:
+        indices = scaffold_balanced_split(smiles, seed=seed)
+    labels = np.asarray(dataset.labels, dtype=np.float64)  # [N, T]
+    return TaskData(name, smiles, labels, indices.train, indices.valid, indices.test,
+                    dataset.sha256, get_spec(name).task_type)

@@ -1,0 +1,250 @@
+"""scikit-learn estimators that fine-tune a pre-trained ExLM model on SMILES.
+
+>>> from exlm_chem.sklearn.estimator import ExLMMoleculeClassifier  # doctest: +SKIP
+>>> clf = ExLMMoleculeClassifier(epochs=20, random_state=0).fit(smiles, y)  # doctest: +SKIP
+>>> clf.predict_proba(["CCO", "c1ccccc1O"])  # doctest: +SKIP
+
+Both estimators follow the scikit-learn contract (``get_params``/``set_params``,
+``clone``, pipelines, grid search, pickling) with X a sequence of SMILES strings.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+from sklearn.base import ClassifierMixin, RegressorMixin
+
+from exlm_chem.metrics import mean_r2, mean_roc_auc
+from exlm_chem.sklearn.base import ExLMEstimatorBase
+from exlm_chem.sklearn.inputs import Targets, classification_targets, regression_targets
+from exlm_chem.uncertainty.mixin import ClassifierUncertainty, Interval, RegressorUncertainty
+
+__all__ = ["ExLMMoleculeClassifier", "ExLMMoleculeRegressor", "Interval"]
+
+_PARAMETERS = """
+    Parameters
+    ----------
+    pretrained : str, path or None, default "default"
+        Checkpoint directory to start from. ``"default"``: ``$EXLM_CHEM_MODEL`` if set,
+        else the shipped ``models/exlm-small`` (a clear error says where to put one when
+        neither exists). ``None``: a randomly initialised model of ``preset``.
+    preset : {"tiny", "small", "base"}, default "small"
+        Model size when ``pretrained=None``.
+    epochs, batch_size, lr, warmup_ratio, dropout, pooler_dropout, weight_decay, clip_norm
+        Fine-tuning settings (see :class:`exlm_chem.train.finetune.FinetuneSettings`; the paper's
+        per-task values come from ``finetune_preset(name)``, whose fields match these).
+        ``dropout`` replaces the checkpoint's encoder dropout.
+    validation_fraction : float, default 0.1
+        Share of the training molecules (random, seeded) held out to choose the best
+        epoch; 0 keeps the last epoch.
+    patience : int or None, default 5
+        Stop when the score on that held-out share has not improved for this many epochs
+        (``epochs`` stays the cap); None trains every epoch.
+    pooling : {"bos", "mean"}, default "bos"
+        Molecule vector: the first BOS copy (the paper) or the mean over tokens.
+    max_length : int, default 256
+        Tokens per molecule including BOS/EOS; longer SMILES are truncated.
+    random_state : int, RandomState or None
+        Seeds the validation split, head initialisation, dropout and batch order; the
+        same value gives identical predictions on the CPU. Torch's global generator is
+        left untouched.
+    device : str, default "auto"
+        ``"auto"`` (CUDA when available), ``"cpu"``, ``"cuda:0"``, ...
+    on_invalid : {"raise", "drop"}, default "raise"
+        Bad SMILES in ``fit``: raise one error listing every bad row and why, or leave
+        them out with a warning (``fit_invalid_mask_``). Prediction methods take their
+        own ``on_invalid`` argument: ``"nan"`` (default; NaN rows, ``invalid_mask_``) or
+        ``"raise"``.
+    max_minutes : float or None
+        Wall-time budget of ``fit``; training stops after the step that exceeds it.
+    progress : bool, default False
+        Show a progress bar over epochs.
+    augment : int, default 0
+        SMILES augmentation: every epoch trains on the given SMILES plus ``augment``
+        randomized SMILES per molecule (RDKit, drawn afresh per epoch, seeded).
+    tta : int, default 0
+        Test-time augmentation: outputs are averaged over the canonical SMILES and ``tta``
+        randomized ones (seeded by the fit's seed, so predictions repeat). A prediction
+        setting: it may be changed after ``fit``.
+    n_models : int, default 1
+        Ensemble size: members differ in seed (head initialisation, dropout, batch order);
+        the first member is the model ``n_models=1`` would give. Outputs are the mean over
+        members (probabilities for the classifier). ``max_minutes`` applies per member.
+    bootstrap : bool, default False
+        Each member trains on a bootstrap sample of the training molecules.
+    calibrate : {None, "isotonic", "platt"}, default None
+        Classifier only: map the ensemble's probabilities through a per-task calibration
+        fitted on the validation molecules (the ones that also chose the best epoch).
+"""
+
+_ATTRIBUTES = """
+    Attributes
+    ----------
+    n_tasks_ : int
+    multitask_ : bool
+        Whether ``y`` was 2-D (one column per task, NaN = missing).
+    task_names_ : list of str or None
+        Column names when ``y`` was a DataFrame.
+    model_ : FinetuneNet
+        Fine-tuned encoder and head.
+    config_ : ExLMConfig
+    tokenizer_ : SmilesTokenizer
+    history_ : list of EpochRecord
+        Per epoch: training loss, validation loss and score, learning rate, seconds.
+    best_epoch_ : int
+        Epoch whose weights were kept (0: no training happened).
+    best_score_ : float
+    selection_metric_ : str
+        How the best epoch was chosen: "roc_auc", "valid_loss", "rmse" or "last_epoch".
+    stopped_early_ : bool
+        The ``max_minutes`` budget ran out.
+    fit_invalid_mask_ : ndarray of bool [N_fit]
+        Rows of the training X left out as invalid (``on_invalid="drop"``).
+    invalid_mask_ : ndarray of bool [N]
+        Rows of the last ``predict``/``predict_proba``/``decision_function``/
+        ``transform`` input that were invalid (their outputs are NaN).
+    pretrained_source_ : str
+        The checkpoint fine-tuned from, or ``"random:<preset>"``.
+    models_ : list of FinetuneNet
+        The ensemble's members (``model_`` is the first); ``history_`` and the best-epoch
+        attributes describe the first member.
+    seed_ : int
+        The seed drawn from ``random_state`` (member seeds and ``tta`` views derive from it).
+"""
+
+
+class ExLMMoleculeClassifier(ClassifierUncertainty, ClassifierMixin, ExLMEstimatorBase):
+    __doc__ = f"""Binary or multi-task molecule classifier fine-tuned from ExLM.
+
+    ``y`` is 1-D (binary: any two label values, in ``classes_``, none missing) or 2-D
+    (multi-task: one 0/1 column per task, NaN where a label is missing). Outputs follow:
+    for 1-D ``y``, ``predict_proba`` is [N, 2] (columns in ``classes_`` order) and
+    ``decision_function`` is [N]; for 2-D ``y`` both are [N, n_tasks] (positive-class
+    probabilities / logits per task), as for scikit-learn multilabel classifiers.
+    ``score`` is the mean ROC-AUC over tasks (not accuracy).
+{_PARAMETERS}{_ATTRIBUTES}
+    classes_ : ndarray
+        1-D ``y``: the two labels (negative, positive). 2-D ``y``: ``arange(n_tasks)``
+        (the multilabel convention).
+    """
+
+    _task = "classification"
+
+    def _targets(self, y: Any, n: int) -> Targets:
+        return classification_targets(y, n)
+
+    def _set_targets(self, targets: Targets) -> None:
+        n_tasks = targets.labels.shape[1]
+        self.classes_ = targets.classes if targets.classes is not None else np.arange(n_tasks)
+
+    def _fitted_metadata(self) -> dict[str, Any]:
+        return {"classes_": self.classes_.tolist(), "classes_dtype": self.classes_.dtype.str}
+
+    def _restore_metadata(self, fitted: dict[str, Any]) -> None:
+        self.classes_ = np.asarray(fitted["classes_"], dtype=np.dtype(fitted["classes_dtype"]))
+
+    def decision_function(self, X: Any, on_invalid: str = "nan") -> np.ndarray:
+        """Logits: [N] for binary ``y``, [N, n_tasks] for multi-task; NaN rows if invalid.
+
+        With an ensemble, ``tta`` or calibration: the logit of :meth:`predict_proba`.
+        """
+        logits = self._outputs(X, on_invalid).astype(np.float64)  # [N, T]
+        return logits if self.multitask_ else logits[:, 0]
+
+    def predict_proba(self, X: Any, on_invalid: str = "nan") -> np.ndarray:
+        """[N, 2] (binary) or [N, n_tasks] positive probabilities; NaN rows if invalid."""
+        from scipy.special import expit
+
+        p = expit(self.decision_function(X, on_invalid))
+        return p if self.multitask_ else np.column_stack([1.0 - p, p])
+
+    def predict_log_proba(self, X: Any, on_invalid: str = "nan") -> np.ndarray:
+        """Logarithm of :meth:`predict_proba`, computed stably from the logits."""
+        from scipy.special import log_expit
+
+        z = self.decision_function(X, on_invalid)
+        return log_expit(z) if self.multitask_ else np.column_stack([log_expit(-z),
+                                                                     log_expit(z)])
+
+    def predict(self, X: Any, on_invalid: str = "nan") -> np.ndarray:
+        """Labels from ``classes_`` (binary) or 0/1 per task (float [N, n_tasks]).
+
+        Invalid rows are NaN (numeric labels, as float) or None (other labels, as object).
+        """
+        z = self.decision_function(X, on_invalid)
+        invalid, positive = np.isnan(z), (z > 0).astype(np.int64)
+        if self.multitask_:
+            return np.where(invalid, np.nan, positive.astype(np.float64))
+        labels = self.classes_[positive]
+        if not invalid.any():
+            return labels
+        numeric = self.classes_.dtype.kind in "biuf"
+        labels = labels.astype(np.float64 if numeric else object)
+        labels[invalid] = np.nan if numeric else None
+        return labels
+
+    def score(self, X: Any, y: Any, sample_weight: None = None) -> float:
+        """Mean ROC-AUC over tasks with both classes (invalid SMILES left out, warned)."""
+        if sample_weight is not None:
+            raise NotImplementedError("sample_weight is not supported")
+        z = self.decision_function(X)
+        y = np.asarray(y)
+        if y.shape != z.shape:
+            raise ValueError(f"y must have shape {z.shape} for this estimator, got {y.shape}")
+        if self.multitask_:
+            labels = y.astype(np.float64)
+        else:
+            unknown = ~np.isin(y, self.classes_)
+            if unknown.any():
+                raise ValueError(f"y has labels outside classes_ {self.classes_.tolist()} "
+                                 f"at rows {np.flatnonzero(unknown)[:10].tolist()}")
+            labels = (y == self.classes_[1]).astype(np.float64)
+        rows = self._scored_rows()
+        scores = mean_roc_auc(labels[rows], z[rows])
+        single = np.isnan(scores.per_task)
+        if single.any():
+            outcome = "the score is NaN" if single.all() else "they are left out of the mean"
+            warnings.warn(f"{int(single.sum())} of {single.size} task(s) have a single class "
+                          f"among the scored rows of y, so ROC-AUC is undefined for them; "
+                          f"{outcome}", UserWarning, stacklevel=2)
+        return scores.mean
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        tags.classifier_tags.multi_label = True
+        return tags
+
+
+class ExLMMoleculeRegressor(RegressorUncertainty, RegressorMixin, ExLMEstimatorBase):
+    __doc__ = f"""Single- or multi-task molecule regressor fine-tuned from ExLM.
+
+    ``y`` is 1-D (finite values) or 2-D (one column per task, NaN = missing). Targets are
+    standardised per task for training; ``predict`` returns the original units: [N] for
+    1-D ``y``, [N, n_tasks] for 2-D, NaN rows for invalid SMILES. ``score`` is R^2
+    (mean over tasks, on labelled rows). Best epoch: lowest validation RMSE.
+{_PARAMETERS}{_ATTRIBUTES}"""
+
+    _task = "regression"
+
+    def _targets(self, y: Any, n: int) -> Targets:
+        return regression_targets(y, n)
+
+    def predict(self, X: Any, on_invalid: str = "nan") -> np.ndarray:
+        """Predicted values: [N] or [N, n_tasks]; NaN rows for invalid SMILES."""
+        values = self._outputs(X, on_invalid).astype(np.float64)  # [N, T]
+        return values if self.multitask_ else values[:, 0]
+
+    def score(self, X: Any, y: Any, sample_weight: None = None) -> float:
+        """R^2, averaged over tasks on labelled rows (invalid SMILES left out, warned)."""
+        if sample_weight is not None:
+            raise NotImplementedError("sample_weight is not supported")
+        predictions = self.predict(X)
+        y = np.asarray(y, dtype=np.float64)
+        if y.shape != predictions.shape:
+            raise ValueError(f"y must have shape {predictions.shape} for this estimator, "
+                             f"got {y.shape}")
+        rows = self._scored_rows()
+        return mean_r2(y[rows], predictions[rows]).mean

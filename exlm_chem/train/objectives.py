@@ -1,0 +1,93 @@
+"""Pre-training objectives: the ExLM states-alignment NLL and the plain-MLM twin.
+
+Both take a model and a batch from :mod:`exlm_chem.data.collate` and return an
+:class:`ObjectiveOutput`. Samples whose DAG has no valid path are excluded from the
+ExLM loss and *counted* (``n_invalid``), never silently zeroed.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+import torch.nn.functional as F
+
+from exlm_chem.dag import dag_best_alignment, dag_logprob
+from exlm_chem.data.collate import IGNORE_INDEX, ExLMBatch, MLMBatch
+
+
+class ObjectiveOutput(NamedTuple):
+    """What an objective returns. Counts that depend on the data are 0-dim tensors on the
+    model's device, so a training step never waits for the device to read them."""
+
+    loss: torch.Tensor  # scalar, mean over valid samples (ExLM: -log P(Y) / T)
+    n_samples: int  # samples in the batch
+    n_invalid: torch.Tensor | int  # ExLM samples with no valid path (excluded from the loss)
+    n_predicted: int  # masked tokens scored for accuracy (0 when not computed)
+    n_correct: int  # of those, predicted exactly (argmax)
+
+
+def _gather_states(hidden: torch.Tensor, state_index: torch.Tensor) -> torch.Tensor:
+    # hidden [B, X, d], state_index [B, S] -> [B, S, d]
+    index = state_index.unsqueeze(-1).expand(-1, -1, hidden.size(-1))
+    return torch.gather(hidden, 1, index)
+
+
+def exlm_loss(model, batch: ExLMBatch, with_accuracy: bool = False) -> ObjectiveOutput:
+    """States-alignment NLL per target token, averaged over samples with a valid path.
+
+    With ``with_accuracy`` the Viterbi alignment assigns each masked target to one state;
+    a masked token counts as correct when that state's argmax is the target.
+    """
+    hidden = model(batch.input_ids, batch.pos_original, batch.pos_copy, batch.padding_mask)
+    states = _gather_states(hidden, batch.state_index)  # [B, S, d]
+    log_probs = F.log_softmax(model.lm_head(states).float(), dim=-1)  # [B, S, V]
+    n_states = log_probs.size(1)
+    n_targets = batch.targets.size(1)
+    target_index = batch.targets.unsqueeze(1).expand(-1, n_states, -1)  # [B, S, T]
+    emissions = torch.gather(log_probs, 2, target_index).transpose(1, 2)  # [B, T, S]
+    log_transitions = model.transition_head(hidden, batch.state_index, batch.state_lengths)
+    # collate builds the lengths, so the range check (a host sync per call) is skipped
+    logprob = dag_logprob(emissions, log_transitions, batch.target_lengths, batch.state_lengths,
+                          check_lengths=False)
+    valid = torch.isfinite(logprob)
+    per_token = -logprob / batch.target_lengths.to(logprob.dtype)
+    # The mean over valid samples without boolean indexing or a Python branch on the data
+    # (both wait for the device). With no valid sample the loss is 0 and still attached to
+    # the graph, so every rank of a DDP step backpropagates.
+    n_valid = valid.sum()
+    loss = torch.where(valid, per_token, 0.0).sum() / n_valid.clamp(min=1).to(per_token.dtype)
+    n_predicted = n_correct = 0
+    if with_accuracy:
+        with torch.no_grad():
+            best = dag_best_alignment(
+                emissions.detach(),
+                log_transitions.detach(),
+                batch.target_lengths,
+                batch.state_lengths,
+            )
+            predicted = log_probs.argmax(-1)  # [B, S]
+            t_idx = best.state_to_target  # [B, S], -1 where the state is not on the path
+            # only masked targets count: not BOS (t=0) nor EOS (t=T_b-1)
+            inner = (t_idx > 0) & (t_idx < (batch.target_lengths - 1).unsqueeze(1))
+            inner &= valid.unsqueeze(1)
+            gold = torch.gather(batch.targets, 1, t_idx.clamp(0, n_targets - 1))  # [B, S]
+            n_correct = int(((predicted == gold) & inner).sum())
+            n_predicted = int((batch.target_lengths[valid] - 2).sum())
+    return ObjectiveOutput(loss, len(logprob), len(logprob) - n_valid, n_predicted, n_correct)
+
+
+def mlm_loss(model, batch: MLMBatch, with_accuracy: bool = False) -> ObjectiveOutput:
+    """Cross-entropy on the masked positions only (the SMILES-BERT twin)."""
+    hidden = model(batch.input_ids, batch.pos_original, batch.pos_copy, batch.padding_mask)
+    # every position is scored and IGNORE_INDEX left out by cross_entropy: selecting the
+    # masked rows first (hidden[labels != IGNORE_INDEX]) would wait for the device to
+    # count them; the LM head is a small part of a step either way
+    logits = model.lm_head(hidden).float()  # [B, N, V]
+    loss = F.cross_entropy(logits.flatten(0, 1), batch.labels.flatten(), ignore_index=IGNORE_INDEX)
+    n_predicted = n_correct = 0
+    if with_accuracy:
+        selected = batch.labels != IGNORE_INDEX  # [B, N]
+        n_predicted = int(selected.sum())
+        n_correct = int(((logits.argmax(-1) == batch.labels) & selected).sum())
+    return ObjectiveOutput(loss, batch.input_ids.size(0), 0, n_predicted, n_correct)

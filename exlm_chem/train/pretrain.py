@@ -1,0 +1,415 @@
+"""Pre-training loop for ExLM and its plain-MLM twin.
+
+Both objectives read the same molecules in the same order with the same masks: batch
+``(epoch, position)`` of the token-budget stream is masked with a generator seeded by
+``(seed, epoch, position)``. That, the step-determined learning rate and the saved
+optimizer/RNG state make a resumed run continue exactly where it stopped.
+
+Batches are built in DataLoader workers (:mod:`exlm_chem.train.pretrain_data`); a training step
+never waits for the device (no ``.item()``, no branch on device values): loss, invalid
+paths and the gradient norm stay on the device and are read at logging time only. On
+CUDA: bf16 autocast, TF32 matmuls, fused AdamW and optionally ``torch.compile``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from exlm_chem.data.collate import SpecialIds
+from exlm_chem.data.corpus import BatchStream, split_validation, tokenize_corpus
+from exlm_chem.data.tokenizer import SmilesTokenizer
+from exlm_chem.device import resolve_device
+from exlm_chem.model import ExLMConfig, ExLMModel
+from exlm_chem.model.checkpoint import atomic_directory, save_checkpoint
+from exlm_chem.train.objectives import exlm_loss, mlm_loss
+from exlm_chem.train.pretrain_data import (
+    BatchMaker,
+    PretrainBatches,
+    make_loader,
+    prepared_summary,
+    read_corpus_files,
+    to_device,
+)
+from exlm_chem.train.recipes import model_preset, resolve_schedule
+from exlm_chem.train.training_state import read_training_state, write_training_state
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class PretrainArgs:
+    corpus: list[str] | None = None  # SMILES files, one molecule per line (.gz ok) ...
+    out: str | None = None  # run directory: checkpoint/, log.jsonl, budget.json
+    prepared: str | None = None  # ... or a folder from `exlm-chem corpus prepare` (no RDKit)
+    preset: str = "small"  # model tiny | small | base, or "paper" (base + the paper's schedule)
+    objective: str = "exlm"  # exlm (states alignment) | mlm (the SMILES-BERT twin)
+    k_states: int | None = None  # override the preset's expanded states per BOS/[MASK]/EOS
+    max_steps: int | None = None  # optimizer steps of the run (preset's: 1000; paper 120K)
+    max_tokens: int | None = None  # padded unexpanded tokens per step, all ranks (8192; 65536)
+    lr: float = 5e-4  # peak learning rate
+    warmup_steps: int | None = None  # linear warm-up (100; paper 10K), then linear decay
+    end_lr: float = 0.0
+    betas: tuple[float, float] = (0.9, 0.98)
+    weight_decay: float = 0.0  # decoupled (AdamW; fairseq's Adam does the same)
+    clip_norm: float = 1.0
+    mask_ratio: float = 0.15
+    masking: str = "token"  # token | fragment (whole BRICS fragments; needs RDKit)
+    repeat_k: int = (
+        1  # Repeated MLM (paper sec. 3): each token k times, each copy masked w.p. mask_ratio
+    )
+    max_length: int = 256  # tokens per molecule incl. BOS/EOS (prepared: fixed at preparation)
+    corpus_limit: int | None = None  # read only the first N lines of each corpus file
+    valid_size: int = 2000  # held-out molecules (prepared: fixed at preparation)
+    valid_every: int = 500
+    checkpoint_every: int = 500
+    log_every: int = 10
+    seed: int = 0
+    hygiene: bool = True  # drop benchmark valid/test molecules (prepared: done at preparation)
+    max_minutes: float | None = None  # stop (with a checkpoint) after this wall time
+    stop_at_step: int | None = None  # pause (with a checkpoint) here; --resume continues
+    budget_minutes: float | None = None  # measure the pace, then fit max_steps to this time
+    budget_from: list[str] | None = None  # partner runs (the twin): all take the fewest steps
+    budget_probe_steps: int = 10  # timed steps of the pace probe (undone afterwards)
+    budget_warmup_steps: int = 3  # untimed steps before them (compilation, autotuning)
+    budget_margin: float = 0.1  # share of the remaining time kept for validation/checkpoints
+    budget_wait_minutes: float = 10.0  # longest wait for the partners' budget.json
+    num_workers: int = 0  # DataLoader processes building batches (0: the training process)
+    compile: bool = False  # torch.compile the encoder
+    device: str = "auto"
+    progress: bool = True
+    extra: dict = field(default_factory=dict)  # free-form notes saved in metadata
+
+
+def learning_rate(step: int, args: PretrainArgs) -> float:
+    """Linear warm-up to ``lr`` then linear decay to ``end_lr`` at ``max_steps``."""
+    if step < args.warmup_steps:
+        return args.lr * (step + 1) / args.warmup_steps
+    span = max(1, args.max_steps - args.warmup_steps)
+    frac = min(1.0, (step - args.warmup_steps) / span)
+    return args.end_lr + (args.lr - args.end_lr) * (1.0 - frac)
+
+
+
+def check_args(args: PretrainArgs) -> PretrainArgs:
+    """Reject contradictory settings; fill the schedule from the preset."""
+    problems = []
+    if not args.out:
+        problems.append("out (the run directory) is required")
+    if (args.corpus is None) == (args.prepared is None):
+        problems.append("give exactly one of corpus (SMILES files) or prepared (a folder)")
+    if args.prepared is not None and args.masking == "fragment":
+        problems.append("fragment masking needs SMILES and RDKit: use corpus, not prepared")
+    if (args.budget_minutes is not None or args.budget_from) and args.max_steps is not None:
+        problems.append("give max_steps or a budget (budget_minutes, budget_from), not both")
+    if args.repeat_k < 1 or (args.repeat_k > 1 and args.masking != "token"):
+        problems.append("repeat_k must be >= 1, and > 1 only with masking 'token'")
+    if problems:
+        raise ValueError("invalid pre-training arguments: " + "; ".join(problems))
+    return resolve_schedule(args)
+
+
+class ObjectiveModule(torch.nn.Module):
+    """The model plus its objective as one ``forward``, so DDP sees the heads' work too."""
+
+    def __init__(self, model: ExLMModel, objective: str) -> None:
+        super().__init__()
+        self.model = model
+        self.loss_fn = exlm_loss if objective == "exlm" else mlm_loss
+
+    def forward(self, batch, with_accuracy: bool = False):
+        return self.loss_fn(self.model, batch, with_accuracy)
+
+
+class Pretrainer:
+    """Owns the data, model, optimizer and the step loop of one run."""
+
+    def __init__(self, args: PretrainArgs, tokenizer: SmilesTokenizer | None = None) -> None:
+        self.args = check_args(args)
+        self.out = Path(self.args.out)
+        self.tokenizer = tokenizer or SmilesTokenizer()
+        tok = self.tokenizer
+        self.special = SpecialIds(tok.bos_id, tok.pad_id, tok.eos_id, tok.mask_id)
+        self.rank = int(os.environ.get("RANK", "0"))
+        self.world = int(os.environ.get("WORLD_SIZE", "1"))
+        self.device = resolve_device(self.args.device)
+        if self.world > 1 and self.device.type == "cuda":
+            self.device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+        self.budget: dict | None = None
+
+    # ----- data -------------------------------------------------------------------
+    def load_data(self) -> None:
+        args = self.args
+        if args.prepared is not None:
+            from exlm_chem.data.corpus_prepare import load_prepared
+
+            prepared = load_prepared(args.prepared, self.tokenizer.tokens)
+            self.train, self.valid = prepared.train, prepared.valid
+            self.corpus_checksums, self.hygiene_summary = prepared_summary(
+                prepared.manifest, args.prepared)
+            self.n_unknown_tokens = prepared.manifest["counts"]["unknown_tokens"]
+        else:
+            smiles, self.corpus_checksums, self.hygiene_summary = read_corpus_files(
+                args, self.rank)
+            corpus = tokenize_corpus(smiles, self.tokenizer, max_length=args.max_length)
+            n_valid = min(args.valid_size, max(1, len(corpus) // 10))
+            train_idx, valid_idx = split_validation(len(corpus), n_valid, args.seed)
+            self.train = corpus.subset(train_idx)
+            self.valid = corpus.subset(valid_idx)
+            self.n_unknown_tokens = corpus.n_unknown_tokens
+        self.stream = BatchStream(self.train.lengths(), args.max_tokens, args.seed)
+        if self.rank == 0:
+            logger.info("corpus: %d train / %d valid molecules", len(self.train), len(self.valid))
+
+    def batches(self, progress: dict) -> PretrainBatches:
+        """The training stream from the saved position on."""
+        maker = BatchMaker(self.train, self.special, self.args, self.config.k_states,
+                           self.tokenizer)
+        return PretrainBatches(self.stream, maker, self.args.seed, progress["epoch"],
+                               progress["position"], self.rank, self.world)
+
+    def loader(self, progress: dict):
+        pin = self.device.type == "cuda"
+        return iter(make_loader(self.batches(progress), self.args.num_workers, pin))
+
+    # ----- model ------------------------------------------------------------------
+    def build_model(self) -> None:
+        args = self.args
+        overrides = {"objective": args.objective}
+        if args.k_states is not None:
+            overrides["k_states"] = args.k_states
+        self.config = ExLMConfig.preset(model_preset(args.preset), vocab_size=len(self.tokenizer),
+                                        **overrides)
+        torch.manual_seed(args.seed)
+        self.model = ExLMModel(self.config).to(self.device)
+        if self.device.type == "cuda":
+            torch.backends.cuda.matmul.allow_tf32 = True
+            torch.backends.cudnn.allow_tf32 = True
+        if args.compile:  # in place: parameter names (and checkpoints) stay the same
+            self.model.encoder.compile(dynamic=True)
+        self.objective = ObjectiveModule(self.model, args.objective)
+        self.train_step_module = self.objective
+        if self.world > 1:
+            from torch.nn.parallel import DistributedDataParallel
+
+            ids = [self.device.index] if self.device.type == "cuda" else None
+            self.train_step_module = DistributedDataParallel(self.objective, device_ids=ids)
+        self.optimizer = torch.optim.AdamW(
+            self.model.parameters(),
+            lr=args.lr,
+            betas=tuple(args.betas),
+            eps=1e-6,
+            weight_decay=args.weight_decay,
+            fused=True if self.device.type == "cuda" else None,
+        )
+        self.autocast = torch.autocast("cuda", dtype=torch.bfloat16,
+                                       enabled=self.device.type == "cuda")
+
+    def train_step(self, batch, step: int):
+        """One optimizer step; returns the objective's output and the gradient norm, both
+        left on the device."""
+        for group in self.optimizer.param_groups:
+            group["lr"] = learning_rate(step, self.args)
+        with self.autocast:
+            out = self.train_step_module(batch)
+        self.optimizer.zero_grad(set_to_none=True)
+        out.loss.backward()
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.args.clip_norm)
+        self.optimizer.step()
+        return out, grad_norm
+
+    # ----- checkpoints ------------------------------------------------------------
+    def checkpoint_dir(self) -> Path:
+        return self.out / "checkpoint"
+
+    def save(self, progress: dict) -> None:
+        if self.rank != 0:
+            return
+        metadata = {
+            "objective": self.args.objective,
+            "steps": progress["step"],
+            "tokens_seen": progress["tokens_seen"],
+            "invalid_paths": progress["invalid_paths"],
+            "wall_seconds": progress["wall_seconds"],
+            "device": torch.cuda.get_device_name(self.device)
+            if self.device.type == "cuda"
+            else "cpu",
+            "corpus_sha256": self.corpus_checksums,
+            "hygiene": self.hygiene_summary,
+            "pretrain_args": asdict(self.args),
+            "budget": self.budget,
+            "last_validation": progress.get("last_validation"),
+        }
+        with atomic_directory(self.checkpoint_dir()) as tmp:
+            save_checkpoint(tmp, self.model, self.config, self.tokenizer.tokens, metadata)
+            write_training_state(tmp, self.optimizer, progress)
+            self.checkpoint_files(tmp)
+
+    def checkpoint_files(self, directory: Path) -> None:
+        """Extra files for the checkpoint being assembled (the text path adds its tokenizer)."""
+
+    # ----- loop -------------------------------------------------------------------
+    @torch.no_grad()
+    def validate(self) -> dict:
+        """Loss and masked-token accuracy on the held-out slice, with fixed masks."""
+        self.model.eval()
+        rng = np.random.default_rng([self.args.seed, 10**6])
+        maker = BatchMaker(self.valid, self.special, self.args, self.config.k_states,
+                           self.tokenizer)
+        batches = BatchStream(self.valid.lengths(), self.args.max_tokens, self.args.seed)
+        losses, invalid, predicted, correct, n = 0.0, 0, 0, 0, 0
+        for _, _, idx in batches.iterate():
+            if n >= len(self.valid):
+                break
+            with self.autocast, self._eager():
+                out = self.objective(to_device(maker(idx, rng), self.device), with_accuracy=True)
+            n_invalid = int(out.n_invalid)
+            losses += float(out.loss) * (out.n_samples - n_invalid)
+            invalid += n_invalid
+            predicted += out.n_predicted
+            correct += out.n_correct
+            n += out.n_samples
+        self.model.train()
+        return {
+            "valid_loss": losses / max(1, n - invalid),
+            "valid_accuracy": correct / max(1, predicted),
+            "valid_invalid_paths": invalid,
+            "valid_molecules": n,
+        }
+
+    def _eager(self):
+        """No compilation for validation: an eval/no-grad graph would be compiled anew, which
+        costs more than a few eager batches (the compiled training graph stays cached)."""
+        import contextlib
+
+        if self.args.compile and hasattr(torch.compiler, "set_stance"):
+            return torch.compiler.set_stance("force_eager")
+        return contextlib.nullcontext()
+
+    def _fresh_progress(self) -> dict:
+        return {"step": 0, "epoch": 0, "position": 0, "tokens_seen": 0, "invalid_paths": 0,
+                "wall_seconds": 0.0}
+
+    def run(self, resume: bool = False) -> dict:
+        run_start = time.monotonic()
+        self.load_data()
+        self.build_model()
+        progress = self._fresh_progress()
+        if resume and (self.checkpoint_dir() / "training_state.json").exists():
+            from exlm_chem.model.checkpoint import load_checkpoint
+
+            saved, _, _ = load_checkpoint(self.checkpoint_dir(), map_location=self.device)
+            self.model.load_state_dict(saved.state_dict())
+            progress = read_training_state(self.checkpoint_dir(), self.optimizer)
+            logger.info("resumed at step %d", progress["step"])
+        if self.args.budget_minutes is not None or self.args.budget_from:
+            from exlm_chem.train.budget import decide_budget
+
+            self.budget = decide_budget(self, progress, run_start, resume)
+            self.args = dataclasses.replace(self.args, **self.budget["applied"])
+        self.model.train()
+        return self._loop(progress)
+
+    def _loop(self, progress: dict) -> dict:
+        args = self.args
+        started = time.monotonic() - progress["wall_seconds"]
+        batches = self.loader(progress)
+        bar = None
+        if args.progress and self.rank == 0:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(
+                total=args.max_steps, initial=progress["step"], desc=f"pretrain {args.objective}"
+            )
+        log = open(self.out / "log.jsonl", "a") if self.rank == 0 else None
+        if log is not None and self.budget is not None:
+            log.write(json.dumps({"budget": self.budget}) + "\n")
+        # counters stay on the device; they are read when a record is logged or saved
+        invalid = torch.tensor(progress["invalid_paths"], device=self.device)
+        loss_sum = torch.zeros((), device=self.device)
+        window_tokens, window_steps, window_start = 0, 0, time.monotonic()
+        while progress["step"] < args.max_steps:
+            item = next(batches)
+            out, grad_norm = self.train_step(to_device(item.batch, self.device), progress["step"])
+            loss_sum += out.loss.detach()
+            invalid += out.n_invalid
+            progress.update(step=progress["step"] + 1, epoch=item.epoch,
+                            position=item.position + 1)
+            progress["tokens_seen"] += item.n_tokens
+            progress["wall_seconds"] = time.monotonic() - started
+            window_tokens += item.n_tokens
+            window_steps += 1
+            step = progress["step"]
+            logging_now = step % args.log_every == 0 or step == args.max_steps
+            timed_out = (
+                args.max_minutes is not None and progress["wall_seconds"] > 60 * args.max_minutes
+            ) or step == args.stop_at_step
+            validating = step % args.valid_every == 0 or step == args.max_steps or timed_out
+            saving = step % args.checkpoint_every == 0 or step == args.max_steps or timed_out
+            if logging_now or saving:
+                progress["invalid_paths"] = int(invalid)
+            if log is not None and logging_now:
+                rate = window_tokens / max(1e-9, time.monotonic() - window_start)
+                record = {
+                    "step": step,
+                    "loss": float(loss_sum) / window_steps,  # mean over the steps since the last
+                    "lr": learning_rate(step - 1, args),
+                    "grad_norm": float(grad_norm),
+                    "tokens_per_s": rate,
+                    "invalid_paths": progress["invalid_paths"],
+                    "epoch": item.epoch,
+                }
+                log.write(json.dumps(record) + "\n")
+                log.flush()
+                if bar is not None:
+                    bar.set_postfix(loss=f"{record['loss']:.3f}", tok_s=f"{rate:.0f}",
+                                    invalid=progress["invalid_paths"])
+            if logging_now:
+                loss_sum.zero_()
+                window_tokens, window_steps, window_start = 0, 0, time.monotonic()
+            if bar is not None:
+                bar.update(1)
+            if validating:
+                progress["last_validation"] = {"step": step, **self.validate()}
+                if log is not None:
+                    log.write(json.dumps(progress["last_validation"]) + "\n")
+                    log.flush()
+            if saving:
+                self.save(progress)
+            if timed_out:
+                logger.info("pausing at step %d (time budget or --stop-at-step)", step)
+                break
+        if bar is not None:
+            bar.close()
+        if log is not None:
+            log.close()
+        return progress
+
+
+def setup_distributed() -> None:
+    """Initialise torch.distributed when launched by torchrun (WORLD_SIZE > 1)."""
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not torch.distributed.is_initialized():
+        backend = "nccl" if torch.cuda.is_available() else "gloo"
+        torch.distributed.init_process_group(backend)
+
+
+def pretrain(args: PretrainArgs, resume: bool = False) -> dict:
+    """Run (or resume) a pre-training run; returns the final progress record."""
+    setup_distributed()
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    trainer = Pretrainer(args)
+    result = trainer.run(resume=resume)
+    if torch.distributed.is_initialized():
+        torch.distributed.barrier()
+    return result
+
+
+__all__ = ["PretrainArgs", "Pretrainer", "learning_rate", "pretrain"]

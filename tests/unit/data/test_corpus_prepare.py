@@ -1,0 +1,124 @@
+"""The prepared corpus: hygiene, deduplication, tokens, manifest, and reading it back."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import numpy as np
+import pytest
+
+from exlm_chem.data.corpus import read_smiles_file, split_validation
+from exlm_chem.data.corpus_prepare import load_prepared, prepare_corpus, vocabulary_sha256
+from exlm_chem.data.tokenizer import SmilesTokenizer
+
+
+def _random_form(smiles: str, seed: int) -> str:
+    """Another SMILES of the same molecule (RDKit's random atom order)."""
+    from rdkit import Chem
+
+    mol = Chem.MolFromSmiles(smiles)
+    for attempt in range(50):
+        Chem.rdBase.SeedRandomNumberGenerator(seed + attempt)
+        other = Chem.MolToSmiles(mol, doRandom=True)
+        if other != smiles:
+            return other
+    raise AssertionError(f"no second SMILES for {smiles}")
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory, pretrain_dir, moleculenet_dir):
+    """120 MOSES lines, then a duplicate in another form, a BACE test molecule (written
+    differently from the BACE file) and an unparsable line; and the BACE molecule."""
+    from exlm_chem.data.tasks import load_task
+
+    moses = read_smiles_file(pretrain_dir / "moses_train.smi.gz", limit=120)
+    bace = load_task("bace", "scaffold", 0, path=moleculenet_dir)
+    test_molecule = bace.smiles[int(bace.test[0])]
+    lines = [*moses, _random_form(moses[7], 1), _random_form(test_molecule, 2), "C1CC(N"]
+    path = tmp_path_factory.mktemp("corpus") / "mix.smi.gz"
+    with gzip.open(path, "wt") as handle:
+        handle.write("\n".join(lines) + "\n")
+    return path, moses, test_molecule
+
+
+@pytest.fixture(scope="module")
+def prepared(source, tmp_path_factory, moleculenet_dir, monkeypatch_module):
+    monkeypatch_module.setenv("EXLM_CHEM_DATA", str(moleculenet_dir))
+    out = tmp_path_factory.mktemp("prepared") / "corpus"
+    manifest = prepare_corpus([source[0]], out, valid_size=10, seed=3, tasks=["bace"],
+                              split_seeds=(0,), n_jobs=1)
+    return out, manifest
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    mp = pytest.MonkeyPatch()
+    yield mp
+    mp.undo()
+
+
+def test_manifest_counts_every_removal(prepared, source):
+    _, manifest = prepared
+    assert manifest["counts"] == {
+        "lines": 123, "unparsable_removed": 1, "duplicates_removed": 1, "hygiene_removed": 1,
+        "molecules": 120, "train": 110, "valid": 10,
+        "tokens": manifest["counts"]["tokens"], "at_max_length": 0, "unknown_tokens": 0,
+    }
+    hygiene = manifest["hygiene"]
+    assert hygiene["split_modes"] == [["scaffold", 0], ["deepchem_scaffold", 0],
+                                      ["scaffold_balanced", 0]]
+    assert hygiene["removed_by_task"] == {"bace": 1} and hygiene["heldout_molecules"]["bace"] > 300
+    assert manifest["sources"][0]["lines"] == 123
+    tok = SmilesTokenizer()
+    assert manifest["vocabulary"] == {"size": len(tok), "sha256": vocabulary_sha256(tok.tokens)}
+
+
+def test_prepared_ids_are_the_tokenizer_s_ids_of_the_kept_molecules(prepared, source):
+    out, manifest = prepared
+    _, moses, _ = source
+    tok = SmilesTokenizer()
+    corpus = load_prepared(out, tok.tokens)
+    assert corpus.train.ids.dtype == np.uint8
+    train_idx, valid_idx = split_validation(120, 10, seed=3)
+    for part, index in ((corpus.train, train_idx), (corpus.valid, valid_idx)):
+        assert len(part) == len(index)
+        for row, i in enumerate(index):
+            assert part.get(row).tolist() == tok.encode(moses[i], max_length=256)
+    assert int(corpus.train.offsets[-1] + corpus.valid.offsets[-1]) == manifest["counts"]["tokens"]
+
+
+def test_loading_refuses_another_vocabulary_or_a_changed_file(prepared, tmp_path):
+    import shutil
+
+    out, _ = prepared
+    tokens = SmilesTokenizer().tokens
+    with pytest.raises(ValueError, match="another vocabulary"):
+        load_prepared(out, [*tokens[:-1], "[Xx]"])
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    np.savez_compressed(copy / "valid.npz", ids=np.zeros(3, np.uint8),
+                        lengths=np.array([3], np.uint16))
+    with pytest.raises(ValueError, match=r"valid\.npz: sha256 differs"):
+        load_prepared(copy, tokens)
+    manifest = json.loads((copy / "manifest.json").read_text())
+    (copy / "manifest.json").write_text(json.dumps({**manifest, "format_version": 99}))
+    with pytest.raises(ValueError, match="version 99"):
+        load_prepared(copy, tokens)
+    with pytest.raises(FileNotFoundError, match="corpus prepare"):
+        load_prepared(tmp_path, tokens)
+
+
+def test_cli_prepares_without_hygiene(source, tmp_path, capsys):
+    from exlm_chem.cli import main
+
+    out = tmp_path / "p"
+    assert main(["corpus", "prepare", "--corpus", str(source[0]), "--out", str(out),
+                 "--no-hygiene", "--valid-size", "5", "--max-length", "20"]) == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["hygiene"] == {"enabled": False}
+    assert manifest["counts"]["molecules"] == 121 and manifest["counts"]["valid"] == 5
+    assert manifest["counts"]["at_max_length"] > 0  # long molecules were truncated
+    corpus = load_prepared(out, SmilesTokenizer().tokens)
+    assert corpus.train.lengths().max() == 20
+    assert "116 train / 5 valid molecules" in capsys.readouterr().out
