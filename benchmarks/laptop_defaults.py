@@ -48,6 +48,9 @@ def fit_once(task: str, seed: int, config: str, data_dir: str | None,
     return {"task": task, "seed": seed, "config": config, "roc_auc": float(auc.mean),
             "wall_s": wall, "cpu_s": cpu, "epochs_run": len(clf.history_),
             "best_epoch": clf.best_epoch_, "stopped_early": bool(clf.stopped_early_),
+            # per epoch: validation score and seconds, to see what a lower cap would cost
+            "valid_scores": [round(float(r.valid_score), 4) for r in clf.history_],
+            "epoch_seconds": [round(float(r.seconds), 1) for r in clf.history_],
             "params": {k: v for k, v in clf.get_params().items()
                        if k in ("epochs", "batch_size", "lr", "patience", "max_minutes")}}
 
