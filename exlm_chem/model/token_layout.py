@@ -12,6 +12,7 @@ Shapes: B batch, X padded width, N real tokens, Bg/Xg samples/width of one group
 
 from __future__ import annotations
 
+import itertools
 from typing import NamedTuple
 
 import numpy as np
@@ -69,34 +70,31 @@ class TokenLayout(NamedTuple):
 
 
 def _groups(lengths: np.ndarray, slack: float,
-            equal_run: int | None = None) -> list[tuple[int, int]]:
+            equal_run: int = EQUAL_RUN) -> list[tuple[int, int]]:
     """``[start, stop)`` ranges of the ascending ``lengths`` (all > 0), greedily grown
     while ``count * longest <= (1 + slack) * real tokens``.
 
-    A run of at least ``equal_run`` samples of one length (default :data:`EQUAL_RUN`) is
-    a group of its own: its flat range is already ``[Bg, Xg]``, so attention needs no
-    gather, key mask or output selection there.
+    A run of at least ``equal_run`` samples of one length is a group of its own: its flat
+    range is already ``[Bg, Xg]``, so attention needs no gather, key mask or output
+    selection there.
     """
-    equal_run = EQUAL_RUN if equal_run is None else equal_run
-    values = lengths.tolist()
     ranges, start, total, i = [], 0, 0, 0
-    while i < len(values):
-        j = i
-        while j < len(values) and values[j] == values[i]:
-            j += 1
-        if j - i >= equal_run:  # [i, j) one length
-            ranges += [(start, i)] if i > start else []
+    for n, run in itertools.groupby(lengths.tolist()):
+        j = i + sum(1 for _ in run)  # [i, j): samples of length n
+        if j - i >= equal_run:
+            if i > start:
+                ranges.append((start, i))
             ranges.append((i, j))
             start, total = j, 0
         else:
             for k in range(i, j):
-                if k > start and (k - start + 1) * values[k] > (1 + slack) * (total + values[k]):
+                if k > start and (k - start + 1) * n > (1 + slack) * (total + n):
                     ranges.append((start, k))
                     start, total = k, 0
-                total += values[k]
+                total += n
         i = j
-    if start < len(values):
-        ranges.append((start, len(values)))
+    if start < len(lengths):
+        ranges.append((start, len(lengths)))
     return ranges
 
 

@@ -49,6 +49,8 @@ from exlm_chem.model.rope_layout import to_current_layout
 from exlm_chem.train.finetune_net import FinetuneNet, build_finetune_net
 from exlm_chem.uncertainty.state import member_file, restore_uncertainty, uncertainty_metadata
 
+# the pretrained-model names are re-exported: they were part of
+# exlm_chem.estimator_io, which now resolves to this module (exlm_chem/_moved.py)
 __all__ = [
     "ESTIMATOR_FORMAT", "MODEL_ENV", "Backbone", "PersistenceMixin", "default_model_dir",
     "load_backbone", "load_finetuned", "net_from_bytes", "net_to_bytes", "resolve_device",
