@@ -364,14 +364,11 @@ def _state_infos(masked: MaskedInput, pos_original: np.ndarray, pos_copy: np.nda
 
 def _rdkit_valid(smiles: str) -> bool | None:
     try:
-        from rdkit import Chem, RDLogger
+        from rdkit import Chem, rdBase
     except ImportError:  # pragma: no cover - rdkit is a dependency
         return None
-    RDLogger.DisableLog("rdApp.*")
-    try:
+    with rdBase.BlockLogs():  # restores the user's log settings, whatever they were
         return bool(smiles) and Chem.MolFromSmiles(smiles) is not None
-    finally:
-        RDLogger.EnableLog("rdApp.*")
 
 
 def explain(

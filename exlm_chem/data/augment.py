@@ -20,10 +20,10 @@ TTA_STREAM = 7919
 
 
 def _mol(smiles: str) -> Any:
-    from rdkit import Chem, RDLogger
+    from rdkit import Chem, rdBase
 
-    RDLogger.DisableLog("rdApp.*")
-    return Chem.MolFromSmiles(smiles)
+    with rdBase.BlockLogs():  # quiet for this call only, not for the user's process
+        return Chem.MolFromSmiles(smiles)
 
 
 def randomized_smiles(mol: Any, rng: np.random.Generator, fallback: str) -> str:

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
+from exlm_chem.data.rdkit_reasons import parse_failure
 from exlm_chem.data.tokenizer import SmilesTokenizer
 from exlm_chem.errors import InvalidRow, InvalidSmilesError
 
@@ -41,9 +42,6 @@ def check_smiles(smiles: Sequence[Any], max_chars: int = MAX_SMILES_CHARS) -> Ch
     and the tokenizer would pass it to the model. Strings that cannot be encoded (lone
     surrogates) are invalid rows too; no entry ever raises.
     """
-    from rdkit import Chem, RDLogger
-
-    RDLogger.DisableLog("rdApp.*")
     valid = np.zeros(len(smiles), dtype=bool)
     reasons: list[str | None] = []
     for i, s in enumerate(smiles):
@@ -60,26 +58,10 @@ def check_smiles(smiles: Sequence[Any], max_chars: int = MAX_SMILES_CHARS) -> Ch
             reason = (f"not encodable text (lone surrogate {surrogate.group()!r} at "
                       f"position {surrogate.start()})")
         else:
-            reason = _rdkit_reason(Chem, s)
+            reason = parse_failure(s)
             valid[i] = reason is None
         reasons.append(reason)
     return CheckedSmiles(valid, reasons)
-
-
-def _rdkit_reason(chem: Any, smiles: str) -> str | None:
-    """None when RDKit parses ``smiles``, else RDKit's own message (e.g. an unclosed ring)."""
-    from exlm_chem.data.moleculenet import _rdkit_reason as rdkit_message
-
-    try:
-        mol = chem.MolFromSmiles(smiles)
-    except Exception as err:  # an RDKit failure on one row must not end the batch
-        return f"RDKit failed on it ({type(err).__name__})"
-    if mol is not None:
-        return None
-    try:
-        return rdkit_message(smiles)
-    except Exception:  # RDKit's log of odd text may not decode; the row is still invalid
-        return "RDKit could not parse the SMILES"
 
 
 def warn_unknown_tokens(tokenizer: SmilesTokenizer, smiles: Sequence[str],

@@ -24,11 +24,11 @@ def fragment_token_groups(
     ``n_ids`` is the length of the (possibly truncated) ``[BOS ... EOS]`` id sequence;
     positions that truncation removed are dropped.
     """
-    from rdkit import Chem, RDLogger
+    from rdkit import Chem, rdBase
     from rdkit.Chem import BRICS
 
-    RDLogger.DisableLog("rdApp.*")
-    mol = Chem.MolFromSmiles(smiles)
+    with rdBase.BlockLogs():  # quiet for this call only, not for the user's process
+        mol = Chem.MolFromSmiles(smiles)
     if mol is None:
         return []
     tokens = tokenizer.tokenize(smiles)

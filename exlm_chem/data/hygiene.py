@@ -42,10 +42,10 @@ def element_key(smiles: str) -> str:
 
 
 def canonical_smiles(smiles: str) -> str | None:
-    from rdkit import Chem, RDLogger
+    from rdkit import Chem, rdBase
 
-    RDLogger.DisableLog("rdApp.*")
-    mol = Chem.MolFromSmiles(smiles)
+    with rdBase.BlockLogs():  # quiet for this call only, not for the user's process
+        mol = Chem.MolFromSmiles(smiles)
     return None if mol is None else Chem.MolToSmiles(mol)
 
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 import io
 import logging
 import os
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -42,6 +41,7 @@ from exlm_chem.data.download import (
     read_verified,
 )
 from exlm_chem.data.moleculenet_regression import REGRESSION_NAMES, REGRESSION_SETS
+from exlm_chem.data.rdkit_reasons import rdkit_reason
 from exlm_chem.errors import DataFileError, InvalidRow  # row = 0-based data row in the file
 
 __all__ = [
@@ -69,7 +69,6 @@ _S3 = "https://deepchemdata.s3-us-west-1.amazonaws.com/datasets/"
 # not, which keeps an unrelated site-packages/data folder out of the search.
 _REPO_ROOT = Path(__file__).resolve().parents[1]
 _REPO_MARKERS = ("pyproject.toml", "setup.cfg")
-UNPARSABLE_REASON = "RDKit could not parse the SMILES"
 EMPTY_REASON = "empty SMILES"
 # Label cells read as missing; everything else must be a number (0 or 1).
 _LABEL_NA = ["", "nan", "NaN", "NA", "N/A", "null", "None"]
@@ -571,31 +570,6 @@ def _label_matrix(df: pd.DataFrame, spec: DatasetSpec, path: Path) -> np.ndarray
     return values.astype(np.float32)
 
 
-def _rdkit_reason(smiles: str) -> str:
-    """RDKit's own error message for a SMILES it rejects (call with logs blocked)."""
-    from rdkit import Chem, rdBase
-
-    capture = getattr(rdBase, "CaptureErrorLog", None)  # RDKit >= 2026.09
-    if capture is not None:
-        with capture() as log:
-            Chem.MolFromSmiles(smiles)
-        lines = []
-        for line in log.messages.splitlines():
-            line = re.sub(r"^\[[^\]]*\]\s*", "", line).strip().rstrip(":")
-            # drop the echoed input and the ~~~^ pointer under it
-            if line and line != smiles and not re.fullmatch(r"[~^\s]+", line):
-                if line not in lines:
-                    lines.append(line)
-        if lines:
-            return "; ".join(lines[:2])
-    mol = Chem.MolFromSmiles(smiles, sanitize=False)
-    if mol is not None:
-        problems = [p.Message() for p in Chem.DetectChemistryProblems(mol)]
-        if problems:
-            return "; ".join(problems)
-    return UNPARSABLE_REASON
-
-
 def _read_table(spec: DatasetSpec, verified: VerifiedFile,
                 read: Callable[[str], pd.DataFrame]) -> pd.DataFrame:
     """``read(text)`` of the file's decoded content; a :class:`DataFileError` naming the
@@ -647,7 +621,7 @@ def _parse(spec: DatasetSpec, verified: VerifiedFile) -> MoleculeDataset:
                 # RDKit accepts "" as an empty molecule; it is no molecule here
                 invalid.append(InvalidRow(row, cell if isinstance(cell, str) else "", EMPTY_REASON))
             elif Chem.MolFromSmiles(cell) is None:
-                invalid.append(InvalidRow(row, cell, _rdkit_reason(cell)))
+                invalid.append(InvalidRow(row, cell, rdkit_reason(cell)))
             else:
                 keep.append(row)
                 smiles.append(cell.strip())

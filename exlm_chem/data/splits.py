@@ -35,6 +35,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from exlm_chem.data.rdkit_reasons import rdkit_reason
 from exlm_chem.errors import InvalidRow, InvalidSmilesError
 
 __all__ = [
@@ -96,21 +97,6 @@ def _structural_problem(value: Any) -> str | None:
     if not value.strip():
         return "empty SMILES"
     return None
-
-
-def _rdkit_reason(smiles: str) -> str:
-    """Explain why RDKit rejects ``smiles`` (only called for rows that failed)."""
-    from rdkit import Chem, rdBase
-
-    with rdBase.BlockLogs():
-        raw = Chem.MolFromSmiles(smiles, sanitize=False)
-        if raw is None:
-            return "RDKit cannot parse it (SMILES syntax error)"
-        try:
-            Chem.SanitizeMol(raw)
-        except Exception as err:  # RDKit raises several sanitization exception types
-            return f"RDKit rejects it: {err}"
-    return "RDKit rejects it"
 
 
 def _as_list(smiles: Iterable[Any]) -> list[Any]:
@@ -239,7 +225,7 @@ def _checked_scaffolds(values: list[Any], include_chirality: bool | None, n_jobs
 
     rejected = {k for k, s in enumerate(scaffolds) if s is None}
     if rejected:
-        reasons = {k: _rdkit_reason(unique[k]) for k in rejected}
+        reasons = {k: rdkit_reason(unique[k]) for k in rejected}
         bad.extend(
             InvalidRow(i, values[i], reasons[k]) for i, k in enumerate(slots) if k in rejected
         )

@@ -416,16 +416,3 @@ def test_na_smiles_in_a_column_after_the_labels(tmp_path: Path) -> None:
     assert ds.smiles == ["CC"]
     assert ds.invalid[0].smiles == "NA"
     assert ds.invalid[0].row == 1
-
-
-def test_reasons_without_capture_error_log(monkeypatch: pytest.MonkeyPatch) -> None:
-    # RDKit before 2026.09 has no CaptureErrorLog: reasons come from DetectChemistryProblems.
-    from rdkit import rdBase
-
-    monkeypatch.delattr(rdBase, "CaptureErrorLog", raising=False)
-    with rdBase.BlockLogs():
-        assert mn._rdkit_reason("C(C)(C)(C)(C)C") == (
-            "Explicit valence for atom # 0 C, 5, is greater than permitted"
-        )
-        assert mn._rdkit_reason("c1cccc1").startswith("Can't kekulize mol.")
-        assert mn._rdkit_reason("CC((") == mn.UNPARSABLE_REASON

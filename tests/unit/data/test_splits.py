@@ -374,7 +374,7 @@ def test_invalid_smiles_raise_naming_every_row(split_fn):
     ]
     reasons = [r.reason for r in err.rows]
     assert reasons[0] == "missing (None)"
-    assert "cannot parse" in reasons[1]
+    assert reasons[1] == "SMILES Parse Error: unclosed ring for input: 'C1CC'"  # RDKit's words
     assert reasons[2].startswith("not a string (float")
     assert reasons[3] == reasons[5] == "empty SMILES"
     assert "valence" in reasons[4]

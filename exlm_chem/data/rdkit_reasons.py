@@ -1,0 +1,61 @@
+"""Why RDKit rejects a SMILES, in RDKit's own words.
+
+The dataset loader, the splitters and the input check of the estimators, ``embed`` and
+``predict`` all name a rejected row with the message built here, so one bad SMILES reads
+the same wherever it is met (e.g. ``Explicit valence for atom # 1 C, 5, is greater than
+permitted``, or ``unclosed ring for input: 'c1ccc'``).
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["UNPARSABLE_REASON", "parse_failure", "rdkit_reason"]
+
+UNPARSABLE_REASON = "RDKit could not parse the SMILES"
+_LOG_PREFIX = re.compile(r"^\[[^\]]*\]\s*")  # "[12:00:00] " before each RDKit log line
+_POINTER = re.compile(r"[~^\s]+")  # the ~~~^ line RDKit prints under the echoed input
+
+
+def rdkit_reason(smiles: str) -> str:
+    """RDKit's message for a SMILES it rejects; call it only for rows that failed.
+
+    With RDKit's error-log capture (RDKit >= 2026.09) the message is what RDKit logged,
+    at most its first two distinct lines, without the echoed input. Otherwise the
+    chemistry problems of the unsanitised molecule are listed, and failing that the
+    generic :data:`UNPARSABLE_REASON`.
+    """
+    from rdkit import Chem, rdBase
+
+    capture = getattr(rdBase, "CaptureErrorLog", None)
+    if capture is not None:
+        with capture() as log:
+            Chem.MolFromSmiles(smiles)
+        lines: list[str] = []
+        for line in log.messages.splitlines():
+            line = _LOG_PREFIX.sub("", line).strip().rstrip(":")
+            if line and line != smiles and not _POINTER.fullmatch(line) and line not in lines:
+                lines.append(line)
+        if lines:
+            return "; ".join(lines[:2])
+    with rdBase.BlockLogs():
+        mol = Chem.MolFromSmiles(smiles, sanitize=False)
+        problems = [p.Message() for p in Chem.DetectChemistryProblems(mol)] if mol else []
+    return "; ".join(problems) if problems else UNPARSABLE_REASON
+
+
+def parse_failure(smiles: str) -> str | None:
+    """``None`` when RDKit parses ``smiles``, else :func:`rdkit_reason`; never raises."""
+    from rdkit import Chem, rdBase
+
+    try:
+        with rdBase.BlockLogs():
+            mol = Chem.MolFromSmiles(smiles)
+    except Exception as err:  # an RDKit failure on one row must not end the batch
+        return f"RDKit failed on it ({type(err).__name__})"
+    if mol is not None:
+        return None
+    try:
+        return rdkit_reason(smiles)
+    except Exception:  # RDKit's log of odd text may not decode; the row is still invalid
+        return UNPARSABLE_REASON
