@@ -264,6 +264,13 @@ def test_repo_data_needs_a_source_checkout(isolated, moleculenet_dir: Path) -> N
     assert mn._repo_data_dir() is None
 
 
+def test_repo_root_is_the_folder_holding_the_package() -> None:
+    # a source checkout's data/ is searched; the layout move once left this pointing at
+    # exlm_chem/ itself, which silently dropped that search
+    assert (mn._REPO_ROOT / "exlm_chem" / "data" / "moleculenet.py").is_file()
+    assert mn._repo_data_dir() == mn._REPO_ROOT / "data"  # this test runs in a checkout
+
+
 def test_accepted_names_in_env_dir(isolated, monkeypatch, moleculenet_dir: Path) -> None:
     # the S3 file name, uncompressed: matched by the S3 md5 of the raw bytes
     bbbp = _place(moleculenet_dir / "bbbp.csv.gz", isolated["env"], "BBBP.csv", "decompress")
