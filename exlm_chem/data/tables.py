@@ -3,8 +3,7 @@
 The CLI (``embed``, ``fit``, ``predict``, ``explain``, ``entropy``) reads its rows
 through :func:`open_table` and :func:`iter_chunks`; ``screen`` checks its CSV columns here
 but streams its libraries with :mod:`exlm_chem.screening.inputs`, which counts no rows
-up front and keeps a blank ``.smi`` line as an (invalid) row, so that its chunk k is
-always lines ``[kR, (k+1)R)``. Opening a table checks,
+up front, so that its chunk k is always lines ``[kR, (k+1)R)``. Opening a table checks,
 before any model is loaded, that the file exists, is not empty, has at least one data row
 and holds the columns asked for, and that its text decodes in the stated encoding (an
 undecodable byte is an error naming the file, the data row and the column).
@@ -14,8 +13,10 @@ Formats, by suffix:
 - ``.csv`` (any compression pandas reads, e.g. ``.csv.gz``): CSV with a header row;
 - ``.parquet`` / ``.pq``: a Parquet file (any column types; values are passed on as text);
 - anything else (``.smi``, ``.smi.gz``, ``.txt`` ...): one molecule per line,
-  ``SMILES [name]``, no header; its columns are ``smiles`` and ``name``; blank lines are
-  skipped.
+  ``SMILES [name]``, no header; its columns are ``smiles`` and ``name``. Every line is
+  a data row: a blank line is a row with an empty SMILES (reported invalid, never
+  dropped), so data row ``i`` is line ``i + 1`` of the file, as in ``screen`` and the
+  MoleculeNet loader.
 
 Cells come out as ``str``, or ``None`` where the cell is empty.
 """
@@ -88,8 +89,12 @@ def open_table(path: str | Path, required: dict[str, Sequence[str]] | None = Non
                              f"its columns are: {', '.join(columns)}")
     wanted = list(dict.fromkeys(c for cols in (required or {}).values() for c in cols))
     table = TableInput(path, kind, columns, 0, encoding)
-    n_rows = sum(len(chunk) for chunk in iter_chunks(table, wanted or columns[:1]))
-    if n_rows == 0:
+    counted = ["smiles", *wanted] if kind == "smi" else wanted or columns[:1]
+    n_rows = n_smiles = 0
+    for chunk in iter_chunks(table, counted):
+        n_rows += len(chunk)
+        n_smiles += int(chunk["smiles"].notna().sum()) if kind == "smi" else len(chunk)
+    if n_smiles == 0:
         raise ValueError(f"{path} has no data rows (only a header: {', '.join(columns)})"
                          if kind != "smi" else f"{path} has no SMILES (only blank lines)")
     return table._replace(n_rows=n_rows)
@@ -174,10 +179,8 @@ def _smi_chunks(table: TableInput, columns: list[str], chunk_size: int) -> Itera
     start = 0
     with opener(table.path, "rt", encoding=table.encoding, errors="surrogateescape") as handle:
         for line in handle:
-            fields = line.strip().split(maxsplit=1)
-            if not fields:
-                continue
-            rows.append((fields[0], fields[1] if len(fields) > 1 else None))
+            fields = line.strip().split(maxsplit=1)  # a blank line: (None, None), still a row
+            rows.append((fields[0] if fields else None, fields[1] if len(fields) > 1 else None))
             if len(rows) == chunk_size:
                 yield pd.DataFrame(rows, columns=SMI_COLUMNS, dtype=object,
                                    index=pd.RangeIndex(start, start + len(rows)))[columns]

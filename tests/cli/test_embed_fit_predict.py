@@ -238,6 +238,25 @@ def test_predict_reads_parquet_and_smi_like_csv(fitted, input_csv, tmp_path):
                                by_csv.loc[valid_rows.index, "p_np"].to_numpy(), rtol=1e-6)
 
 
+def test_smi_blank_lines_are_invalid_rows_so_rows_are_line_numbers(fitted, tiny_checkpoint,
+                                                                    tmp_path):
+    # the same numbering as `screen` and the MoleculeNet loader: row i is line i + 1
+    smi = tmp_path / "gaps.smi"
+    smi.write_text("CCO a\n\nc1ccccc1O b\n   \nCCN c\n")
+    out = tmp_path / "pred.csv"
+    assert main(["predict", str(fitted), str(smi), "--out", str(out), "--keep-columns", "name",
+                 "--no-progress"]) == 0
+    pred = pd.read_csv(out)
+    assert pred["row"].tolist() == [0, 1, 2, 3, 4]
+    assert pred["valid"].tolist() == [True, False, True, False, True]
+    assert pred["invalid_reason"].fillna("").tolist() == ["", "empty SMILES", "",
+                                                          "empty SMILES", ""]
+    assert pred["name"].fillna("").tolist() == ["a", "", "b", "", "c"]
+    embedded = tmp_path / "emb.csv"
+    assert main(_embed_args(smi, tiny_checkpoint, embedded)) == 0
+    assert pd.read_csv(embedded)["valid"].tolist() == [True, False, True, False, True]
+
+
 def test_predict_all_invalid_says_so_and_can_fail(fitted, tmp_path, capsys):
     bad = tmp_path / "bad.csv"
     pd.DataFrame({"smiles": ["C1CC", "not_a_smiles", "", "C(C)(C)(C)(C)C"]}).to_csv(

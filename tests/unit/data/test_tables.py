@@ -26,7 +26,7 @@ def inputs(tmp_path: Path) -> dict[str, Path]:
     frame.to_csv(paths["csv"], index=False)
     frame.to_csv(paths["csv.gz"], index=False)
     frame.to_parquet(paths["parquet"], index=False)
-    paths["smi"].write_text("".join(f"{s} {n}\n\n" for s, n, _ in ROWS), encoding="utf-8")
+    paths["smi"].write_text("".join(f"{s} {n}\n" for s, n, _ in ROWS), encoding="utf-8")
     return paths
 
 
@@ -123,11 +123,11 @@ def test_smi_lines_split_at_the_first_space_and_gzip_reads_the_same(tmp_path: Pa
         handle.write(text)
     for path in (plain, packed):
         table = open_table(path, {"--smiles-column": ["smiles"]})
-        assert (table.kind, table.columns, table.n_rows) == ("smi", ["smiles", "name"], 3)
+        assert (table.kind, table.columns, table.n_rows) == ("smi", ["smiles", "name"], 4)
         frame = read_table(table, ["smiles", "name"])
-        assert frame["smiles"].tolist() == ["CCO", "C1CC", "c1ccccc1"]
-        assert frame["name"].tolist() == ["ethanol, the solvent", None, "benzene"]
-        assert list(frame.index) == [0, 1, 2]  # blank lines are not data rows
+        assert frame["smiles"].tolist() == ["CCO", None, "C1CC", "c1ccccc1"]
+        assert frame["name"].tolist() == ["ethanol, the solvent", None, None, "benzene"]
+        assert list(frame.index) == [0, 1, 2, 3]  # data row i is line i + 1, blank or not
 
 
 def test_parquet_values_of_any_type_come_out_as_text(tmp_path: Path):
