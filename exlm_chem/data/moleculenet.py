@@ -42,7 +42,7 @@ from exlm_chem.data.download import (
 )
 from exlm_chem.data.moleculenet_regression import REGRESSION_NAMES, REGRESSION_SETS
 from exlm_chem.data.moleculenet_sets import DATASETS, DatasetSpec
-from exlm_chem.data.rdkit_reasons import rdkit_reason
+from exlm_chem.data.rdkit_reasons import parse_failure
 from exlm_chem.errors import DataFileError, InvalidRow  # row = 0-based data row in the file
 
 __all__ = [
@@ -270,7 +270,6 @@ def _read_table(spec: DatasetSpec, verified: VerifiedFile,
 
 def _parse(spec: DatasetSpec, verified: VerifiedFile) -> MoleculeDataset:
     import pandas as pd
-    from rdkit import Chem, rdBase
 
     path = verified.path
     wanted = {spec.smiles_column, *spec.task_columns}
@@ -292,16 +291,15 @@ def _parse(spec: DatasetSpec, verified: VerifiedFile) -> MoleculeDataset:
     keep: list[int] = []
     smiles: list[str] = []
     invalid: list[InvalidRow] = []
-    with rdBase.BlockLogs():
-        for row, cell in enumerate(df[spec.smiles_column].tolist()):
-            if not isinstance(cell, str) or not cell.strip():
-                # RDKit accepts "" as an empty molecule; it is no molecule here
-                invalid.append(InvalidRow(row, cell if isinstance(cell, str) else "", EMPTY_REASON))
-            elif Chem.MolFromSmiles(cell) is None:
-                invalid.append(InvalidRow(row, cell, rdkit_reason(cell)))
-            else:
-                keep.append(row)
-                smiles.append(cell.strip())
+    for row, cell in enumerate(df[spec.smiles_column].tolist()):
+        if not isinstance(cell, str) or not cell.strip():
+            # RDKit accepts "" as an empty molecule; it is no molecule here
+            invalid.append(InvalidRow(row, cell if isinstance(cell, str) else "", EMPTY_REASON))
+        elif (reason := parse_failure(cell)) is not None:
+            invalid.append(InvalidRow(row, cell, reason))
+        else:
+            keep.append(row)
+            smiles.append(cell.strip())
     if invalid:
         logger.warning(
             "%s: %d of %d rows left out (empty or unparsable SMILES), listed in "
