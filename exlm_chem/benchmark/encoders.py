@@ -59,12 +59,15 @@ def checkpoint_id(path: str | os.PathLike[str]) -> str:
 
 def input_protocol(path: str | os.PathLike[str]) -> dict[str, Any]:
     """How the benchmark feeds this checkpoint: ``{"expansion_k", "pooling",
-    "max_length"}``; k from :func:`~exlm_chem.data.inference_inputs.inference_expansion`."""
+    "max_length", "smiles"}``; k from
+    :func:`~exlm_chem.data.inference_inputs.inference_expansion`, ``smiles`` the form of the
+    molecules (:data:`~exlm_chem.data.tasks.ENCODER_SMILES`)."""
     from exlm_chem.data.inference_inputs import inference_expansion
+    from exlm_chem.data.tasks import ENCODER_SMILES
 
     config = json.loads((Path(path) / "config.json").read_text(encoding="utf-8"))
     return {"expansion_k": inference_expansion(config), "pooling": POOLING,
-            "max_length": MAX_LENGTH}
+            "max_length": MAX_LENGTH, "smiles": ENCODER_SMILES}
 
 
 def cell_finetune_settings(task: str, budget: Budget):
@@ -120,12 +123,30 @@ class EncoderMethod:
         self._probe_scores: dict[tuple, np.ndarray] = {}
         self._probe_alphas: dict[tuple, list] = {}
         self._probe_valid: dict[tuple, np.ndarray] = {}  # regression: validation predictions
+        self._canonical: dict[tuple, TaskData] = {}
 
     def __call__(self, data: TaskData, seed: int, budget: Budget,
                  progress: bool = False) -> MethodOutput:
+        data = self._encoder_input(data)
         if self.mode == "probe":
             return self._probe(data, seed, progress)
         return self._finetune(data, seed, budget, progress)
+
+    def _encoder_input(self, data: TaskData) -> TaskData:
+        """``data`` in the input protocol's SMILES form, computed once per task.
+
+        Token id rows (prepared splits) pass as they are: their format guarantees they were
+        made from canonical SMILES (:mod:`exlm_chem.benchmark.prepared`).
+        """
+        from exlm_chem.data.tasks import with_canonical_smiles
+
+        if not data.smiles or not isinstance(data.smiles[0], str):
+            return data
+        key = (data.name, hashlib.sha256("\n".join(data.smiles).encode()).hexdigest())
+        if key not in self._canonical:
+            self._canonical = {key: with_canonical_smiles(data)}  # one task at a time
+        return self._canonical[key]._replace(train=data.train, valid=data.valid,
+                                             test=data.test)
 
     def protocol(self, task: str, budget: Budget) -> tuple[dict, dict]:
         """(input protocol, settings) of a cell, before it runs (part of its key)."""

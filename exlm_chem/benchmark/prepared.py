@@ -1,10 +1,12 @@
 """Benchmark tasks prepared on CPU for a machine without RDKit (the GPU machine).
 
 :func:`prepare_splits` loads each MoleculeNet task (RDKit parses and splits it here),
-tokenises every molecule once and writes, per task, one compressed ``.npz`` (token ids as
-one flat array plus row offsets, labels, and the train/valid/test indices of each split
-seed) and a ``manifest.json`` naming the data file's checksum, the split, the vocabulary's
-checksum and the maximum length. :class:`PreparedSplits` reads them back as
+writes every molecule as its RDKit canonical SMILES (the encoders' input protocol,
+:data:`~exlm_chem.data.tasks.ENCODER_SMILES`), tokenises it once and writes, per task,
+one compressed ``.npz`` (token ids as one flat array plus row offsets, labels, and the
+train/valid/test indices of each split seed) and a ``manifest.json`` naming the data
+file's checksum, the split, the SMILES form, the vocabulary's checksum and the maximum
+length. :class:`PreparedSplits` reads them back as
 :class:`~exlm_chem.benchmark.records.TaskData` whose molecules are token id rows, which
 fine-tuning takes in place of SMILES; it imports neither RDKit nor pandas.
 
@@ -33,7 +35,8 @@ from exlm_chem.benchmark.records import TaskData
 __all__ = ["FORMAT", "MANIFEST", "PreparedSplits", "file_sha256", "prepare_splits",
            "vocab_sha256"]
 
-FORMAT = "exlm_chem-splits-1"
+#: 2: token ids are made from RDKit canonical SMILES (1: from the SMILES as written)
+FORMAT = "exlm_chem-splits-2"
 MANIFEST = "manifest.json"
 
 
@@ -77,7 +80,12 @@ def prepare_splits(
     max_length : int
         Tokens per molecule including BOS and EOS (the benchmark's input protocol).
     """
-    from exlm_chem.data.tasks import load_task, split_depends_on_seed
+    from exlm_chem.data.tasks import (
+        ENCODER_SMILES,
+        load_task,
+        split_depends_on_seed,
+        with_canonical_smiles,
+    )
     from exlm_chem.data.tokenizer import SmilesTokenizer
     from exlm_chem.provenance import git_commit, machine
 
@@ -90,6 +98,7 @@ def prepare_splits(
         "split": split,
         "split_seeds": split_seeds,
         "max_length": max_length,
+        "smiles": ENCODER_SMILES,
         "vocab_size": len(tokenizer),
         "vocab_sha256": vocab_sha256(tokenizer.tokens),
         "commit": git_commit(),
@@ -104,7 +113,8 @@ def prepare_splits(
             data = load_task(task, split, seed, data_path)
             for part in ("train", "valid", "test"):
                 arrays[f"{part}_s{seed}"] = np.asarray(getattr(data, part), dtype=np.int64)
-        encoded = tokenizer.batch_encode(data.smiles, max_length=max_length)
+        encoded = tokenizer.batch_encode(with_canonical_smiles(data).smiles,
+                                         max_length=max_length)
         lengths = np.asarray(encoded.lengths, dtype=np.int64)  # [N]
         rows = [r[:n] for r, n in zip(encoded.input_ids, lengths, strict=True)]
         arrays["ids"] = np.concatenate(rows).astype(_id_dtype(len(tokenizer)))
@@ -152,8 +162,9 @@ class PreparedSplits:
                                     "prepare-splits --out DIR` on a machine with RDKit")
         self.manifest = json.loads(path.read_text(encoding="utf-8"))
         if self.manifest.get("format") != FORMAT:
-            raise ValueError(f"{path}: format {self.manifest.get('format')!r}, "
-                             f"expected {FORMAT!r}")
+            raise ValueError(f"{path}: format {self.manifest.get('format')!r}, expected "
+                             f"{FORMAT!r} (token ids from canonical SMILES); prepare them "
+                             "again with `exlm-chem data prepare-splits`")
 
     @property
     def tasks(self) -> list[str]:

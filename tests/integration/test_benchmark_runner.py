@@ -103,6 +103,21 @@ def test_probe_is_cached_and_deterministic(tmp_path, moleculenet_dir, tiny_check
         reloaded(data._replace(test=data.test[:50]), 2, Budget(), False)  # another split
 
 
+def test_encoders_read_canonical_smiles_so_the_writing_does_not_matter(
+        tmp_path, moleculenet_dir, tiny_checkpoint):
+    from exlm_chem.data.augment import tta_views
+
+    data = load_task("bace", "scaffold", 0, moleculenet_dir)
+    _, randomized = tta_views(data.smiles, 1, seed=0)  # canonical, randomized: [N] each
+    rewritten = data._replace(smiles=randomized)
+    assert sum(a != b for a, b in zip(rewritten.smiles, data.smiles, strict=True)) > 1000
+    probe = EncoderMethod(tiny_checkpoint, "probe")
+    assert probe.protocol("bace", Budget())[0]["smiles"] == "rdkit-canonical"
+    np.testing.assert_array_equal(probe(rewritten, 0, Budget(), False).test_scores,
+                                  EncoderMethod(tiny_checkpoint, "probe")(
+                                      data, 0, Budget(), False).test_scores)
+
+
 def test_finetune_cell_respects_the_budget(moleculenet_dir, tiny_checkpoint):
     data = load_task("bace", "scaffold", 0, moleculenet_dir)
     small = data._replace(train=data.train[:256], valid=data.valid[:64])

@@ -105,7 +105,7 @@ def test_dry_run_without_rdkit_writes_runner_records_and_resumes(
 
 
 def test_prepared_splits_round_trip(tmp_path, moleculenet_dir):
-    from exlm_chem.data.tasks import load_task
+    from exlm_chem.data.tasks import load_task, with_canonical_smiles
     from exlm_chem.data.tokenizer import SmilesTokenizer
 
     prepare_splits(["clintox"], "scaffold", tmp_path, data_path=moleculenet_dir)
@@ -113,16 +113,25 @@ def test_prepared_splits_round_trip(tmp_path, moleculenet_dir):
     data = source.load("clintox", "scaffold", 2)  # seed-independent split: seed 0's
     expected = load_task("clintox", "scaffold", 0, moleculenet_dir)
     tokenizer = SmilesTokenizer()
-    assert [list(row) for row in data.smiles[:3]] == [
-        tokenizer.encode(s, max_length=256) for s in expected.smiles[:3]
+    canonical = with_canonical_smiles(expected).smiles
+    assert [list(row) for row in data.smiles] == [
+        tokenizer.encode(s, max_length=256) for s in canonical
     ]
+    assert sum(a != b for a, b in zip(canonical, expected.smiles, strict=True)) > 100
     for part in ("train", "valid", "test"):
         assert getattr(data, part).tolist() == getattr(expected, part).tolist()
     assert data.labels.shape == expected.labels.shape == (1480, 2)
     assert data.data_sha256 == expected.data_sha256
     source.check_vocabulary(REPO / "models" / "exlm-small" / "vocab.txt")
     with open(tmp_path / "manifest.json") as handle:
-        assert json.load(handle)["vocab_size"] == len(tokenizer)
+        manifest = json.load(handle)
+    assert manifest["vocab_size"] == len(tokenizer)
+    assert manifest["smiles"] == "rdkit-canonical"
+    older = tmp_path / "older"  # splits of format 1 hold the SMILES as written
+    older.mkdir()
+    (older / "manifest.json").write_text(json.dumps({**manifest, "format": "exlm_chem-splits-1"}))
+    with pytest.raises(ValueError, match="prepare them again"):
+        PreparedSplits(older)
     (tmp_path / "clintox.npz").write_bytes(b"damaged")
     try:
         source.load("clintox", "scaffold", 0)

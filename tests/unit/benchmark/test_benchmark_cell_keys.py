@@ -14,7 +14,8 @@ from exlm_chem.benchmark.runner import MethodSpec, run_benchmark
 
 BASE = {
     "model": "toy@000000000000",
-    "inputs": {"expansion_k": 2, "pooling": "bos", "max_length": 256},
+    "inputs": {"expansion_k": 2, "pooling": "bos", "max_length": 256,
+               "smiles": "rdkit-canonical"},
     "settings": {"epochs": 3, "batch_size": 32, "lr": 1e-4},
     "data_sha256": "a" * 64,
 }
@@ -23,6 +24,7 @@ CHANGES = {
     "expansion k": ("inputs", {**BASE["inputs"], "expansion_k": 1}),
     "pooling": ("inputs", {**BASE["inputs"], "pooling": "mean"}),
     "max length": ("inputs", {**BASE["inputs"], "max_length": 128}),
+    "SMILES form": ("inputs", {**BASE["inputs"], "smiles": "as-written"}),
     "fine-tune settings": ("settings", {**BASE["settings"], "lr": 4e-4}),
     "data checksum": ("data_sha256", "b" * 64),
     "protocol version": ("version", None),
