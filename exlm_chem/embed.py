@@ -193,7 +193,7 @@ class Embedder:
         checked = check_smiles(smiles)
         valid_rows = np.flatnonzero(checked.valid)
         out = np.full((len(smiles), self.dim), np.nan, dtype=np.float32)  # [n, d]
-        valid_smiles = [smiles[i] for i in valid_rows]
+        valid_smiles = [checked.canonical[i] for i in valid_rows]  # the pre-training form
         warn_unknown_tokens(self.tokenizer, valid_smiles, valid_rows)
         out[valid_rows] = self.encode_valid(valid_smiles, pooling, batch_size, max_length,
                                             on_batch)

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
-from exlm_chem.data.rdkit_reasons import parse_failure
+from exlm_chem.data.rdkit_reasons import canonical_or_failure
 from exlm_chem.data.tokenizer import SmilesTokenizer
 from exlm_chem.errors import InvalidRow, InvalidSmilesError
 
@@ -32,6 +32,9 @@ class UnknownTokensWarning(UserWarning):
 class CheckedSmiles(NamedTuple):
     valid: np.ndarray  # [N] bool
     reasons: list[str | None]  # None for valid rows, else why the row was rejected
+    # RDKit canonical SMILES of valid rows (None for the others): what the model reads,
+    # as in pre-training, so a molecule's output does not depend on how it is written
+    canonical: list[str | None]
 
 
 def check_smiles(smiles: Sequence[Any], max_chars: int = MAX_SMILES_CHARS) -> CheckedSmiles:
@@ -44,6 +47,7 @@ def check_smiles(smiles: Sequence[Any], max_chars: int = MAX_SMILES_CHARS) -> Ch
     """
     valid = np.zeros(len(smiles), dtype=bool)
     reasons: list[str | None] = []
+    canonical: list[str | None] = [None] * len(smiles)
     for i, s in enumerate(smiles):
         if not isinstance(s, str):
             reason = f"not a string ({type(s).__name__})"
@@ -58,10 +62,10 @@ def check_smiles(smiles: Sequence[Any], max_chars: int = MAX_SMILES_CHARS) -> Ch
             reason = (f"not encodable text (lone surrogate {surrogate.group()!r} at "
                       f"position {surrogate.start()})")
         else:
-            reason = parse_failure(s)
+            canonical[i], reason = canonical_or_failure(s)
             valid[i] = reason is None
         reasons.append(reason)
-    return CheckedSmiles(valid, reasons)
+    return CheckedSmiles(valid, reasons, canonical)
 
 
 def warn_unknown_tokens(tokenizer: SmilesTokenizer, smiles: Sequence[str],

@@ -9,8 +9,9 @@ permitted``, or ``unclosed ring for input: 'c1ccc'``).
 from __future__ import annotations
 
 import re
+from typing import Any
 
-__all__ = ["UNPARSABLE_REASON", "parse_failure", "rdkit_reason"]
+__all__ = ["UNPARSABLE_REASON", "canonical_or_failure", "parse_failure", "rdkit_reason"]
 
 UNPARSABLE_REASON = "RDKit could not parse the SMILES"
 _LOG_PREFIX = re.compile(r"^\[[^\]]*\]\s*")  # "[12:00:00] " before each RDKit log line
@@ -46,16 +47,35 @@ def rdkit_reason(smiles: str) -> str:
 
 def parse_failure(smiles: str) -> str | None:
     """``None`` when RDKit parses ``smiles``, else :func:`rdkit_reason`; never raises."""
+    return _parse(smiles)[1]
+
+
+def canonical_or_failure(smiles: str) -> tuple[str | None, str | None]:
+    """``(RDKit canonical SMILES, None)``, or ``(None, reason)`` as :func:`parse_failure`
+    gives it; never raises. The canonical form is what the models read."""
+    from rdkit import Chem, rdBase
+
+    mol, reason = _parse(smiles)
+    if mol is None:
+        return None, reason
+    try:
+        with rdBase.BlockLogs():
+            return Chem.MolToSmiles(mol), None
+    except Exception as err:  # parsed but not writable: still one invalid row, not a crash
+        return None, f"RDKit cannot write it as SMILES ({type(err).__name__})"
+
+
+def _parse(smiles: str) -> tuple[Any, str | None]:
     from rdkit import Chem, rdBase
 
     try:
         with rdBase.BlockLogs():
             mol = Chem.MolFromSmiles(smiles)
     except Exception as err:  # an RDKit failure on one row must not end the batch
-        return f"RDKit failed on it ({type(err).__name__})"
+        return None, f"RDKit failed on it ({type(err).__name__})"
     if mol is not None:
-        return None
+        return mol, None
     try:
-        return rdkit_reason(smiles)
+        return None, rdkit_reason(smiles)
     except Exception:  # RDKit's log of odd text may not decode; the row is still invalid
-        return UNPARSABLE_REASON
+        return None, UNPARSABLE_REASON

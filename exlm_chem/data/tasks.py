@@ -31,9 +31,9 @@ ENCODER_SMILES = "rdkit-canonical"
 
 def with_canonical_smiles(data: TaskData) -> TaskData:
     """``data`` with every molecule as its RDKit canonical SMILES (same rows, same order)."""
-    from exlm_chem.data.hygiene import canonicalize
+    from exlm_chem.data.rdkit_reasons import canonical_or_failure
 
-    canonical = canonicalize(data.smiles)
+    canonical = [canonical_or_failure(s)[0] for s in data.smiles]
     failed = [i for i, c in enumerate(canonical) if c is None]
     if failed:  # the loader keeps only parsable rows, so this is a changed RDKit or file
         raise ValueError(f"{data.name}: rows {failed[:10]} passed the loader but RDKit "

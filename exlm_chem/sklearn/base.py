@@ -159,7 +159,7 @@ class ExLMEstimatorBase(UncertaintyMixin, PersistenceMixin, BaseEstimator):
             warnings.warn(f"{int((~keep).sum())} invalid SMILES left out of training "
                           "(rows marked in fit_invalid_mask_)", UserWarning, stacklevel=2)
         rows = np.flatnonzero(keep)
-        smiles, labels = [smiles[i] for i in rows], targets.labels[rows]
+        smiles, labels = [checked.canonical[i] for i in rows], targets.labels[rows]
         seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
         order = np.random.default_rng(seed).permutation(len(smiles))
         n_valid = round(self.validation_fraction * len(smiles))
@@ -229,7 +229,7 @@ class ExLMEstimatorBase(UncertaintyMixin, PersistenceMixin, BaseEstimator):
         if on_invalid == "raise":
             raise_for_invalid(smiles, checked)
         rows = np.flatnonzero(checked.valid)
-        valid_smiles = [smiles[i] for i in rows]
+        valid_smiles = [checked.canonical[i] for i in rows]  # the form the model was trained on
         warn_unknown_tokens(self.tokenizer_, valid_smiles, rows, stacklevel=5)
         return len(smiles), rows, valid_smiles
 

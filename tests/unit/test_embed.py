@@ -32,14 +32,17 @@ def embedder(tiny_checkpoint) -> Embedder:
 
 
 def _direct(checkpoint, smiles: list[str], pooling: str) -> np.ndarray:
-    """One molecule per forward pass, pooling written out here (no exlm_chem.data.featurize)."""
+    """One molecule per forward pass, the model reading RDKit's canonical SMILES, pooling
+    written out here (no exlm_chem.data.featurize)."""
+    from rdkit import Chem
+
     model, config, _ = load_checkpoint(checkpoint)
     tok = SmilesTokenizer(checkpoint / "vocab.txt")
     special = SpecialIds(tok.bos_id, tok.pad_id, tok.eos_id, tok.mask_id)
     rows = []
     with torch.no_grad():
         for s in smiles:
-            ids = np.asarray(tok.encode(s, max_length=256))
+            ids = np.asarray(tok.encode(Chem.MolToSmiles(Chem.MolFromSmiles(s)), max_length=256))
             input_ids, pos_o, pos_c, mask = expand_for_inference([ids], config.k_states, special)
             assert input_ids[0, 0] == tok.bos_id and mask.all()  # one row: no padding
             hidden = model(input_ids, pos_o, pos_c, mask)[0]  # [X, d]
@@ -72,6 +75,16 @@ def test_shuffled_input_gives_shuffled_output(embedder, bbbp_smiles):
     np.testing.assert_allclose(Y, X[perm], **TOL)
     # distinct molecules get distinct vectors (a constant output would pass the line above)
     assert np.abs(X[0] - X[1]).max() > 1e-3
+
+
+def test_embeddings_do_not_depend_on_how_a_molecule_is_written(embedder):
+    written = ["OCC", "C(C)O", "CCO", "c1ccccc1O", "Oc1ccccc1", "C1CC"]
+    out = embed(written, model=embedder)
+    np.testing.assert_array_equal(out.embeddings[0], out.embeddings[2])
+    np.testing.assert_array_equal(out.embeddings[1], out.embeddings[2])
+    np.testing.assert_array_equal(out.embeddings[3], out.embeddings[4])
+    assert not np.array_equal(out.embeddings[2], out.embeddings[4])
+    assert out.valid.tolist() == [True] * 5 + [False]
 
 
 def test_invalid_rows_are_nan_and_masked(embedder, bbbp_smiles):

@@ -99,5 +99,6 @@ def test_benchmark_encoder_rows_record_the_expansion(tiny_checkpoint, tiny_mlm_c
         "expansion_k": 1,
         "pooling": "bos",
         "max_length": 256,
+        "smiles": "rdkit-canonical",
     }
     assert EncoderMethod(tiny_checkpoint, "finetune").inputs["expansion_k"] == 2

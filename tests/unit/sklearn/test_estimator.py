@@ -115,6 +115,19 @@ def test_outputs_are_consistent(data, fitted):
     assert fitted.transform(X).shape == (64, 64)
 
 
+def test_a_molecule_gets_one_output_however_it_is_written(params, data, fitted):
+    from exlm_chem.data.augment import tta_views
+
+    X, y, _ = data
+    canonical, randomized = tta_views(X, 1, seed=3)  # [N] each
+    assert sum(a != b for a, b in zip(randomized, X, strict=True)) > 50
+    np.testing.assert_array_equal(fitted.predict_proba(randomized), fitted.predict_proba(X))
+    np.testing.assert_array_equal(fitted.transform(canonical), fitted.transform(X))
+    # fit reads the canonical form too: the same molecules written otherwise, the same model
+    refit = ExLMMoleculeClassifier(**params).fit(randomized, y)
+    np.testing.assert_array_equal(refit.predict_proba(X), fitted.predict_proba(X))
+
+
 def test_invalid_smiles_in_predict_give_nan_rows(data, fitted):
     X, _, _ = data
     mixed = [X[0], *BAD, X[1]]

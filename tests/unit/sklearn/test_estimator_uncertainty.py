@@ -71,8 +71,9 @@ def test_same_seed_same_ensemble_and_first_member_is_the_plain_model(params, dat
 
 def test_outputs_are_the_calibrated_mean_over_members_and_views(ensemble, data):
     X, _ = data
-    views = tta_views(X, 2, ensemble.seed_)
-    assert len(views) == 3 and views[0] != X  # canonical first, then randomized
+    canonical = tta_views(X, 0, 0)[0]  # the model reads canonical SMILES, views start there
+    views = tta_views(canonical, 2, ensemble.seed_)
+    assert len(views) == 3 and views[0] == canonical != X  # canonical first, then randomized
     raw = np.stack([[expit(predict_batched(net, v, 32).astype(np.float64)) for v in views]
                     for net in ensemble.models_])  # [3 members, 3 views, 64, 1]
     expected = ensemble.calibrator_.apply(raw.mean(axis=(0, 1)))[:, 0]
