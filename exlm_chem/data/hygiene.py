@@ -42,11 +42,11 @@ def element_key(smiles: str) -> str:
 
 
 def canonical_smiles(smiles: str) -> str | None:
-    from rdkit import Chem, rdBase
+    """The form the models read (:func:`~exlm_chem.data.rdkit_reasons.canonical_or_failure`);
+    None where RDKit cannot parse it."""
+    from exlm_chem.data.rdkit_reasons import canonical_or_failure
 
-    with rdBase.BlockLogs():  # quiet for this call only, not for the user's process
-        mol = Chem.MolFromSmiles(smiles)
-    return None if mol is None else Chem.MolToSmiles(mol)
+    return canonical_or_failure(smiles)[0]
 
 
 def _canonical_many(smiles: Sequence[str]) -> list[str | None]:
