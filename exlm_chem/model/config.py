@@ -41,6 +41,7 @@ class ExLMConfig:
     mask_id: int = 4  # [MASK]
     objective: str = "exlm"  # "exlm" (DAG states alignment) or "mlm" (no transition head)
     layer_norm_eps: float = 1e-5  # epsilon of every LayerNorm
+    n_descriptors: int = 0  # outputs of the physico-chemical head on the BOS state (0: none)
 
     def __post_init__(self) -> None:
         problems = []
@@ -49,6 +50,10 @@ class ExLMConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 problems.append(f"{name} must be a positive integer, got {value!r}")
+        if isinstance(self.n_descriptors, bool) or not isinstance(self.n_descriptors, int) \
+                or self.n_descriptors < 0:
+            problems.append(f"n_descriptors must be a non-negative integer, "
+                            f"got {self.n_descriptors!r}")
         for name in ("dropout", "attention_dropout", "activation_dropout"):
             value = getattr(self, name)
             if not isinstance(value, int | float) or not 0.0 <= value < 1.0:

@@ -117,6 +117,23 @@ class TransitionHead(nn.Module):
         return F.linear(x, layer.weight.float(), layer.bias.float())
 
 
+class DescriptorHead(nn.Module):
+    """Pre-training's auxiliary head: the BOS state regresses standardised descriptors.
+
+    Like MolBERT's PhysChemPred, it asks the summary state to know the molecule's
+    physico-chemical profile, which the token-level objectives never ask of it.
+    """
+
+    def __init__(self, d_model: int, n_out: int) -> None:
+        super().__init__()
+        self.dense = nn.Linear(d_model, d_model)
+        self.out = nn.Linear(d_model, n_out)
+
+    def forward(self, pooled: torch.Tensor) -> torch.Tensor:
+        """Predicted standardised descriptors [B, n_out] from pooled states [B, d]."""
+        return self.out(F.gelu(self.dense(pooled)))
+
+
 class ClassificationHead(nn.Module):
     """Fine-tuning head on a pooled state: dropout -> Linear -> tanh -> dropout -> Linear."""
 

@@ -25,6 +25,7 @@ class ObjectiveOutput(NamedTuple):
     n_invalid: torch.Tensor | int  # ExLM samples with no valid path (excluded from the loss)
     n_predicted: int  # masked tokens scored for accuracy (0 when not computed)
     n_correct: int  # of those, predicted exactly (argmax)
+    aux_loss: torch.Tensor | None = None  # descriptor regression (MSE), when targets are given
 
 
 def _gather_states(hidden: torch.Tensor, state_index: torch.Tensor) -> torch.Tensor:
@@ -33,13 +34,29 @@ def _gather_states(hidden: torch.Tensor, state_index: torch.Tensor) -> torch.Ten
     return torch.gather(hidden, 1, index)
 
 
-def exlm_loss(model, batch: ExLMBatch, with_accuracy: bool = False) -> ObjectiveOutput:
+def encode(model, batch: ExLMBatch | MLMBatch) -> torch.Tensor:
+    """Hidden states [B, X, d] of a pre-training batch."""
+    return model(batch.input_ids, batch.pos_original, batch.pos_copy, batch.padding_mask)
+
+
+def descriptor_loss(model, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Mean squared error of the descriptor head on the BOS state (position 0) against
+    standardised ``targets`` [B, D]; NaN targets (not computable) are left out."""
+    predicted = model.descriptor_head(hidden[:, 0]).float()  # [B, D]
+    known = torch.isfinite(targets)
+    error = torch.where(known, predicted - torch.nan_to_num(targets), 0.0)
+    return error.square().sum() / known.sum().clamp(min=1)
+
+
+def exlm_loss(model, batch: ExLMBatch, with_accuracy: bool = False,
+              hidden: torch.Tensor | None = None) -> ObjectiveOutput:
     """States-alignment NLL per target token, averaged over samples with a valid path.
 
     With ``with_accuracy`` the Viterbi alignment assigns each masked target to one state;
-    a masked token counts as correct when that state's argmax is the target.
+    a masked token counts as correct when that state's argmax is the target. ``hidden``:
+    the batch's states when the caller has computed them already.
     """
-    hidden = model(batch.input_ids, batch.pos_original, batch.pos_copy, batch.padding_mask)
+    hidden = encode(model, batch) if hidden is None else hidden
     states = _gather_states(hidden, batch.state_index)  # [B, S, d]
     log_probs = F.log_softmax(model.lm_head(states).float(), dim=-1)  # [B, S, V]
     n_states = log_probs.size(1)
@@ -77,9 +94,10 @@ def exlm_loss(model, batch: ExLMBatch, with_accuracy: bool = False) -> Objective
     return ObjectiveOutput(loss, len(logprob), len(logprob) - n_valid, n_predicted, n_correct)
 
 
-def mlm_loss(model, batch: MLMBatch, with_accuracy: bool = False) -> ObjectiveOutput:
+def mlm_loss(model, batch: MLMBatch, with_accuracy: bool = False,
+             hidden: torch.Tensor | None = None) -> ObjectiveOutput:
     """Cross-entropy on the masked positions only (the SMILES-BERT twin)."""
-    hidden = model(batch.input_ids, batch.pos_original, batch.pos_copy, batch.padding_mask)
+    hidden = encode(model, batch) if hidden is None else hidden
     # every position is scored and IGNORE_INDEX left out by cross_entropy: selecting the
     # masked rows first (hidden[labels != IGNORE_INDEX]) would wait for the device to
     # count them; the LM head is a small part of a step either way

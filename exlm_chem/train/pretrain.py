@@ -30,7 +30,7 @@ from exlm_chem.data.tokenizer import SmilesTokenizer
 from exlm_chem.device import resolve_device
 from exlm_chem.model import ExLMConfig, ExLMModel
 from exlm_chem.model.checkpoint import atomic_directory, save_checkpoint
-from exlm_chem.train.objectives import exlm_loss, mlm_loss
+from exlm_chem.train.objectives import descriptor_loss, encode, exlm_loss, mlm_loss
 from exlm_chem.train.pretrain_data import (
     BatchMaker,
     PretrainBatches,
@@ -58,10 +58,15 @@ class PretrainArgs:
     lr: float = 5e-4  # peak learning rate
     warmup_steps: int | None = None  # linear warm-up (100; paper 10K), then linear decay
     end_lr: float = 0.0
+    # decay only over the last N steps, constant lr before (warmup-stable-decay): a run of
+    # unknown length trains at lr and decays once its budget is known (--resume --max-steps)
+    decay_steps: int | None = None
     betas: tuple[float, float] = (0.9, 0.98)
     weight_decay: float = 0.0  # decoupled (AdamW; fairseq's Adam does the same)
     clip_norm: float = 1.0
-    mask_ratio: float = 0.15
+    mask_ratio: float = 0.15  # share of tokens masked (paper 0.15; MolEncoder found 0.3)
+    aux_weight: float = 0.0  # weight of the descriptor-regression loss (prepared descriptors)
+    d_model: int | None = None  # width override: heads d/64, FFN 4d (default: the preset's)
     masking: str = "token"  # token | fragment (whole BRICS fragments; needs RDKit)
     repeat_k: int = (
         1  # Repeated MLM (paper sec. 3): each token k times, each copy masked w.p. mask_ratio
@@ -76,6 +81,8 @@ class PretrainArgs:
     hygiene: bool = True  # drop benchmark valid/test molecules (prepared: done at preparation)
     max_minutes: float | None = None  # stop (with a checkpoint) after this wall time
     stop_at_step: int | None = None  # pause (with a checkpoint) here; --resume continues
+    max_cpu_minutes: float | None = None  # stop (with a checkpoint) after this process CPU time
+    snapshot_cpu_minutes: float | None = None  # keep the weights every N CPU-minutes (snapshots/)
     budget_minutes: float | None = None  # measure the pace, then fit max_steps to this time
     budget_from: list[str] | None = None  # partner runs (the twin): all take the fewest steps
     budget_probe_steps: int = 10  # timed steps of the pace probe (undone afterwards)
@@ -90,11 +97,15 @@ class PretrainArgs:
 
 
 def learning_rate(step: int, args: PretrainArgs) -> float:
-    """Linear warm-up to ``lr`` then linear decay to ``end_lr`` at ``max_steps``."""
+    """Linear warm-up to ``lr``, then linear decay to ``end_lr`` at ``max_steps``: over all
+    the remaining steps, or with ``decay_steps`` over the last ones only (lr until then)."""
     if step < args.warmup_steps:
         return args.lr * (step + 1) / args.warmup_steps
-    span = max(1, args.max_steps - args.warmup_steps)
-    frac = min(1.0, (step - args.warmup_steps) / span)
+    decay_start = args.warmup_steps
+    if args.decay_steps is not None:
+        decay_start = max(decay_start, args.max_steps - args.decay_steps)
+    span = max(1, args.max_steps - decay_start)
+    frac = min(1.0, max(0, step - decay_start) / span)
     return args.end_lr + (args.lr - args.end_lr) * (1.0 - frac)
 
 
@@ -112,6 +123,20 @@ def check_args(args: PretrainArgs) -> PretrainArgs:
         problems.append("give max_steps or a budget (budget_minutes, budget_from), not both")
     if args.repeat_k < 1 or (args.repeat_k > 1 and args.masking != "token"):
         problems.append("repeat_k must be >= 1, and > 1 only with masking 'token'")
+    if not 0.0 < args.mask_ratio < 1.0:
+        problems.append(f"mask_ratio must be in (0, 1), got {args.mask_ratio}")
+    if args.aux_weight < 0:
+        problems.append(f"aux_weight must be >= 0, got {args.aux_weight}")
+    if args.aux_weight > 0 and args.prepared is None:
+        problems.append("aux_weight needs descriptor targets: give prepared, a folder from "
+                        "`exlm-chem corpus prepare --descriptors rdkit2d`")
+    if args.aux_weight > 0 and args.repeat_k > 1:
+        problems.append("aux_weight does not combine with repeat_k > 1")
+    if args.decay_steps is not None and args.decay_steps < 1:
+        problems.append(f"decay_steps must be >= 1, got {args.decay_steps}")
+    if args.d_model is not None and (args.d_model < 64 or args.d_model % 64):
+        problems.append(f"d_model must be a positive multiple of 64 (heads of 64), "
+                        f"got {args.d_model}")
     if problems:
         raise ValueError("invalid pre-training arguments: " + "; ".join(problems))
     return resolve_schedule(args)
@@ -125,8 +150,13 @@ class ObjectiveModule(torch.nn.Module):
         self.model = model
         self.loss_fn = exlm_loss if objective == "exlm" else mlm_loss
 
-    def forward(self, batch, with_accuracy: bool = False):
-        return self.loss_fn(self.model, batch, with_accuracy)
+    def forward(self, batch, targets: torch.Tensor | None = None, with_accuracy: bool = False):
+        """The objective's output; with descriptor ``targets`` [B, D] also its ``aux_loss``."""
+        hidden = encode(self.model, batch)  # [B, X, d], shared by both losses
+        out = self.loss_fn(self.model, batch, with_accuracy, hidden=hidden)
+        if targets is None:
+            return out
+        return out._replace(aux_loss=descriptor_loss(self.model, hidden, targets))
 
 
 class Pretrainer:
@@ -144,6 +174,8 @@ class Pretrainer:
         if self.world > 1 and self.device.type == "cuda":
             self.device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
         self.budget: dict | None = None
+        self.descriptors: dict | None = None  # "train"/"valid" -> [n, D] targets (aux_weight)
+        self.descriptor_info: dict | None = None  # kind, RDKit version, scaler (manifest's)
 
     # ----- data -------------------------------------------------------------------
     def load_data(self) -> None:
@@ -156,6 +188,12 @@ class Pretrainer:
             self.corpus_checksums, self.hygiene_summary = prepared_summary(
                 prepared.manifest, args.prepared)
             self.n_unknown_tokens = prepared.manifest["counts"]["unknown_tokens"]
+            if args.aux_weight > 0:
+                if prepared.descriptors is None:
+                    raise ValueError(f"{args.prepared} holds no descriptors, which aux_weight "
+                                     "needs: prepare it with --descriptors rdkit2d")
+                self.descriptors = prepared.descriptors
+                self.descriptor_info = prepared.manifest["descriptors"]
         else:
             smiles, self.corpus_checksums, self.hygiene_summary = read_corpus_files(
                 args, self.rank)
@@ -172,9 +210,12 @@ class Pretrainer:
     def batches(self, progress: dict) -> PretrainBatches:
         """The training stream from the saved position on."""
         maker = BatchMaker(self.train, self.special, self.args, self.config.k_states,
-                           self.tokenizer)
+                           self.tokenizer, self._targets("train"))
         return PretrainBatches(self.stream, maker, self.args.seed, progress["epoch"],
                                progress["position"], self.rank, self.world)
+
+    def _targets(self, split: str):
+        return None if self.descriptors is None else self.descriptors[split]
 
     def loader(self, progress: dict):
         pin = self.device.type == "cuda"
@@ -186,6 +227,11 @@ class Pretrainer:
         overrides = {"objective": args.objective}
         if args.k_states is not None:
             overrides["k_states"] = args.k_states
+        if args.d_model is not None:
+            overrides.update(d_model=args.d_model, n_heads=args.d_model // 64,
+                             d_ffn=4 * args.d_model)
+        if self.descriptors is not None:
+            overrides["n_descriptors"] = self.descriptors["train"].shape[1]
         self.config = ExLMConfig.preset(model_preset(args.preset), vocab_size=len(self.tokenizer),
                                         **overrides)
         torch.manual_seed(args.seed)
@@ -208,20 +254,21 @@ class Pretrainer:
             betas=tuple(args.betas),
             eps=1e-6,
             weight_decay=args.weight_decay,
-            fused=True if self.device.type == "cuda" else None,
+            fused=True,  # one kernel over all parameters, on CUDA and on the CPU
         )
         self.autocast = torch.autocast("cuda", dtype=torch.bfloat16,
                                        enabled=self.device.type == "cuda")
 
-    def train_step(self, batch, step: int):
+    def train_step(self, batch, step: int, targets: torch.Tensor | None = None):
         """One optimizer step; returns the objective's output and the gradient norm, both
-        left on the device."""
+        left on the device. ``targets``: the batch's descriptors (auxiliary objective)."""
         for group in self.optimizer.param_groups:
             group["lr"] = learning_rate(step, self.args)
         with self.autocast:
-            out = self.train_step_module(batch)
+            out = self.train_step_module(batch, targets)
         self.optimizer.zero_grad(set_to_none=True)
-        out.loss.backward()
+        loss = out.loss if out.aux_loss is None else out.loss + self.args.aux_weight * out.aux_loss
+        loss.backward()
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.args.clip_norm)
         self.optimizer.step()
         return out, grad_norm
@@ -233,7 +280,14 @@ class Pretrainer:
     def save(self, progress: dict) -> None:
         if self.rank != 0:
             return
-        metadata = {
+        with atomic_directory(self.checkpoint_dir()) as tmp:
+            save_checkpoint(tmp, self.model, self.config, self.tokenizer.tokens,
+                            self._metadata(progress))
+            write_training_state(tmp, self.optimizer, progress)
+            self.checkpoint_files(tmp)
+
+    def _metadata(self, progress: dict) -> dict:
+        return {
             "objective": self.args.objective,
             "steps": progress["step"],
             "tokens_seen": progress["tokens_seen"],
@@ -247,10 +301,21 @@ class Pretrainer:
             "pretrain_args": asdict(self.args),
             "budget": self.budget,
             "last_validation": progress.get("last_validation"),
+            "recipe": {"objective": self.args.objective, "mask_ratio": self.args.mask_ratio,
+                       "aux_weight": self.args.aux_weight, "d_model": self.config.d_model,
+                       "k_states": self.config.k_states},
+            "descriptors": self.descriptor_info,  # the head's targets and their scaler
+            "cpu_seconds": progress.get("cpu_seconds"),
         }
-        with atomic_directory(self.checkpoint_dir()) as tmp:
+
+    def snapshot(self, progress: dict) -> None:
+        """Weights and metadata only (no optimizer state) in ``OUT/snapshots/step_NNNNNNN``:
+        the points of a learning curve, probed after the run."""
+        if self.rank != 0:
+            return
+        metadata = {**self._metadata(progress), "snapshot": True}
+        with atomic_directory(self.out / "snapshots" / f"step_{progress['step']:07d}") as tmp:
             save_checkpoint(tmp, self.model, self.config, self.tokenizer.tokens, metadata)
-            write_training_state(tmp, self.optimizer, progress)
             self.checkpoint_files(tmp)
 
     def checkpoint_files(self, directory: Path) -> None:
@@ -263,14 +328,19 @@ class Pretrainer:
         self.model.eval()
         rng = np.random.default_rng([self.args.seed, 10**6])
         maker = BatchMaker(self.valid, self.special, self.args, self.config.k_states,
-                           self.tokenizer)
+                           self.tokenizer, self._targets("valid"))
         batches = BatchStream(self.valid.lengths(), self.args.max_tokens, self.args.seed)
-        losses, invalid, predicted, correct, n = 0.0, 0, 0, 0, 0
+        losses, invalid, predicted, correct, n, aux = 0.0, 0, 0, 0, 0, 0.0
         for _, _, idx in batches.iterate():
             if n >= len(self.valid):
                 break
+            targets = maker.targets(idx)
             with self.autocast, self._eager():
-                out = self.objective(to_device(maker(idx, rng), self.device), with_accuracy=True)
+                out = self.objective(to_device(maker(idx, rng), self.device),
+                                     None if targets is None else targets.to(self.device),
+                                     with_accuracy=True)
+            if out.aux_loss is not None:
+                aux += float(out.aux_loss) * out.n_samples
             n_invalid = int(out.n_invalid)
             losses += float(out.loss) * (out.n_samples - n_invalid)
             invalid += n_invalid
@@ -278,7 +348,9 @@ class Pretrainer:
             correct += out.n_correct
             n += out.n_samples
         self.model.train()
+        record = {} if self.descriptors is None else {"valid_aux_loss": aux / max(1, n)}
         return {
+            **record,
             "valid_loss": losses / max(1, n - invalid),
             "valid_accuracy": correct / max(1, predicted),
             "valid_invalid_paths": invalid,
@@ -296,7 +368,7 @@ class Pretrainer:
 
     def _fresh_progress(self) -> dict:
         return {"step": 0, "epoch": 0, "position": 0, "tokens_seen": 0, "invalid_paths": 0,
-                "wall_seconds": 0.0}
+                "wall_seconds": 0.0, "cpu_seconds": 0.0}
 
     def run(self, resume: bool = False) -> dict:
         run_start = time.monotonic()
@@ -321,6 +393,11 @@ class Pretrainer:
     def _loop(self, progress: dict) -> dict:
         args = self.args
         started = time.monotonic() - progress["wall_seconds"]
+        # process CPU time (all threads), carried over a resume: the study's equal budget
+        started_cpu = time.process_time() - progress.get("cpu_seconds", 0.0)
+        # snapshots fall at multiples of the interval (a resumed run goes on counting)
+        interval = 60 * (args.snapshot_cpu_minutes or 0.0)
+        next_snapshot = int(progress.get("cpu_seconds", 0.0) // interval) + 1 if interval else 0
         batches = self.loader(progress)
         bar = None
         if args.progress and self.rank == 0:
@@ -335,23 +412,32 @@ class Pretrainer:
         # counters stay on the device; they are read when a record is logged or saved
         invalid = torch.tensor(progress["invalid_paths"], device=self.device)
         loss_sum = torch.zeros((), device=self.device)
+        aux_sum = torch.zeros((), device=self.device)
         window_tokens, window_steps, window_start = 0, 0, time.monotonic()
         while progress["step"] < args.max_steps:
             item = next(batches)
-            out, grad_norm = self.train_step(to_device(item.batch, self.device), progress["step"])
+            targets = None if item.targets is None else item.targets.to(self.device)
+            out, grad_norm = self.train_step(to_device(item.batch, self.device),
+                                             progress["step"], targets)
             loss_sum += out.loss.detach()
+            if out.aux_loss is not None:
+                aux_sum += out.aux_loss.detach()
             invalid += out.n_invalid
             progress.update(step=progress["step"] + 1, epoch=item.epoch,
                             position=item.position + 1)
             progress["tokens_seen"] += item.n_tokens
             progress["wall_seconds"] = time.monotonic() - started
+            progress["cpu_seconds"] = time.process_time() - started_cpu
             window_tokens += item.n_tokens
             window_steps += 1
             step = progress["step"]
             logging_now = step % args.log_every == 0 or step == args.max_steps
             timed_out = (
-                args.max_minutes is not None and progress["wall_seconds"] > 60 * args.max_minutes
-            ) or step == args.stop_at_step
+                (args.max_minutes is not None and progress["wall_seconds"] > 60 * args.max_minutes)
+                or (args.max_cpu_minutes is not None
+                    and progress["cpu_seconds"] > 60 * args.max_cpu_minutes)
+                or step == args.stop_at_step
+            )
             validating = step % args.valid_every == 0 or step == args.max_steps or timed_out
             saving = step % args.checkpoint_every == 0 or step == args.max_steps or timed_out
             if logging_now or saving:
@@ -366,7 +452,11 @@ class Pretrainer:
                     "tokens_per_s": rate,
                     "invalid_paths": progress["invalid_paths"],
                     "epoch": item.epoch,
+                    "tokens_seen": progress["tokens_seen"],
+                    "cpu_seconds": round(progress["cpu_seconds"], 1),
                 }
+                if item.targets is not None:
+                    record["aux_loss"] = float(aux_sum) / window_steps
                 log.write(json.dumps(record) + "\n")
                 log.flush()
                 if bar is not None:
@@ -374,6 +464,7 @@ class Pretrainer:
                                     invalid=progress["invalid_paths"])
             if logging_now:
                 loss_sum.zero_()
+                aux_sum.zero_()
                 window_tokens, window_steps, window_start = 0, 0, time.monotonic()
             if bar is not None:
                 bar.update(1)
@@ -384,6 +475,9 @@ class Pretrainer:
                     log.flush()
             if saving:
                 self.save(progress)
+            if interval and progress["cpu_seconds"] >= interval * next_snapshot:
+                self.snapshot(progress)
+                next_snapshot += 1
             if timed_out:
                 logger.info("pausing at step %d (time budget or --stop-at-step)", step)
                 break

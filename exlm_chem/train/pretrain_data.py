@@ -32,14 +32,16 @@ class StepBatch(NamedTuple):
     position: int  # of the batch in its epoch
     n_tokens: int  # unexpanded tokens of the whole batch (all ranks)
     batch: Any  # ExLMBatch | MLMBatch of this rank, CPU tensors
+    targets: torch.Tensor | None = None  # [B, D] standardised descriptors of this rank's rows
 
 
 class BatchMaker:
     """Index batch + generator -> model batch (CPU tensors). Picklable for workers."""
 
     def __init__(self, corpus: TokenizedCorpus, special: SpecialIds, args: Any, k_states: int,
-                 tokenizer: Any = None) -> None:
+                 tokenizer: Any = None, descriptors: np.ndarray | None = None) -> None:
         self.corpus, self.special, self.k_states = corpus, special, k_states
+        self.descriptors = descriptors  # [n, D] aligned with the corpus, or None
         self.objective, self.ratio = args.objective, args.mask_ratio
         self.masking, self.repeat_k = args.masking, args.repeat_k
         self.tokenizer = tokenizer  # only fragment masking needs it (with RDKit)
@@ -58,6 +60,12 @@ class BatchMaker:
         if self.objective == "exlm":
             return collate_exlm_flat(flat, self.k_states, self.special)
         return collate_mlm_flat(flat, self.special)
+
+    def targets(self, indices: np.ndarray) -> torch.Tensor | None:
+        """Descriptor targets [len(indices), D] of the molecules of a batch, if any."""
+        if self.descriptors is None:
+            return None
+        return torch.from_numpy(self.descriptors[np.asarray(indices, dtype=np.int64)])
 
     def _fragment_batch(self, indices: np.ndarray, rng: np.random.Generator):
         from exlm_chem.data.fragments import fragment_token_groups
@@ -90,8 +98,9 @@ class PretrainBatches(torch.utils.data.IterableDataset):
                 continue
             rng = np.random.default_rng([self.seed, epoch, position])
             n_tokens = int(self.stream.lengths[indices].sum())
-            batch = self.maker(indices[self.rank :: self.world], rng)
-            yield StepBatch(epoch, position, n_tokens, batch)
+            mine = indices[self.rank :: self.world]
+            yield StepBatch(epoch, position, n_tokens, self.maker(mine, rng),
+                            self.maker.targets(mine))
 
 
 def _worker_init(_: int) -> None:

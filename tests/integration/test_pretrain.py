@@ -230,3 +230,65 @@ def test_a_training_step_does_not_wait_for_the_gpu(prepared_dir, tmp_path, objec
     finally:
         torch.cuda.set_sync_debug_mode("default")
     assert torch.isfinite(out.loss) and torch.isfinite(grad_norm)
+
+
+@pytest.fixture(scope="module")
+def prepared_with_descriptors(corpus, tmp_path_factory):
+    from exlm_chem.data.corpus_prepare import prepare_corpus
+
+    out = tmp_path_factory.mktemp("prepared") / "descriptors"
+    prepare_corpus([corpus], out, limit=300, valid_size=40, hygiene=False, n_jobs=1,
+                   descriptors="rdkit2d")
+    return out
+
+
+def test_auxiliary_descriptor_objective_trains_and_ships_its_scaler(prepared_with_descriptors,
+                                                                     tmp_path):
+    import numpy as np
+
+    from exlm_chem.embed import embed
+    from exlm_chem.model.checkpoint import load_checkpoint
+
+    out = tmp_path / "aux"
+    pretrain(_prepared_args(prepared_with_descriptors, out, max_steps=60, warmup_steps=5,
+                            aux_weight=1.0, mask_ratio=0.3, d_model=128, valid_every=60,
+                            log_every=5))
+    log = _log(out)
+    aux = [r["aux_loss"] for r in log if "aux_loss" in r]
+    assert len(aux) == 12 and np.mean(aux[-3:]) < np.mean(aux[:3])
+    assert "valid_aux_loss" in log[-1]
+    model, config, meta = load_checkpoint(out / "checkpoint")
+    assert config.d_model == 128 and config.n_heads == 2 and config.d_ffn == 512
+    assert config.n_descriptors == meta["descriptors"]["count"] > 200
+    assert meta["recipe"] == {"objective": "exlm", "mask_ratio": 0.3, "aux_weight": 1.0,
+                              "d_model": 128, "k_states": 2}
+    assert set(meta["descriptors"]["scaler"]) == {"names", "low", "high", "mean", "std"}
+    assert meta["cpu_seconds"] > 0
+    vectors, valid = embed(["CCO", "c1ccccc1"], out / "checkpoint", device="cpu")
+    assert vectors.shape == (2, 128) and valid.all()
+
+
+def test_auxiliary_objective_needs_descriptors(prepared_dir, corpus, tmp_path):
+    with pytest.raises(ValueError, match="holds no descriptors"):
+        pretrain(_prepared_args(prepared_dir, tmp_path / "a", max_steps=2, aux_weight=1.0))
+    with pytest.raises(ValueError, match="aux_weight needs descriptor targets"):
+        pretrain(_args(corpus, tmp_path / "b", max_steps=2, aux_weight=1.0))
+
+
+def test_snapshots_every_cpu_interval_and_a_stable_then_decaying_rate(prepared_dir, tmp_path):
+    from exlm_chem.train.pretrain import learning_rate
+
+    out = tmp_path / "wsd"
+    pretrain(_prepared_args(prepared_dir, out, max_steps=10_000, warmup_steps=2,
+                            decay_steps=10, snapshot_cpu_minutes=0.002,
+                            max_cpu_minutes=0.01))
+    snapshots = sorted((out / "snapshots").iterdir())
+    assert len(snapshots) >= 3
+    cpu = [json.loads((s / "metadata.json").read_text())["cpu_seconds"] for s in snapshots]
+    assert all(c >= 0.12 * (i + 1) for i, c in enumerate(cpu))
+    assert not (snapshots[0] / "training_state.json").exists()
+    args = _args(None, out, lr=1e-3, end_lr=0.0, warmup_steps=2, max_steps=30,
+                 decay_steps=10)
+    rates = [learning_rate(s, args) for s in range(31)]
+    assert rates[1] == 1e-3 and rates[2] == rates[20] == 1e-3
+    assert rates[25] == pytest.approx(5e-4) and rates[30] == 0.0

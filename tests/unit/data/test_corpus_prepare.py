@@ -122,3 +122,31 @@ def test_cli_prepares_without_hygiene(source, tmp_path, capsys):
     corpus = load_prepared(out, SmilesTokenizer().tokens)
     assert corpus.train.lengths().max() == 20
     assert "116 train / 5 valid molecules" in capsys.readouterr().out
+
+
+def test_descriptor_targets_are_aligned_with_the_molecules(source, tmp_path):
+    from exlm_chem.data.descriptors import DescriptorScaler, compute_descriptors
+
+    out = tmp_path / "p"
+    manifest = prepare_corpus([source[0]], out, valid_size=10, seed=3, hygiene=False,
+                              n_jobs=1, descriptors="rdkit2d")
+    corpus = load_prepared(out, SmilesTokenizer().tokens)
+    entry = manifest["descriptors"]
+    assert entry["kind"] == "rdkit2d" and entry["count"] == len(entry["scaler"]["names"])
+    assert manifest["files"]["descriptors.npz"]
+    scaler = DescriptorScaler.from_dict(entry["scaler"])
+    # the kept molecules: 120 MOSES lines and the BACE molecule (no hygiene), in file order
+    from exlm_chem.data.hygiene import canonical_smiles
+
+    lines = read_smiles_file(source[0])
+    kept = [canonical_smiles(s) for s in [*lines[:120], lines[121]]]
+    train_idx, valid_idx = split_validation(len(kept), 10, seed=3)
+    expected = scaler.transform(compute_descriptors([kept[i] for i in valid_idx]))
+    got = corpus.descriptors["valid"]
+    assert got.shape == expected.shape == (10, entry["count"])
+    np.testing.assert_allclose(got, expected, atol=2e-2, rtol=2e-3)  # stored as float16
+    assert len(corpus.descriptors["train"]) == len(corpus.train) == len(train_idx)
+    # a replaced descriptors file is refused like the token files
+    np.savez_compressed(out / "descriptors.npz", train=got, valid=got)
+    with pytest.raises(ValueError, match=r"descriptors\.npz: sha256 differs"):
+        load_prepared(out, SmilesTokenizer().tokens)

@@ -1,0 +1,225 @@
+"""The CPU pre-training study: probe checkpoints (and random-init controls) the one way.
+
+Every checkpoint is read the way the study judges an encoder: frozen embeddings of the
+five tasks' canonical SMILES (BBBP, BACE, ClinTox, SIDER, Tox21; the paper's scaffold
+split), BOS and mean pooling, standardised, one logistic regression per task (the
+runner's probe, ``C = PROBE_C``), test ROC-AUC. One JSON line per (checkpoint, pooling)
+goes to ``--out``; a checkpoint already there (same weights' sha256) is skipped, so the
+command can be re-run as snapshots appear.
+
+    # probe a run's snapshots and final checkpoint
+    python benchmarks/pretrain_cpu_study.py probe runs/arm/snapshots/* runs/arm/checkpoint \\
+        --arm exlm-aux --out benchmarks/results/pretrain_cpu_study/probes.jsonl
+    # random-init controls of the same shape as a checkpoint, two seeds
+    python benchmarks/pretrain_cpu_study.py control runs/arm/checkpoint --seeds 0 1 \\
+        --out benchmarks/results/pretrain_cpu_study/probes.jsonl
+    # table (markdown) and learning curves (PNG)
+    python benchmarks/pretrain_cpu_study.py report \\
+        --out benchmarks/results/pretrain_cpu_study/probes.jsonl
+
+Probing runs on one thread (``--threads``), beside the training runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from _provenance import git_commit, load_average, machine
+
+TASKS = ("bbbp", "bace", "clintox", "sider", "tox21")
+POOLINGS = ("bos", "mean")
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _tasks() -> dict:
+    from exlm_chem.data.tasks import load_task, with_canonical_smiles
+
+    return {name: with_canonical_smiles(load_task(name, "scaffold", 0)) for name in TASKS}
+
+
+def probe_checkpoint(checkpoint: Path, tasks: dict) -> dict[str, dict]:
+    """Pooling -> {task: test ROC-AUC, "mean": ...} of one checkpoint."""
+    from exlm_chem.benchmark.encoders import PROBE_C
+    from exlm_chem.embed import as_embedder, embed
+    from exlm_chem.metrics import mean_roc_auc
+    from exlm_chem.train.probe import probe_scores
+
+    embedder = as_embedder(str(checkpoint), "cpu")
+    scores: dict[str, dict] = {}
+    for pooling in POOLINGS:
+        row = {}
+        for name, data in tasks.items():
+            vectors, valid = embed(data.smiles, embedder, pooling=pooling)
+            if not valid.all():
+                raise ValueError(f"{checkpoint}: {name} rows {np.flatnonzero(~valid)[:5]} "
+                                 "could not be embedded")
+            predicted = probe_scores(vectors, data.labels, data.train, data.test, C=PROBE_C)
+            fitted = ~np.isnan(predicted).all(axis=0)
+            row[name] = float(mean_roc_auc(data.labels[data.test][:, fitted],
+                                           predicted[:, fitted]).mean)
+        row["mean"] = float(np.mean([row[t] for t in TASKS]))
+        row["mean4"] = float(np.mean([row[t] for t in ("bbbp", "bace", "clintox", "sider")]))
+        scores[pooling] = row
+    return scores
+
+
+def _done(out: Path) -> set[str]:
+    if not out.exists():
+        return set()
+    return {json.loads(line)["weights_sha256"] for line in out.read_text().splitlines() if line}
+
+
+def _append(out: Path, records: list[dict]) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("a") as f:
+        for record in records:
+            f.write(json.dumps(record) + "\n")
+
+
+def _records(checkpoint: Path, arm: str, scores: dict, seconds: float, extra: dict) -> list:
+    meta = json.loads((checkpoint / "metadata.json").read_text())
+    config = json.loads((checkpoint / "config.json").read_text())
+    base = {
+        "arm": arm,
+        "checkpoint": str(checkpoint),
+        "weights_sha256": _sha256(checkpoint / "model.safetensors"),
+        "step": meta.get("steps", 0),
+        "tokens_seen": meta.get("tokens_seen", 0),
+        "cpu_seconds": meta.get("cpu_seconds"),
+        "recipe": meta.get("recipe"),
+        "d_model": config["d_model"],
+        "objective": config["objective"],
+        "probe_seconds": round(seconds, 1),
+        "commit": git_commit(),
+        "machine": machine(),
+        "load_average": load_average(),
+        "split": "scaffold (paper), canonical SMILES",
+        **extra,
+    }
+    return [{**base, "pooling": p, "roc_auc": s} for p, s in scores.items()]
+
+
+def cmd_probe(args: argparse.Namespace) -> None:
+    out = Path(args.out)
+    done = _done(out)
+    tasks = None
+    for path in map(Path, args.checkpoints):
+        if not (path / "model.safetensors").is_file():
+            continue
+        if _sha256(path / "model.safetensors") in done:
+            print(f"{path}: probed already")
+            continue
+        tasks = tasks or _tasks()
+        start = time.monotonic()
+        scores = probe_checkpoint(path, tasks)
+        _append(out, _records(path, args.arm, scores, time.monotonic() - start, {}))
+        print(f"{path}: bos {scores['bos']['mean']:.4f} mean {scores['mean']['mean']:.4f}",
+              flush=True)
+
+
+def cmd_control(args: argparse.Namespace) -> None:
+    """Random weights in the shape of a checkpoint (same config, descriptor head dropped)."""
+    from exlm_chem.model import ExLMConfig, ExLMModel
+    from exlm_chem.model.checkpoint import save_checkpoint
+
+    source = Path(args.checkpoint)
+    config = ExLMConfig.from_json(source / "config.json")
+    config = ExLMConfig.from_dict({**config.to_dict(), "n_descriptors": 0})
+    tokens = (source / "vocab.txt").read_text().split("\n")[: config.vocab_size]
+    out = Path(args.out)
+    tasks = _tasks()
+    for seed in args.seeds:
+        torch.manual_seed(seed)
+        model = ExLMModel(config)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / f"random-d{config.d_model}-{config.objective}-seed{seed}"
+            save_checkpoint(path, model, config, tokens,
+                            {"steps": 0, "tokens_seen": 0, "cpu_seconds": 0.0,
+                             "objective": config.objective})
+            if _sha256(path / "model.safetensors") in _done(out):
+                print(f"{path.name}: probed already")
+                continue
+            start = time.monotonic()
+            scores = probe_checkpoint(path, tasks)
+            arm = f"random-init d{config.d_model} {config.objective}"
+            _append(out, _records(path, arm, scores, time.monotonic() - start,
+                                  {"control_seed": seed}))
+        print(f"{arm} seed {seed}: bos {scores['bos']['mean']:.4f} "
+              f"mean {scores['mean']['mean']:.4f}", flush=True)
+
+
+def cmd_report(args: argparse.Namespace) -> None:
+    records = [json.loads(line) for line in Path(args.out).read_text().splitlines() if line]
+    arms: dict[str, list] = {}
+    for r in records:
+        arms.setdefault(r["arm"], []).append(r)
+    lines = ["| arm | pooling | CPU-min | tokens (M) | " + " | ".join(TASKS)
+             + " | mean (5) | mean (4, no Tox21) |", "|---|---|---:|---:|" + "---:|" * 7]
+    for arm, rows in sorted(arms.items()):
+        for r in sorted(rows, key=lambda r: (r["pooling"], r["tokens_seen"])):
+            cpu = r["cpu_seconds"] or 0.0
+            cells = " | ".join(f"{100 * r['roc_auc'][t]:.1f}" for t in TASKS)
+            lines.append(f"| {arm} | {r['pooling']} | {cpu / 60:.0f} | "
+                         f"{r['tokens_seen'] / 1e6:.2f} | {cells} | "
+                         f"{100 * r['roc_auc']['mean']:.1f} | {100 * r['roc_auc']['mean4']:.1f} |")
+    print("\n".join(lines))
+    if args.plot:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
+        for ax, pooling in zip(axes, POOLINGS, strict=True):
+            for arm, rows in sorted(arms.items()):
+                rows = sorted((r for r in rows if r["pooling"] == pooling),
+                              key=lambda r: r["cpu_seconds"] or 0.0)
+                if arm.startswith("random-init"):
+                    value = np.mean([100 * r["roc_auc"]["mean"] for r in rows])
+                    ax.axhline(value, linestyle="--", linewidth=1, label=f"{arm} ({value:.1f})",
+                               color="grey" if "d256" in arm else "black")
+                    continue
+                x = [(r["cpu_seconds"] or 0.0) / 60 for r in rows]
+                ax.plot(x, [100 * r["roc_auc"]["mean"] for r in rows], marker="o", label=arm)
+            ax.set_title(f"{pooling} pooling")
+            ax.set_xlabel("pre-training CPU-minutes")
+            ax.grid(alpha=0.3)
+        axes[0].set_ylabel("probe ROC-AUC x100, mean of 5 tasks")
+        axes[1].legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(args.plot, dpi=110)
+        print(f"curves in {args.plot}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--threads", type=int, default=1)
+    sub = parser.add_subparsers(dest="command", required=True)
+    probe = sub.add_parser("probe")
+    probe.add_argument("checkpoints", nargs="+")
+    probe.add_argument("--arm", required=True)
+    probe.add_argument("--out", required=True)
+    control = sub.add_parser("control")
+    control.add_argument("checkpoint")
+    control.add_argument("--seeds", nargs="+", type=int, default=[0, 1])
+    control.add_argument("--out", required=True)
+    report = sub.add_parser("report")
+    report.add_argument("--out", required=True)
+    report.add_argument("--plot", default=None)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    {"probe": cmd_probe, "control": cmd_control, "report": cmd_report}[args.command](args)
+
+
+if __name__ == "__main__":
+    main()
