@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from exlm_chem.errors import DataFileError
+from exlm_chem.files.atomic_files import default_file_mode
 
 __all__ = [
     "DOWNLOAD_TIMEOUT_S",
@@ -215,6 +216,8 @@ class _VerifyingDownloader:
         revision = match_revision(digest, self.revisions)
         if revision is None:
             raise ChecksumError(_mismatch_message(self.subject, digest, self.revisions))
+        # pooch's temporary file is private (0600); the cache file is shared as usual
+        os.chmod(output_file, default_file_mode())
         self.verified = (content, digest, revision)
         return None
 

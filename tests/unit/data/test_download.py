@@ -9,6 +9,7 @@ import hashlib
 import os
 import shutil
 import socket
+import stat
 import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -26,6 +27,7 @@ from exlm_chem.data.download import (
     read_verified,
 )
 from exlm_chem.data.moleculenet import DATASETS, load_moleculenet
+from exlm_chem.files.atomic_files import default_file_mode
 
 BBBP_SHA256 = "d07a38487aeac5cee5508413e468043ef3097451d2a112701c2d60be9ec6b662"
 BBBP_MD5 = "66286cb9e6b148bd75d80c870df580fb"
@@ -95,6 +97,7 @@ def test_download_success_then_cached(www, isolated, moleculenet_dir: Path) -> N
     assert ds.path == isolated / "BBBP.csv"
     assert (ds.revision, len(ds.smiles), len(ds.invalid)) == ("s3", 2039, 11)
     assert os.listdir(isolated) == ["BBBP.csv"]  # no temporary file left beside it
+    assert stat.S_IMODE(ds.path.stat().st_mode) == default_file_mode()  # not pooch's 0600
     assert hashlib.sha256(ds.path.read_bytes()).hexdigest() == BBBP_SHA256
     # second load: found in the cache, the (now dead) URL is never contacted
     again = load_moleculenet("bbbp", url=f"http://127.0.0.1:{_closed_port()}/BBBP.csv")
