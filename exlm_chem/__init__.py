@@ -28,6 +28,7 @@ _LAZY = {
     "InvalidSmilesError": "exlm_chem.errors",
     "ExLMMoleculeClassifier": "exlm_chem.sklearn.estimator",
     "ExLMMoleculeRegressor": "exlm_chem.sklearn.estimator",
+    "ExLMEmbedder": "exlm_chem.sklearn.embedder",
     "FinetuneSettings": "exlm_chem.train.finetune_settings",
     "finetune_preset": "exlm_chem.train.finetune_settings",
     "mean_roc_auc": "exlm_chem.metrics",

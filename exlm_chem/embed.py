@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice
 from pathlib import Path
@@ -28,7 +29,12 @@ import torch
 
 from exlm_chem.data.batching import sorted_batches
 from exlm_chem.data.collate import SpecialIds
-from exlm_chem.data.featurize import check_smiles, pooled_states, warn_unknown_tokens
+from exlm_chem.data.featurize import (
+    check_smiles,
+    pooled_states,
+    raise_for_invalid,
+    warn_unknown_tokens,
+)
 from exlm_chem.data.inference_inputs import inference_expansion, inference_inputs
 from exlm_chem.data.tokenizer import SmilesTokenizer
 from exlm_chem.device import resolve_device
@@ -37,6 +43,7 @@ POOLINGS = ("bos", "mean")
 DEFAULT_BATCH_SIZE = 128  # molecules per forward pass; length sorting keeps padding small
 DEFAULT_CHUNK_SIZE = 8192  # rows per streamed chunk: [8192, d] float32 is 8 MB at d=256
 _TOKENIZE_SLICE = 4096  # molecules per batch_encode call (bounds the padded id matrix)
+ON_INVALID = ("nan", "raise")
 
 
 class EmbeddingResult(NamedTuple):
@@ -105,17 +112,9 @@ class Embedder:
         ``<repo>/models/exlm-small`` (the estimators' rule, shared with them)."""
         from exlm_chem.model.checkpoint import VOCAB_FILE, load_checkpoint
 
-        if isinstance(path, str) and path == "default":
-            from exlm_chem.model.pretrained import resolve_pretrained
-
-            directory = resolve_pretrained(path)
-        else:  # load_checkpoint names the missing files of an incomplete directory
-            directory = Path(path).expanduser()
-            if not directory.is_dir():
-                raise FileNotFoundError(f"model {str(path)!r} is not a directory; pass an "
-                                        "exlm_chem checkpoint directory or 'default'")
+        directory = checkpoint_dir(path)
         model, config, metadata = load_checkpoint(directory)
-        tokenizer = SmilesTokenizer(Path(directory) / VOCAB_FILE)
+        tokenizer = SmilesTokenizer(directory / VOCAB_FILE)
         metadata = {**metadata, "checkpoint": str(directory)}
         return cls(model, tokenizer, inference_expansion(config), device=device,
                    metadata=metadata)
@@ -186,11 +185,21 @@ class Embedder:
         batch_size: int = DEFAULT_BATCH_SIZE,
         max_length: int = 256,
         on_batch: Callable[[int], None] | None = None,
+        on_invalid: str = "nan",
     ) -> EmbeddingChunk:
-        """Check then embed arbitrary input rows; invalid rows get NaN (``start`` is 0)."""
+        """Check then embed arbitrary input rows (``start`` is 0).
+
+        Invalid rows get NaN with ``on_invalid="nan"``; with ``"raise"`` any invalid row
+        raises one :class:`~exlm_chem.errors.InvalidSmilesError` naming every bad row and
+        its reason, before anything is encoded.
+        """
         _check_options(pooling, batch_size, max_length)
+        if on_invalid not in ON_INVALID:
+            raise ValueError(f"on_invalid must be one of {ON_INVALID}, got {on_invalid!r}")
         smiles = list(smiles)
         checked = check_smiles(smiles)
+        if on_invalid == "raise":
+            raise_for_invalid(smiles, checked)
         valid_rows = np.flatnonzero(checked.valid)
         out = np.full((len(smiles), self.dim), np.nan, dtype=np.float32)  # [n, d]
         valid_smiles = [checked.canonical[i] for i in valid_rows]  # the pre-training form
@@ -210,6 +219,48 @@ def _check_options(pooling: str, batch_size: int, max_length: int) -> None:
     if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 3:
         raise ValueError(f"max_length must be an integer >= 3 (BOS, a token, EOS), "
                          f"got {max_length!r}")
+
+
+def checkpoint_dir(path: str | os.PathLike[str] = "default") -> Path:
+    """The checkpoint directory meant by ``path``: ``"default"`` (see
+    :func:`~exlm_chem.model.pretrained.resolve_pretrained`) or a directory."""
+    if isinstance(path, str) and path == "default":
+        from exlm_chem.model.pretrained import resolve_pretrained
+
+        return resolve_pretrained(path)
+    # load_checkpoint names the missing files of an incomplete directory
+    directory = Path(path).expanduser()
+    if not directory.is_dir():
+        raise FileNotFoundError(f"model {str(path)!r} is not a directory; pass an "
+                                "exlm_chem checkpoint directory or 'default'")
+    return directory
+
+
+# One loaded Embedder per (checkpoint directory, device) and process: transformers that
+# store only a checkpoint name (ExLMEmbedder, the DeepChem featurizer) are cloned, pickled
+# and re-created freely by scikit-learn and DeepChem, and must not reload weights each time.
+_LOADED: dict[tuple[str, str], Embedder] = {}
+_LOADED_LOCK = threading.Lock()
+
+
+def cached_embedder(
+    model: str | os.PathLike[str] = "default", device: str | torch.device = "auto"
+) -> Embedder:
+    """The :class:`Embedder` of checkpoint ``model`` on ``device``, loaded once per process.
+
+    Keyed by the resolved directory and device, so ``"default"`` and the path it names
+    share one copy. The returned Embedder is shared: do not move it (``.to``); ask for
+    another ``device`` instead. A checkpoint rewritten in place is not reloaded.
+    """
+    directory = checkpoint_dir(model).resolve()
+    resolved = resolve_device(device)
+    key = (str(directory), str(resolved))
+    with _LOADED_LOCK:  # two threads must not load the same checkpoint twice
+        if key not in _LOADED:
+            embedder = Embedder.from_checkpoint(directory, device=resolved)
+            embedder.model.eval()  # _eval_mode then never flips it under another thread
+            _LOADED[key] = embedder
+        return _LOADED[key]
 
 
 def as_embedder(

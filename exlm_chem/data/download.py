@@ -4,15 +4,17 @@ A data file is trusted only when its checksum matches a known revision. Two chec
 are accepted because the published ones come in two kinds: the sha256 of the
 *decompressed* content (stable whether a file is stored as ``.csv`` or ``.csv.gz``, and
 whoever gzipped it) and the md5 of the raw file bytes (what S3 and most dataset loaders
-publish). Downloads are streamed into a temporary file beside the destination and moved
-into place with one atomic ``os.replace`` only after the checksum matched, so a failed
-or corrupted download never leaves a file that a later run could pick up.
+publish). Downloads go through pooch, which streams into a temporary file beside the
+destination and moves it into place only after the checksum matched (checked against
+every known revision in the downloader hook), so a failed or corrupted download never
+leaves a file that a later run could pick up.
 
 A file that cannot even be decompressed (truncated, corrupted gzip) is a
 :class:`ChecksumError` when verifying, else a :class:`~exlm_chem.errors.DataFileError`:
 never a raw gzip or zlib error, and always naming the file.
 
-This module is generic (no dataset knowledge) and stdlib-only.
+This module is generic (no dataset knowledge); pooch and requests are imported only when
+a download starts.
 """
 
 from __future__ import annotations
@@ -21,15 +23,13 @@ import gzip
 import hashlib
 import logging
 import os
-import urllib.error
-import urllib.request
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from exlm_chem.errors import DataFileError
-from exlm_chem.files.atomic_files import atomic_path
+from exlm_chem.files.atomic_files import default_file_mode
 
 __all__ = [
     "DOWNLOAD_TIMEOUT_S",
@@ -45,10 +45,7 @@ __all__ = [
     "read_verified",
 ]
 
-logger = logging.getLogger(__name__)
-
-DOWNLOAD_TIMEOUT_S = 60.0
-_CHUNK = 1 << 20
+DOWNLOAD_TIMEOUT_S = 60.0  # seconds without progress (connecting, or between reads)
 _GZIP_MAGIC = b"\x1f\x8b"
 
 
@@ -191,17 +188,57 @@ def read_verified(
     return VerifiedFile(path=path, content=content, digest=digest, revision=revision)
 
 
-def _fetch(url: str, tmp: Path, timeout: float, subject: str) -> tuple[bytes, FileDigest]:
-    """Stream ``url`` into ``tmp``; its (decompressed) content and digest."""
-    try:
-        with open(tmp, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as resp:
-            while chunk := resp.read(_CHUNK):
-                out.write(chunk)
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        # URLError covers HTTPError (404 ...) and refused connections; OSError covers
-        # timeouts and resets mid-stream; ValueError an unusable URL.
-        raise DownloadError(f"download of {url} failed: {exc}") from exc
-    return _digest_or_raise(tmp.read_bytes(), subject, ChecksumError)
+class _VerifyingDownloader:
+    """pooch's HTTP downloader, then this module's checksum check, before pooch moves the file.
+
+    pooch verifies one ``known_hash`` of the raw bytes; a data file here may be any of
+    several revisions, known by the sha256 of its decompressed content or the md5 of its
+    raw bytes. pooch streams into a temporary file beside the destination and calls the
+    downloader on it; checking there means a file that matches no revision is never moved
+    into place (pooch deletes the temporary file when the downloader raises).
+    """
+
+    def __init__(self, revisions: Sequence[Revision], timeout: float, subject: str) -> None:
+        import pooch
+
+        self.http = pooch.HTTPDownloader(timeout=timeout, progressbar=False)
+        self.revisions = revisions
+        self.subject = subject
+        self.verified: tuple[bytes, FileDigest, Revision] | None = None
+
+    def __call__(self, url: str, output_file: str, pooch_obj: Any,
+                 check_only: bool = False) -> bool | None:
+        if check_only:
+            return self.http(url, output_file, pooch_obj, check_only=True)
+        self.http(url, output_file, pooch_obj)
+        content, digest = _digest_or_raise(Path(output_file).read_bytes(), self.subject,
+                                           ChecksumError)
+        revision = match_revision(digest, self.revisions)
+        if revision is None:
+            raise ChecksumError(_mismatch_message(self.subject, digest, self.revisions))
+        # pooch's temporary file is private (0600); the cache file is shared as usual
+        os.chmod(output_file, default_file_mode())
+        self.verified = (content, digest, revision)
+        return None
+
+
+class _WithoutHashAdvice(logging.Filter):
+    """Drops pooch's advice to pass ``known_hash``: the downloader checked every known
+    revision, so the advice would mislead (pooch's other messages pass)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("SHA256 hash of downloaded file")
+
+
+def _download_error(url: str, exc: Exception) -> DownloadError:
+    """A :class:`DownloadError` saying what went wrong in words a user can act on."""
+    response = getattr(exc, "response", None)
+    if response is not None and getattr(response, "status_code", None) is not None:
+        # requests' wording of an HTTP status ("404 Client Error: ... for url: ...")
+        # repeats the URL; the status and reason are what matter
+        return DownloadError(f"download of {url} failed: HTTP Error {response.status_code}: "
+                             f"{response.reason}")
+    return DownloadError(f"download of {url} failed: {exc}")
 
 
 def download_verified(
@@ -212,11 +249,12 @@ def download_verified(
     timeout: float = DOWNLOAD_TIMEOUT_S,
     what: str = "download",
 ) -> VerifiedFile:
-    """Download ``url`` to ``dest``, keeping it only if its checksum matches.
+    """Download ``url`` to ``dest`` with pooch, keeping it only if its checksum matches.
 
-    The body is streamed into a temporary file in ``dest``'s directory (same file
-    system, so the final ``os.replace`` is atomic); the temporary file is removed on
-    any failure.
+    pooch streams the body into a temporary file in ``dest``'s directory, which is created
+    if needed; the file is moved to ``dest`` only after it matched a revision, and the
+    temporary file is removed on any failure. A ``dest`` that already exists (another
+    process finished the same download first) is read and verified instead.
 
     Raises
     ------
@@ -225,18 +263,26 @@ def download_verified(
     ChecksumError
         The downloaded bytes match no known revision (nothing is kept).
     """
+    import pooch
+    import requests
+
     dest = Path(dest)
-    logger.info("downloading %s -> %s", url, dest)
+    downloader = _VerifyingDownloader(revisions, timeout,
+                                      f"{what} from {url} (not saved to {dest})")
+    log_filter = _WithoutHashAdvice()
+    pooch_logger = pooch.get_logger()
+    pooch_logger.addFilter(log_filter)
     try:
-        # the temporary file is renamed to dest on success and removed on any error
-        with atomic_path(dest) as tmp:
-            content, digest = _fetch(url, tmp, timeout, f"{what} from {url} (not saved to {dest})")
-            revision = match_revision(digest, revisions)
-            if revision is None:
-                subject = f"{what} from {url} (not saved to {dest})"
-                raise ChecksumError(_mismatch_message(subject, digest, revisions))
-    except DownloadError:
-        raise
-    except OSError as exc:  # creating the temporary file or renaming it
+        pooch.retrieve(url, known_hash=None, fname=dest.name, path=dest.parent,
+                       downloader=downloader)
+    except requests.RequestException as exc:
+        # HTTP status, refused connection, DNS failure, timeout, reset mid-stream
+        raise _download_error(url, exc) from exc
+    except OSError as exc:  # creating the directory or the temporary file, moving it
         raise DownloadError(f"cannot write to {dest.parent}: {exc}") from exc
+    finally:
+        pooch_logger.removeFilter(log_filter)
+    if downloader.verified is None:  # pooch found dest already there and fetched nothing
+        return read_verified(dest, revisions, what=what)
+    content, digest, revision = downloader.verified
     return VerifiedFile(path=dest, content=content, digest=digest, revision=revision)

@@ -14,7 +14,8 @@ revision's checksum):
 3. the repository's ``data/`` and ``data/moleculenet/`` (only in a source checkout);
 4. the user cache (``cache_dir=``, else ``$EXLM_CHEM_CACHE/moleculenet``, else
    ``$XDG_CACHE_HOME/exlm_chem/moleculenet``, default ``~/.cache/exlm_chem/moleculenet``);
-5. a download from the canonical URL into the user cache (``download=True``).
+5. a download from the canonical URL into the user cache (``download=True``), through
+   pooch (:func:`exlm_chem.data.download.download_verified`).
 
 Rows whose SMILES RDKit cannot parse are never dropped silently: they are listed in
 :attr:`MoleculeDataset.invalid` with the reason, and a warning gives their count.

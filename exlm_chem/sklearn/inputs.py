@@ -36,6 +36,9 @@ def as_smiles_list(X: Any) -> list[Any]:
     if isinstance(X, str | bytes):
         raise TypeError("X must be a sequence of SMILES strings, got a single string; "
                         "wrap it in a list")
+    if hasattr(X, "tocsr") and hasattr(X, "nnz"):  # a SciPy sparse matrix or array
+        raise TypeError(f"X must be SMILES strings; sparse input ({type(X).__name__}) is "
+                        "not supported")
     if hasattr(X, "columns") and hasattr(X, "iloc"):  # pandas DataFrame
         if X.shape[1] != 1:
             raise ValueError(f"X must hold one column of SMILES, got {X.shape[1]} columns")

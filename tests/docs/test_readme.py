@@ -108,14 +108,17 @@ def test_python_examples_run_in_order(bbbp, tiny_checkpoint, monkeypatch, tmp_pa
     monkeypatch.setenv("EXLM_CHEM_MODEL", str(tiny_checkpoint))  # see the module docstring
     monkeypatch.chdir(tmp_path)
     smiles = bbbp["smiles"].tolist()
+    bbbp[["smiles", "p_np"]].iloc[:20].to_csv(tmp_path / "mols.csv", index=False)  # DeepChem
     namespace = {"train_smiles": smiles[:40], "y_train": bbbp["p_np"].to_numpy()[:40],
-                 "test_smiles": smiles[40:50], "smiles": smiles[:20], **_dag_inputs(),
+                 "test_smiles": smiles[40:50], "y_test": bbbp["p_np"].to_numpy()[40:50],
+                 "smiles": smiles[:20], **_dag_inputs(),
                  # a continuous target for the regressor example: SMILES length is learnable
                  "logs_train": np.array([len(s) for s in smiles[:40]], dtype=float)}
     for block in _blocks("python"):
         code = compile(block.code, f"README.md:{block.line}", "exec")
         exec(code, namespace)  # a failure's traceback names the README line
     assert namespace["proba"].shape == (10, 2) and namespace["vectors"].shape[0] == 20
+    assert 0 <= namespace["accuracy"] <= 1 and namespace["dataset"].X.shape[0] == 20
     assert namespace["logp"].shape == (2,) and bool(namespace["logp"].isfinite().all())
 
 

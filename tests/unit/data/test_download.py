@@ -1,4 +1,5 @@
-"""Download path of the MoleculeNet loader, against a real HTTP server on loopback."""
+"""Download path of the MoleculeNet loader (through pooch), against a real HTTP server on
+loopback, a server that fails, and no network at all."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import hashlib
 import os
 import shutil
 import socket
+import stat
 import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -25,12 +27,29 @@ from exlm_chem.data.download import (
     read_verified,
 )
 from exlm_chem.data.moleculenet import DATASETS, load_moleculenet
+from exlm_chem.files.atomic_files import default_file_mode
 
 BBBP_SHA256 = "d07a38487aeac5cee5508413e468043ef3097451d2a112701c2d60be9ec6b662"
 BBBP_MD5 = "66286cb9e6b148bd75d80c870df580fb"
 
 
 class _QuietHandler(SimpleHTTPRequestHandler):
+    """Serves the directory; ``/fail/...`` answers 503 and ``/cut/...`` promises more
+    bytes than it sends, then hangs up (a connection reset mid-stream)."""
+
+    def do_GET(self):  # name fixed by the base class
+        if self.path.startswith("/fail/"):
+            self.send_error(503, "Service Unavailable")
+        elif self.path.startswith("/cut/"):
+            self.send_response(200)
+            self.send_header("Content-Length", "100000")
+            self.end_headers()
+            self.wfile.write(b"smiles,p_np\nCCO,1\n")
+            self.wfile.flush()
+            self.close_connection = True
+        else:
+            super().do_GET()
+
     def log_message(self, format, *args):  # signature fixed by the base class
         pass
 
@@ -78,6 +97,7 @@ def test_download_success_then_cached(www, isolated, moleculenet_dir: Path) -> N
     assert ds.path == isolated / "BBBP.csv"
     assert (ds.revision, len(ds.smiles), len(ds.invalid)) == ("s3", 2039, 11)
     assert os.listdir(isolated) == ["BBBP.csv"]  # no temporary file left beside it
+    assert stat.S_IMODE(ds.path.stat().st_mode) == default_file_mode()  # not pooch's 0600
     assert hashlib.sha256(ds.path.read_bytes()).hexdigest() == BBBP_SHA256
     # second load: found in the cache, the (now dead) URL is never contacted
     again = load_moleculenet("bbbp", url=f"http://127.0.0.1:{_closed_port()}/BBBP.csv")
@@ -133,6 +153,51 @@ def test_connection_refused_is_offline_error(isolated) -> None:
     assert "'tox21' not found" in msg and "Download failed" in msg and url in msg
     assert "refused" in msg.lower()
     assert os.listdir(isolated) == []
+
+
+@pytest.mark.parametrize("what", ["fail", "cut"])
+def test_failing_server_keeps_nothing(www, isolated, what) -> None:
+    _, base = www
+    url = f"{base}/{what}/BBBP.csv"
+    with pytest.raises(FileNotFoundError) as err:
+        load_moleculenet("bbbp", url=url)
+    msg = str(err.value)
+    assert "'bbbp' not found" in msg and "Download failed" in msg and url in msg
+    assert ("HTTP Error 503" in msg) if what == "fail" else ("Connection broken" in msg)
+    assert f"-o {isolated / 'BBBP.csv'} {url}" in msg  # where to put it by hand
+    assert os.listdir(isolated) == []
+
+
+@pytest.mark.parametrize("name, filename", [("bbbp", "BBBP.csv"),
+                                            ("esol", "delaney-processed.csv")])
+def test_no_network_names_the_file_and_where_to_put_it(isolated, monkeypatch, name,
+                                                       filename) -> None:
+    def no_network(*args, **kwargs):
+        raise socket.gaierror(socket.EAI_NONAME, "no network in this test")
+
+    monkeypatch.setattr(socket, "getaddrinfo", no_network)  # every connection starts here
+    spec = mn.get_spec(name)
+    with pytest.raises(FileNotFoundError) as err:
+        load_moleculenet(name)
+    msg = str(err.value)
+    assert f"MoleculeNet dataset {name!r} not found" in msg and "Download failed" in msg
+    assert "no network in this test" in msg and spec.url in msg
+    assert f"curl -L --create-dirs -o {isolated / filename} {spec.url}" in msg
+    assert "put one of the accepted files into one of the directories above" in msg
+    assert os.listdir(isolated) == []
+
+
+def test_a_file_that_appeared_meanwhile_is_verified_not_fetched(tmp_path, moleculenet_dir):
+    # another process finished the same download first: pooch fetches nothing, the file
+    # is still checked against the known revisions
+    dest = tmp_path / "clintox.csv.gz"
+    shutil.copyfile(moleculenet_dir / "clintox.csv.gz", dest)
+    dead = f"http://127.0.0.1:{_closed_port()}/clintox.csv.gz"
+    got = download_verified(dead, dest, DATASETS["clintox"].revisions)
+    assert got.path == dest and got.revision.label == "s3"
+    dest.write_bytes(gzip.compress(b"smiles,FDA_APPROVED,CT_TOX\nCCO,1,0\n"))
+    with pytest.raises(ChecksumError, match="does not match any known revision"):
+        download_verified(dead, dest, DATASETS["clintox"].revisions)
 
 
 def test_registry_url_is_the_default(isolated, monkeypatch) -> None:
