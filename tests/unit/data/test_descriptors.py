@@ -121,7 +121,7 @@ def test_feature_kinds_and_spec_round_trip():
     spec = FeatureSpec(("rdkit2d", "columns"), names, scaler, descriptors.rdkit_version())
     assert spec.installed_differences() == []
     again = FeatureSpec.from_dict(spec.to_dict())
-    assert again.kinds == spec.kinds and again.names == names and again.n_features == spec.n_features
+    assert (again.kinds, again.names, again.n_features) == (spec.kinds, names, spec.n_features)
 
 
 def test_spec_names_what_the_installed_rdkit_lacks():
