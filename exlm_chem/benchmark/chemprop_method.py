@@ -8,6 +8,13 @@ never its own splitter. As in the CLI, the epoch with the lowest validation loss
 the test set, all tasks share one model and NaN labels are masked out by chemprop itself;
 regression targets are standardised on the training rows and predictions unscaled.
 
+With ``features="rdkit2d"`` every molecule also gets chemprop's RDKit descriptor
+featurizer as extra descriptors (``x_d``) beside the learned fingerprint, as
+``chemprop train --molecule-featurizers`` does: ``v1_rdkit_2d_normalized`` (chemprop v1's
+``rdkit_2d_normalized`` recipe, through descriptastorus) when descriptastorus imports,
+else ``rdkit_2d``; scaled by a StandardScaler fitted on the training rows (the CLI's
+default ``X_d_transform``), a value it cannot compute read as 0 (chemprop's own rule).
+
 ``Budget.max_epochs`` caps the 50 epochs (the schedule is fitted to the cap, as the CLI's
 ``--epochs`` would); ``Budget.max_minutes`` stops training through Lightning's
 ``max_time``. Records carry ``chemprop_version`` in their settings.
@@ -67,16 +74,45 @@ def chemprop_version() -> str:
     return str(chemprop.__version__)
 
 
-def _dataset(smiles: list[str], labels: np.ndarray, rows: np.ndarray):
+def descriptor_featurizer() -> tuple[str, object]:
+    """(registry name, featurizer) of chemprop's RDKit 2D descriptors: the v1 normalised
+    set when descriptastorus is installed, else RDKit's plain descriptor list."""
+    from chemprop.featurizers import molecule
+
+    try:
+        import descriptastorus  # noqa: F401
+    except ImportError:
+        return "rdkit_2d", molecule.RDKit2DFeaturizer()
+    return "v1_rdkit_2d_normalized", molecule.V1RDKit2DNormalizedFeaturizer()
+
+
+def _descriptors(smiles: list[str]) -> np.ndarray:
+    """[N, D] float32 descriptors from chemprop's featurizer; non-finite values -> 0."""
+    from rdkit import Chem, rdBase
+
+    _, featurizer = descriptor_featurizer()
+    rows = []
+    with rdBase.BlockLogs():
+        for text in smiles:
+            rows.append(np.asarray(featurizer(Chem.MolFromSmiles(text)), dtype=np.float64))
+    values = np.stack(rows) if rows else np.zeros((0, 0))
+    return np.nan_to_num(values, nan=0.0, posinf=0.0, neginf=0.0).astype(np.float32)
+
+
+def _dataset(smiles: list[str], labels: np.ndarray, rows: np.ndarray,
+             x_d: np.ndarray | None = None):
     from chemprop import data
 
-    points = [data.MoleculeDatapoint.from_smi(smiles[i], labels[i]) for i in rows]
+    points = [data.MoleculeDatapoint.from_smi(smiles[i], labels[i],
+                                              x_d=None if x_d is None else x_d[i])
+              for i in rows]
     dataset = data.MoleculeDataset(points)
     dataset.cache = True  # featurize once, as `chemprop train` does unless --no-cache
     return dataset
 
 
-def _build(n_tasks: int, regression: bool, settings: ChempropSettings, output_transform):
+def _build(n_tasks: int, regression: bool, settings: ChempropSettings, output_transform,
+           n_descriptors: int = 0, descriptor_transform=None):
     from chemprop import models, nn
 
     message = nn.BondMessagePassing(d_h=settings.message_hidden_dim, depth=settings.depth,
@@ -84,12 +120,13 @@ def _build(n_tasks: int, regression: bool, settings: ChempropSettings, output_tr
     aggregation = nn.NormAggregation(norm=settings.aggregation_norm)
     head = nn.RegressionFFN if regression else nn.BinaryClassificationFFN
     kwargs = {"output_transform": output_transform} if regression else {}
-    predictor = head(n_tasks=n_tasks, input_dim=message.output_dim,
+    predictor = head(n_tasks=n_tasks, input_dim=message.output_dim + n_descriptors,
                      hidden_dim=settings.ffn_hidden_dim, n_layers=settings.ffn_num_layers,
                      dropout=settings.dropout, **kwargs)
     return models.MPNN(message, aggregation, predictor, batch_norm=False,
                        warmup_epochs=settings.warmup_epochs, init_lr=settings.init_lr,
-                       max_lr=settings.max_lr, final_lr=settings.final_lr)
+                       max_lr=settings.max_lr, final_lr=settings.final_lr,
+                       X_d_transform=descriptor_transform)
 
 
 class _KeepBest:
@@ -128,7 +165,8 @@ def _predict(model, loader) -> torch.Tensor:
 
 
 def chemprop_method(data: TaskData, seed: int, budget: Budget, progress: bool = False,
-                    settings: ChempropSettings | None = None) -> MethodOutput:
+                    settings: ChempropSettings | None = None,
+                    features: str | None = None) -> MethodOutput:
     """Train chemprop on ``data.train``, keep the best ``data.valid`` epoch, score ``data.test``.
 
     Parameters
@@ -144,6 +182,8 @@ def chemprop_method(data: TaskData, seed: int, budget: Budget, progress: bool = 
         Show Lightning's progress bar.
     settings : ChempropSettings, optional
         Defaults to the CLI's defaults.
+    features : {None, "rdkit2d"}
+        Extra molecule descriptors beside the fingerprint (see the module docstring).
 
     Returns
     -------
@@ -163,9 +203,17 @@ def chemprop_method(data: TaskData, seed: int, budget: Budget, progress: bool = 
     regression = data.task_type == "regression"
     labels = np.asarray(data.labels, dtype=np.float64)  # [N, T]
     n_tasks = labels.shape[1]
-    train = _dataset(data.smiles, labels, data.train)
-    valid = _dataset(data.smiles, labels, data.valid)
-    test = _dataset(data.smiles, labels, data.test)
+    if features not in (None, "rdkit2d"):
+        raise ValueError(f"chemprop features must be None or 'rdkit2d', got {features!r}")
+    x_d = _descriptors(data.smiles) if features else None
+    train = _dataset(data.smiles, labels, data.train, x_d)
+    valid = _dataset(data.smiles, labels, data.valid, x_d)
+    test = _dataset(data.smiles, labels, data.test, x_d)
+    descriptor_transform = None
+    if x_d is not None:  # as `chemprop train`: train and valid scaled, test by the model
+        x_scaler = train.normalize_inputs("X_d")
+        valid.normalize_inputs("X_d", x_scaler)
+        descriptor_transform = nn.ScaleTransform.from_standard_scaler(x_scaler)
     output_transform = None
     if regression:
         scaler = train.normalize_targets()
@@ -191,7 +239,8 @@ def chemprop_method(data: TaskData, seed: int, budget: Budget, progress: bool = 
         with torch.random.fork_rng(devices=[]), warnings.catch_warnings():
             warnings.filterwarnings("ignore", module="lightning")  # num_workers, loggers
             torch.manual_seed(seed)
-            model = _build(n_tasks, regression, settings, output_transform)
+            model = _build(n_tasks, regression, settings, output_transform,
+                           0 if x_d is None else x_d.shape[1], descriptor_transform)
             trainer = pl.Trainer(accelerator="cpu", devices=1, max_epochs=n_epochs,
                                  max_time=max_time, logger=False, enable_checkpointing=False,
                                  enable_progress_bar=progress, enable_model_summary=False,
@@ -202,8 +251,11 @@ def chemprop_method(data: TaskData, seed: int, budget: Budget, progress: bool = 
                 model.load_state_dict(keep.state)
             scores = _predict(model, test_loader).double().numpy()  # [n_test, T]
             # the kept epoch's unscaled validation predictions calibrate conformal intervals
-            valid_scores = (_predict(model, valid_loader).double().numpy()  # [n_valid, T]
-                            if regression and len(data.valid) else None)
+            valid_scores = None
+            if regression and len(data.valid):
+                if x_d is not None:  # in eval mode the model scales x_d itself
+                    valid.reset()
+                valid_scores = _predict(model, valid_loader).double().numpy()  # [n_valid, T]
     finally:
         lightning_log.setLevel(level)
     stopped = budget.max_minutes is not None and epochs_run < n_epochs
@@ -211,5 +263,6 @@ def chemprop_method(data: TaskData, seed: int, budget: Budget, progress: bool = 
         test_scores=scores, valid_scores=valid_scores, epochs=int(epochs_run),
         best_epoch=int(keep.best_epoch),
         stopped_early=bool(stopped),
-        settings={**asdict(settings), "chemprop_version": str(chemprop.__version__)},
+        settings={**asdict(settings), "chemprop_version": str(chemprop.__version__),
+                  **({"descriptors": descriptor_featurizer()[0]} if features else {})},
     )

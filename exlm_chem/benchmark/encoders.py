@@ -8,6 +8,12 @@ the validation rows. ``finetune``: the paper's protocol, per-task settings from 
 (:mod:`exlm_chem.train.finetune_settings`), best validation epoch restored, optionally capped
 by a :class:`~exlm_chem.benchmark.records.Budget`. The paper has no regression set:
 those use :data:`REGRESSION_FINETUNE` (ours) and predict in the labels' units.
+``estimator``: ``ExLMMoleculeClassifier`` / ``Regressor`` with their defaults, fitted on
+the training and validation rows (it holds out its own ``validation_fraction``), as a
+user would call it. With ``features`` (e.g. ``("rdkit2d",)``) every mode puts the
+task's scaled descriptors (:mod:`exlm_chem.benchmark.features`) beside the pooled state:
+concatenated to the frozen embedding before the probe, to the fine-tuned state before
+the head.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ import numpy as np
 
 from exlm_chem.benchmark.records import PROTOCOL_VERSION, Budget, MethodOutput, TaskData
 
-MODES = ("probe", "finetune")
+MODES = ("probe", "finetune", "estimator")
 POOLING = "bos"  # the paper's: the first BOS state
 MAX_LENGTH = 256  # tokens per molecule including BOS/EOS before expansion
 PROBE_C = 1.0  # inverse L2 strength of the probe's logistic regressions
@@ -107,14 +113,19 @@ class EncoderMethod:
         Where probe embeddings are kept between cells and runs.
     device : str
         ``"auto"``: CUDA when available.
+    features : sequence of str
+        Feature sets beside the pooled state (:data:`~exlm_chem.benchmark.features.
+        FEATURE_SETS`); empty: the encoder alone.
     """
 
     def __init__(self, path: str | os.PathLike[str], mode: str,
-                 cache_dir: str | os.PathLike[str] | None = None, device: str = "auto") -> None:
+                 cache_dir: str | os.PathLike[str] | None = None, device: str = "auto",
+                 features: tuple[str, ...] = ()) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         self.path = Path(path)
         self.mode = mode
+        self.features = tuple(features)
         self.model_id = checkpoint_id(self.path)
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self.device = device
@@ -130,6 +141,8 @@ class EncoderMethod:
         data = self._encoder_input(data)
         if self.mode == "probe":
             return self._probe(data, seed, progress)
+        if self.mode == "estimator":
+            return self._estimator(data, seed, budget, progress)
         return self._finetune(data, seed, budget, progress)
 
     def _encoder_input(self, data: TaskData) -> TaskData:
@@ -150,9 +163,15 @@ class EncoderMethod:
 
     def protocol(self, task: str, budget: Budget) -> tuple[dict, dict]:
         """(input protocol, settings) of a cell, before it runs (part of its key)."""
+        from exlm_chem.benchmark.features import feature_settings
+
         if self.mode == "probe":
-            return self.inputs, probe_settings(task_type(task))
-        return self.inputs, dataclasses.asdict(cell_finetune_settings(task, budget))
+            settings = probe_settings(task_type(task))
+        elif self.mode == "estimator":
+            settings = estimator_settings(task, budget)
+        else:
+            settings = dataclasses.asdict(cell_finetune_settings(task, budget))
+        return self.inputs, {**settings, **feature_settings(self.features)}
 
     def embedding_cache(self, data: TaskData) -> Path | None:
         """Where ``data``'s embeddings are cached; the name hashes everything they depend
@@ -203,6 +222,10 @@ class EncoderMethod:
         extra: dict[str, Any] = {}
         if key not in self._probe_scores:
             vectors = self._embeddings(data, progress)
+            if self.features:  # beside the frozen state; the probe standardises both
+                from exlm_chem.benchmark.features import scaled_task_features
+
+                vectors = np.hstack([vectors, scaled_task_features(data, self.features)])
             if data.task_type == "regression":
                 self._probe_scores[key], alphas, self._probe_valid[key] = ridge_predictions(
                     vectors, data.labels, data.train, data.valid, data.test)
@@ -213,9 +236,11 @@ class EncoderMethod:
         if key in self._probe_alphas:
             extra["chosen_alphas"] = self._probe_alphas[key]
         valid_scores = self._probe_valid.get(key)
+        from exlm_chem.benchmark.features import feature_settings
+
         return MethodOutput(self._probe_scores[key].copy(),
                             settings={**probe_settings(data.task_type), "pooling": POOLING,
-                                      **extra},
+                                      **extra, **feature_settings(self.features)},
                             valid_scores=None if valid_scores is None else valid_scores.copy())
 
     # fine-tune -----------------------------------------------------------------------
@@ -223,6 +248,7 @@ class EncoderMethod:
                   progress: bool) -> MethodOutput:
         import torch
 
+        from exlm_chem.benchmark.features import feature_settings, scaled_task_features
         from exlm_chem.device import resolve_device
         from exlm_chem.model.pretrained import load_backbone
         from exlm_chem.train.finetune import (
@@ -233,32 +259,84 @@ class EncoderMethod:
         )
 
         settings = cell_finetune_settings(data.name, budget)
+        features = scaled_task_features(data, self.features) if self.features else None
         torch.manual_seed(seed)  # head initialisation and dropout
         backbone = load_backbone(self.path, preset="", dropout=settings.dropout)
         device = resolve_device(self.device)
         net = build_finetune_net(backbone.config, backbone.tokenizer, data.labels.shape[1],
                                  backbone.encoder_state, settings.pooler_dropout, POOLING,
-                                 MAX_LENGTH).to(device)
+                                 MAX_LENGTH,
+                                 0 if features is None else features.shape[1]).to(device)
         if net.k_states != self.inputs["expansion_k"]:
             raise RuntimeError(f"{self.path}: the net expands to {net.k_states}, the cell "
                                f"key says {self.inputs['expansion_k']}")
 
         def part(rows: np.ndarray) -> LabelledSmiles:
-            return LabelledSmiles([data.smiles[i] for i in rows], data.labels[rows])
+            return LabelledSmiles([data.smiles[i] for i in rows], data.labels[rows],
+                                  None if features is None else features[rows])
+
+        def predict(rows: np.ndarray) -> np.ndarray:
+            return predict_batched(net, [data.smiles[i] for i in rows], 2 * settings.batch_size,
+                                   features=None if features is None else features[rows]
+                                   ).astype(np.float64)
 
         result = finetune(net, part(data.train), settings, task=data.task_type,
                           valid=part(data.valid), progress=progress,
                           max_minutes=budget.max_minutes, seed=seed)
-        outputs = predict_batched(net, [data.smiles[i] for i in data.test],
-                                  2 * settings.batch_size).astype(np.float64)
+        outputs = predict(data.test)
         valid_outputs = None
         if data.task_type != "regression":  # regression heads predict in the labels' units
             outputs = 1.0 / (1.0 + np.exp(-outputs))
         elif len(data.valid):  # the restored best epoch's net: calibrates conformal intervals
-            valid_outputs = predict_batched(net, [data.smiles[i] for i in data.valid],
-                                            2 * settings.batch_size).astype(np.float64)
+            valid_outputs = predict(data.valid)
         return MethodOutput(outputs, valid_scores=valid_outputs,
                             epochs=len(result.history), best_epoch=result.best_epoch,
                             stopped_early=result.stopped_early,
                             settings={**dataclasses.asdict(settings),
-                                      "selection": result.metric})
+                                      "selection": result.metric,
+                                      **feature_settings(self.features)})
+
+    # estimator defaults --------------------------------------------------------------------
+    def _estimator(self, data: TaskData, seed: int, budget: Budget,
+                   progress: bool) -> MethodOutput:
+        """The scikit-learn estimator with its defaults on train + valid; test scored.
+
+        Labels go in as a 2-D y (NaN = missing) for every task, so a single-task set is
+        one column too; descriptors are the estimator's own ``features=``.
+        """
+        from exlm_chem.benchmark.features import feature_settings
+
+        est = _default_estimator(data.task_type, self.path, seed, budget, self.device,
+                                 self.features, progress)
+        rows = np.concatenate([data.train, data.valid])  # the estimator holds out its own
+        est.fit([data.smiles[i] for i in rows], data.labels[rows])
+        test = [data.smiles[i] for i in data.test]
+        outputs = (est.predict(test) if data.task_type == "regression"
+                   else est.predict_proba(test)).astype(np.float64)  # [n_test, T]
+        return MethodOutput(outputs, epochs=len(est.history_), best_epoch=est.best_epoch_,
+                            stopped_early=est.stopped_early_,
+                            settings={**estimator_settings(data.name, budget),
+                                      "selection": est.selection_metric_,
+                                      **feature_settings(self.features)})
+
+
+def _default_estimator(kind: str, path: Path, seed: int, budget: Budget, device: str,
+                       features: tuple[str, ...], progress: bool = False) -> Any:
+    """An estimator with its default settings, from ``path``, capped by ``budget``."""
+    from exlm_chem.sklearn.estimator import ExLMMoleculeClassifier, ExLMMoleculeRegressor
+
+    cls = ExLMMoleculeRegressor if kind == "regression" else ExLMMoleculeClassifier
+    est = cls(str(path), random_state=seed, device=device, progress=progress,
+              features=list(features) or None, max_minutes=budget.max_minutes)
+    if budget.max_epochs is not None and budget.max_epochs < est.epochs:
+        est.set_params(epochs=budget.max_epochs)
+    return est
+
+
+def estimator_settings(task: str, budget: Budget) -> dict[str, Any]:
+    """The estimator's default settings a cell runs with (part of its key)."""
+    est = _default_estimator(task_type(task), Path("."), 0, budget, "cpu", ())
+    skip = {"pretrained", "random_state", "device", "progress", "features", "n_jobs",
+            "max_minutes"}
+    return {"estimator": type(est).__name__, "fit_rows": "train + valid",
+            **{k: v for k, v in est.get_params().items() if k not in skip}}

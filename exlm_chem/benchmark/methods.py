@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 
 from exlm_chem.benchmark.records import Budget
@@ -13,7 +14,14 @@ from exlm_chem.benchmark.runner import MethodSpec
 #: exlm: the --model checkpoint; twin: its MLM twin (--twin); rf: random forest on ECFP4;
 #: attentivefp: AttentiveFP graph network trained from scratch; chemprop: chemprop v2's
 #: D-MPNN with its CLI defaults, trained from scratch (needs the baselines extra).
-METHODS = ("exlm", "twin", "rf", "attentivefp", "chemprop")
+#: Descriptor rows (RDKit 2D, :mod:`exlm_chem.benchmark.features`): rf_rdkit2d: the same
+#: forest on descriptors alone; exlm_rdkit2d: the checkpoint in --mode with descriptors
+#: beside its pooled state; exlm_defaults / exlm_defaults_rdkit2d: the scikit-learn
+#: estimator with its defaults, without / with ``features="rdkit2d"``; chemprop_rdkit2d:
+#: chemprop with its RDKit descriptor featurizer as extra descriptors.
+METHODS = ("exlm", "twin", "rf", "attentivefp", "chemprop", "rf_rdkit2d", "exlm_rdkit2d",
+           "exlm_defaults", "exlm_defaults_rdkit2d", "chemprop_rdkit2d")
+MODEL_METHODS = ("exlm", "exlm_rdkit2d", "exlm_defaults", "exlm_defaults_rdkit2d")
 
 
 def default_twin(model: str | os.PathLike[str]) -> Path | None:
@@ -35,15 +43,22 @@ def _objective(path: Path) -> str:
 
 
 def encoder_spec(method: str, path: str | os.PathLike[str], mode: str,
-                 cache_dir: str | os.PathLike[str] | None, device: str = "auto") -> MethodSpec:
-    """A checkpoint as a row, labelled by its objective, directory name and mode."""
+                 cache_dir: str | os.PathLike[str] | None, device: str = "auto",
+                 features: tuple[str, ...] = ()) -> MethodSpec:
+    """A checkpoint as a row, labelled by its objective, directory name, mode and the
+    features beside it."""
     from exlm_chem.benchmark.encoders import EncoderMethod
 
     path = Path(path)
-    run = EncoderMethod(path, mode, cache_dir=cache_dir, device=device)
+    run = EncoderMethod(path, mode, cache_dir=cache_dir, device=device, features=features)
     kind = {"exlm": "ExLM", "mlm": "MLM"}.get(_objective(path), "encoder")
-    return MethodSpec(method, f"{kind} {path.resolve().name} ({mode})", run.model_id, mode,
-                      run, uses_budget=mode == "finetune", protocol=run.protocol)
+    shown = "estimator defaults" if mode == "estimator" else mode
+    extra = "".join(f" + {_FEATURE_TITLES[f]}" for f in features)
+    return MethodSpec(method, f"{kind} {path.resolve().name} ({shown}){extra}", run.model_id,
+                      mode, run, uses_budget=mode != "probe", protocol=run.protocol)
+
+
+_FEATURE_TITLES = {"rdkit2d": "RDKit 2D"}
 
 
 def build_methods(names: Sequence[str], model: str | os.PathLike[str] | None,
@@ -69,10 +84,15 @@ def _specs(names: Sequence[str], model: str | os.PathLike[str] | None,
         raise ValueError(f"unknown method(s) {unknown}; choose from {list(METHODS)}")
     specs = []
     for name in dict.fromkeys(names):  # drop repeats, keep order
+        if name in MODEL_METHODS and model is None:
+            raise ValueError(f"method {name!r} needs --model (a checkpoint directory)")
         if name == "exlm":
-            if model is None:
-                raise ValueError("method 'exlm' needs --model (a checkpoint directory)")
             specs.append(encoder_spec("exlm", model, mode, cache_dir, device))
+        elif name == "exlm_rdkit2d":
+            specs.append(encoder_spec(name, model, mode, cache_dir, device, ("rdkit2d",)))
+        elif name in ("exlm_defaults", "exlm_defaults_rdkit2d"):
+            features = ("rdkit2d",) if name.endswith("rdkit2d") else ()
+            specs.append(encoder_spec(name, model, "estimator", cache_dir, device, features))
         elif name == "twin":
             if twin is None:
                 raise ValueError("method 'twin' needs --twin (the MLM twin's checkpoint "
@@ -83,8 +103,16 @@ def _specs(names: Sequence[str], model: str | os.PathLike[str] | None,
 
             specs.append(MethodSpec("rf_ecfp4", "RF on ECFP4", None, "supervised",
                                     rf_method, uses_budget=False, protocol=_rf_protocol))
+        elif name == "rf_rdkit2d":
+            from exlm_chem.benchmark.rf import rf_method
+
+            specs.append(MethodSpec("rf_rdkit2d", "RF on RDKit 2D", None, "supervised",
+                                    partial(rf_method, features="rdkit2d"), uses_budget=False,
+                                    protocol=partial(_rf_protocol, features="rdkit2d")))
         elif name == "chemprop":
             specs.append(_chemprop_spec())
+        elif name == "chemprop_rdkit2d":
+            specs.append(_chemprop_spec("rdkit2d"))
         else:
             from exlm_chem.benchmark.attentivefp import attentivefp_method
 
@@ -94,27 +122,40 @@ def _specs(names: Sequence[str], model: str | os.PathLike[str] | None,
     return specs
 
 
-def _chemprop_spec() -> MethodSpec:
+def _chemprop_spec(features: str | None = None) -> MethodSpec:
     from exlm_chem.benchmark.chemprop_method import chemprop_method, chemprop_version
 
     # the version is part of the row's name: another chemprop is another baseline
-    return MethodSpec("chemprop", f"chemprop {chemprop_version()}", None, "supervised",
-                      chemprop_method, uses_budget=True, protocol=_chemprop_protocol)
+    method = "chemprop" if features is None else f"chemprop_{features}"
+    label = f"chemprop {chemprop_version()}"
+    if features is not None:
+        label += f" + {_FEATURE_TITLES[features]}"
+    return MethodSpec(method, label, None, "supervised",
+                      partial(chemprop_method, features=features), uses_budget=True,
+                      protocol=partial(_chemprop_protocol, features=features))
 
 
-def _chemprop_protocol(task: str, budget: Budget) -> tuple[None, dict]:
+def _chemprop_protocol(task: str, budget: Budget,
+                       features: str | None = None) -> tuple[None, dict]:
     from dataclasses import asdict
 
-    from exlm_chem.benchmark.chemprop_method import ChempropSettings, chemprop_version
+    from exlm_chem.benchmark.chemprop_method import (
+        ChempropSettings,
+        chemprop_version,
+        descriptor_featurizer,
+    )
 
-    return None, {**asdict(ChempropSettings()), "chemprop_version": chemprop_version()}
+    settings = {**asdict(ChempropSettings()), "chemprop_version": chemprop_version()}
+    if features is not None:
+        settings["descriptors"] = descriptor_featurizer()[0]
+    return None, settings
 
 
-def _rf_protocol(task: str, budget: Budget) -> tuple[None, dict]:
+def _rf_protocol(task: str, budget: Budget, features: str = "ecfp4") -> tuple[None, dict]:
     from exlm_chem.benchmark.rf import RandomForestSettings, rf_settings
     from exlm_chem.data.moleculenet import get_spec
 
-    settings = rf_settings(RandomForestSettings(), get_spec(task).task_type)
+    settings = rf_settings(RandomForestSettings(), get_spec(task).task_type, features)
     settings.pop("n_jobs")  # parallelism does not change the forest
     return None, settings
 

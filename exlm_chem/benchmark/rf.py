@@ -1,4 +1,6 @@
-"""Random forest on ECFP4 bits: the classical baseline (one forest per task).
+"""Random forest on ECFP4 bits: the classical baseline (one forest per task); the same
+forest on RDKit 2D descriptors (``features="rdkit2d"``, scaled on the training rows by
+:mod:`exlm_chem.benchmark.features`) shows what descriptors alone score.
 
 ECFP4 = Morgan fingerprint of radius 2 folded to 2048 bits (RDKit). Each task's forest
 sees only the training molecules labelled for it; a task whose labelled training rows
@@ -52,19 +54,26 @@ def ecfp4_bits(smiles: Sequence[str], radius: int = 2, n_bits: int = 2048) -> np
 
 
 def rf_method(data: TaskData, seed: int, budget: Budget, progress: bool = False,
-              settings: RandomForestSettings | None = None) -> MethodOutput:
+              settings: RandomForestSettings | None = None,
+              features: str = "ecfp4") -> MethodOutput:
     """Fit one forest per task on ``data.train``; score ``data.test``.
 
     ``budget`` does not apply (a forest has no epochs); nothing is selected on the
     validation rows, but regression forests predict them too (``valid_scores``: they
-    calibrate the runner's conformal intervals).
+    calibrate the runner's conformal intervals). ``features``: ``"ecfp4"`` (the
+    settings' fingerprint) or ``"rdkit2d"``.
     """
     from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 
     settings = settings or RandomForestSettings()
     regression = data.task_type == "regression"
-    features = ecfp4_bits(data.smiles, settings.radius, settings.n_bits)
-    x_train, x_valid, x_test = features[data.train], features[data.valid], features[data.test]
+    if features == "ecfp4":
+        x_all = ecfp4_bits(data.smiles, settings.radius, settings.n_bits)
+    else:
+        from exlm_chem.benchmark.features import scaled_task_features
+
+        x_all = scaled_task_features(data, [features])
+    x_train, x_valid, x_test = x_all[data.train], x_all[data.valid], x_all[data.test]
     n_tasks = data.labels.shape[1]
     scores = np.full((len(data.test), n_tasks), np.nan)
     valid_scores = np.full((len(data.valid), n_tasks), np.nan) if regression else None
@@ -93,15 +102,23 @@ def rf_method(data: TaskData, seed: int, budget: Budget, progress: bool = False,
         forest = RandomForestClassifier(class_weight=settings.class_weight, **common)
         forest.fit(x_train[labelled], y[labelled].astype(int))
         scores[:, t] = forest.predict_proba(x_test)[:, 1]
-    return MethodOutput(scores, settings=rf_settings(settings, data.task_type),
+    return MethodOutput(scores, settings=rf_settings(settings, data.task_type, features),
                         valid_scores=valid_scores)
 
 
-def rf_settings(settings: RandomForestSettings, task_type: str) -> dict:
-    """What a cell records: the settings, minus class weights for a regressor."""
+def rf_settings(settings: RandomForestSettings, task_type: str,
+                features: str = "ecfp4") -> dict:
+    """What a cell records: the settings, minus class weights for a regressor; a forest on
+    descriptors drops the fingerprint's radius and length and records its features."""
     values = asdict(settings)
     if task_type == "regression":
         values.pop("class_weight")
         values["estimator"] = "RandomForestRegressor"
         values["max_features"] = REGRESSOR_MAX_FEATURES
+    if features != "ecfp4":
+        from exlm_chem.benchmark.features import feature_settings
+
+        values.pop("radius")
+        values.pop("n_bits")
+        values.update(feature_settings([features]))
     return values

@@ -58,7 +58,12 @@ class BenchmarkCommand(Subcommand):
                             help="MLM twin checkpoint (default: mlm-X next to exlm-X)")
         parser.add_argument("--methods", nargs="+", default=list(METHODS[:4]), choices=METHODS,
                             help="rows to run: the checkpoint, its MLM twin, a random forest "
-                                 "on ECFP4, AttentiveFP, chemprop (default: all but chemprop)")
+                                 "on ECFP4, AttentiveFP, chemprop (default: these but "
+                                 "chemprop); with RDKit 2D descriptors: rf_rdkit2d (a forest "
+                                 "on them alone), exlm_rdkit2d (the checkpoint in --mode "
+                                 "with them beside its state), exlm_defaults[_rdkit2d] (the "
+                                 "scikit-learn estimator's defaults, without/with them), "
+                                 "chemprop_rdkit2d (chemprop's descriptor featurizer)")
         parser.add_argument("--mode", choices=("finetune", "probe"), default="finetune",
                             help="how encoders are evaluated (baselines always train)")
         parser.add_argument("--split", choices=SPLITS, default="scaffold")
@@ -109,11 +114,11 @@ class BenchmarkCommand(Subcommand):
 
     @classmethod
     def _run_cells(cls, args: argparse.Namespace, tasks: list[str], budget, out) -> None:
-        from exlm_chem.benchmark.methods import build_methods, default_twin
+        from exlm_chem.benchmark.methods import MODEL_METHODS, build_methods, default_twin
         from exlm_chem.benchmark.runner import run_benchmark
 
         model = twin = None
-        if {"exlm", "twin"} & set(args.methods):
+        if {"twin", *MODEL_METHODS} & set(args.methods):
             from exlm_chem.model.pretrained import resolve_pretrained
 
             model = resolve_pretrained(args.model)

@@ -49,6 +49,15 @@ class FitCommand(Subcommand):
                             help="invalid training SMILES: stop with a list of them, or "
                                  "leave them out with a warning")
         parser.add_argument("--max-minutes", type=float)
+        parser.add_argument("--features", nargs="+", choices=("rdkit2d", "morgan"), default=[],
+                            help="features computed per molecule and fed to the head beside "
+                                 "the encoder: RDKit 2D descriptors and/or Morgan counts "
+                                 "(scaled on the training rows, saved with the model)")
+        parser.add_argument("--feature-columns", nargs="+", default=[], metavar="COLUMN",
+                            help="numeric input columns fed to the head as well; `predict` "
+                                 "then reads the same columns")
+        parser.add_argument("--n-jobs", type=int, default=None,
+                            help="processes computing --features (default: all cores)")
         parser.add_argument("--device", default="auto", help="auto | cpu | cuda[:i]")
         add_threads_option(parser)
         parser.add_argument("--no-progress", dest="progress", action="store_false")
@@ -72,8 +81,13 @@ class FitCommand(Subcommand):
         targets = list(dict.fromkeys(args.target_columns))
         if args.smiles_column in targets:
             raise ValueError(f"--smiles-column {args.smiles_column!r} is also a target column")
+        feature_columns = list(dict.fromkeys(args.feature_columns))
+        clash = [c for c in feature_columns if c in (args.smiles_column, *targets)]
+        if clash:
+            raise ValueError(f"--feature-columns {clash} are also the SMILES or a target column")
         frame, smiles = open_input(args.train, args.smiles_column, targets,
-                                   option="--target-columns", encoding=args.encoding).read()
+                                   option="--target-columns", encoding=args.encoding,
+                                   more={"--feature-columns": feature_columns}).read()
         y = frame[targets].apply(pd.to_numeric, errors="coerce")
         unparsable = frame[targets].notna() & y.isna()
         if unparsable.any().any():
@@ -90,10 +104,16 @@ class FitCommand(Subcommand):
         pretrained = None if args.pretrained.lower() == "none" else args.pretrained
         estimator_class = (ExLMMoleculeClassifier if args.task == "classification"
                            else ExLMMoleculeRegressor)
+        features = [*dict.fromkeys(args.features), *(["columns"] if feature_columns else [])]
         est = estimator_class(pretrained, preset=args.preset, random_state=args.random_state,
                               on_invalid=args.on_invalid, device=args.device,
-                              progress=args.progress, **params)
-        est.fit(smiles, y)
+                              progress=args.progress, features=features or None,
+                              n_jobs=args.n_jobs, **params)
+        X = smiles  # with feature columns: a table, SMILES first (see ExLMMoleculeClassifier)
+        if feature_columns:
+            X = pd.DataFrame({args.smiles_column: smiles,
+                              **{c: frame[c].to_numpy() for c in feature_columns}})
+        est.fit(X, y)
         est.save(args.out)
         tally = RowTally("fit")
         reasons = check_smiles(smiles).reasons  # the estimator's own check, for the counts

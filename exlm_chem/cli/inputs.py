@@ -47,7 +47,8 @@ class CliInput(NamedTuple):
 
 
 def open_input(path: str | Path, smiles_column: str = "smiles", columns: Sequence[str] = (),
-               option: str = "--keep-columns", encoding: str = "utf-8") -> CliInput:
+               option: str = "--keep-columns", encoding: str = "utf-8",
+               more: dict[str, Sequence[str]] | None = None) -> CliInput:
     """Open and check a command's input table (:func:`exlm_chem.data.tables.open_table`).
 
     Parameters
@@ -63,10 +64,14 @@ def open_input(path: str | Path, smiles_column: str = "smiles", columns: Sequenc
         The command-line option that gave ``columns``.
     encoding : str
         Text encoding of a CSV or ``.smi`` file.
+    more : dict, optional
+        ``{option: columns}`` of other options naming columns (e.g. ``--feature-columns``);
+        they are checked and read after ``columns``.
     """
-    columns = list(dict.fromkeys(columns))
-    table = open_table(path, {"--smiles-column": [smiles_column], option: columns}, encoding)
-    return CliInput(table, smiles_column, columns)
+    required = {"--smiles-column": [smiles_column], option: list(columns), **(more or {})}
+    table = open_table(path, required, encoding)
+    wanted = [c for cols in required.values() for c in cols if c != smiles_column]
+    return CliInput(table, smiles_column, list(dict.fromkeys(wanted)))
 
 
 def smiles_cells(frame: Any, smiles_column: str) -> list[str]:

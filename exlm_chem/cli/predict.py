@@ -16,7 +16,12 @@ from typing import Any
 
 from exlm_chem.cli.base import Subcommand
 from exlm_chem.cli.inputs import CliInput, add_input_arguments, open_input
-from exlm_chem.sklearn.prediction import load_estimator, output_names, predict_values
+from exlm_chem.sklearn.prediction import (
+    feature_columns,
+    load_estimator,
+    output_names,
+    predict_values,
+)
 from exlm_chem.threads import add_threads_option, set_threads
 
 __all__ = ["PredictCommand", "load_estimator", "output_names", "predict_values"]
@@ -57,6 +62,10 @@ class PredictCommand(Subcommand):
         est = load_estimator(args.model)
         if args.device:
             est.set_params(device=args.device)
+        features = feature_columns(est)
+        if features:  # the columns the model was fitted with, from this input
+            rows = open_input(args.input, args.smiles_column, keep, encoding=args.encoding,
+                              more={"feature columns of the model": features})
         names = output_names(est)
         clash = [c for c in keep if c in (*RESERVED_COLUMNS, *names)]
         if clash:
@@ -69,7 +78,7 @@ class PredictCommand(Subcommand):
         with atomic_path(out) as tmp:
             sink = TableSink(tmp, fmt, layout)
             try:
-                for frame in _predicted_chunks(est, rows, args, names):
+                for frame in _predicted_chunks(est, rows, args, names, keep):
                     sink.write(frame)
                     tally.add(len(frame), len(frame), frame["invalid_reason"])
             finally:
@@ -80,7 +89,7 @@ class PredictCommand(Subcommand):
 
 
 def _predicted_chunks(est: Any, rows: CliInput, args: argparse.Namespace,
-                      names: list[str]) -> Iterator[Any]:
+                      names: list[str], keep: list[str]) -> Iterator[Any]:
     """Output DataFrames, one per input chunk, in the output's column order."""
     import numpy as np
     import pandas as pd
@@ -88,6 +97,7 @@ def _predicted_chunks(est: Any, rows: CliInput, args: argparse.Namespace,
 
     from exlm_chem.data.featurize import check_smiles
 
+    features = feature_columns(est)
     with tqdm(total=rows.table.n_rows, unit="mol", desc="predict",
               disable=not args.progress) as bar:
         for frame, smiles in rows.chunks(args.chunk_size):
@@ -95,10 +105,14 @@ def _predicted_chunks(est: Any, rows: CliInput, args: argparse.Namespace,
             values = np.full((len(smiles), len(names)), np.nan)  # [n, tasks]
             valid = np.flatnonzero(checked.valid)
             if valid.size:  # reasons come from this check; the model sees valid rows
-                values[valid] = predict_values(est, [smiles[i] for i in valid])
+                X: Any = [smiles[i] for i in valid]
+                if features:  # SMILES first, then the model's feature columns
+                    X = pd.DataFrame({args.smiles_column: X,
+                                      **{c: frame[c].to_numpy()[valid] for c in features}})
+                values[valid] = predict_values(est, X)
             yield pd.DataFrame({
                 "row": frame.index.to_numpy(dtype=np.int64),
-                **{c: frame[c].to_numpy(dtype=object) for c in rows.columns},
+                **{c: frame[c].to_numpy(dtype=object) for c in keep},
                 "valid": checked.valid,
                 "invalid_reason": [r or "" for r in checked.reasons],
                 **{name: values[:, j] for j, name in enumerate(names)},

@@ -9,9 +9,9 @@ tokenises the rest and fixes the train/valid hold-out. The folder it writes hold
                     hash, sha256 of the two array files
     train.npz       ids [total tokens] uint8 (uint16 beyond 256 tokens), every molecule's
     valid.npz       [BOS ... EOS] back to back; lengths [n] uint16 (deflate-compressed)
-    descriptors.npz with ``descriptors="rdkit2d"``: standardised RDKit 2D descriptors of
-                    every train / valid molecule, float16 [n, D], NaN where RDKit cannot
-                    compute one; the scaler (names, clips, mean, std) is in the manifest
+    descriptors.npz with ``descriptors="rdkit2d"``: scaled RDKit 2D descriptors of every
+                    train / valid molecule, float16 [n, D] (the estimators' scaling: a value
+                    RDKit cannot compute is 0); names and scaler are in the manifest
 
 The descriptors are physico-chemical targets for pre-training's auxiliary objective,
 computed here once so that a GPU run never needs RDKit.
@@ -211,19 +211,20 @@ def prepare_corpus(
 def _descriptor_targets(canon: list[str], kind: str, train_idx: np.ndarray,
                         valid_idx: np.ndarray, n_jobs: int
                         ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    """Standardised descriptors per split (float16) and their manifest entry; the scaler is
-    fitted on the training molecules only."""
-    import rdkit
+    """Scaled descriptors per split (float16) and their manifest entry. The scaler is the
+    estimators' (:class:`~exlm_chem.data.descriptors.FeatureScaler`), fitted on the
+    training molecules only."""
+    from exlm_chem.data.descriptors import FeatureScaler, rdkit2d_descriptors, rdkit_version
 
-    from exlm_chem.data.descriptors import DescriptorScaler, compute_descriptors, descriptor_names
-
-    names = descriptor_names(kind)
-    values = compute_descriptors(canon, kind, n_jobs=n_jobs)  # [n, D], NaN: missing
-    scaler = DescriptorScaler.fit(values[train_idx], names)
+    if kind != "rdkit2d":
+        raise ValueError(f"descriptors must be 'rdkit2d', got {kind!r}")
+    values, names = rdkit2d_descriptors(canon, n_jobs=n_jobs)  # [n, D], NaN: missing
+    scaler = FeatureScaler.fit(values[train_idx])
     targets = {name: scaler.transform(values[index]).astype(np.float16)
                for name, index in (("train", train_idx), ("valid", valid_idx))}
-    entry = {"kind": kind, "rdkit_version": rdkit.__version__, "count": len(names),
-             "missing_values": int(np.isnan(values).sum()), "scaler": scaler.to_dict()}
+    entry = {"kind": kind, "rdkit_version": rdkit_version(), "count": len(names),
+             "names": names, "missing_values": int(np.isnan(values).sum()),
+             "scaler": scaler.to_dict()}
     return targets, entry
 
 

@@ -1,131 +1,346 @@
-"""RDKit 2D descriptors of molecules: one computation for every consumer.
+"""Per-molecule feature vectors computed with RDKit, and their train-fitted normalisation.
 
-Pre-training's physico-chemical targets (``exlm-chem corpus prepare --descriptors``) are
-computed here. Values RDKit cannot compute for a molecule (an exception, NaN or an
-infinity) are NaN, so a caller decides what a missing value means; the row order is
-always the input order.
+The one place descriptors are computed: the estimators' ``features=`` option, the
+benchmark's descriptor rows and pre-training's auxiliary targets (``exlm-chem corpus
+prepare --descriptors``) all call :func:`molecule_features` (or
+:func:`rdkit2d_descriptors` / :func:`morgan_counts`).
 
-:class:`DescriptorScaler` is the normalisation that travels with a checkpoint: clip each
-descriptor to its training quantiles (a few descriptors, such as ``Ipc``, span dozens of
-orders of magnitude), then standardise. It is plain arrays, stored as JSON.
+* ``"rdkit2d"``: RDKit's 2D descriptor set (``rdkit.Chem.Descriptors._descList``, 217
+  descriptors in RDKit 2026.09), as chemprop's ``rdkit_2d`` featurizer computes it.
+* ``"morgan"``: Morgan count fingerprint, radius 2, folded to 2048 entries.
+
+Values come back raw (float32, NaN where RDKit cannot compute a descriptor or the value
+overflows float32). :class:`FeatureScaler` is the normalisation fitted on training rows:
+a robust standardisation ``(x - median) / (IQR / 1.349)`` per column (descriptors such as
+``Ipc`` or ``BertzCT`` span many orders of magnitude, so a mean and standard deviation
+would be dominated by a few molecules), then clipped to ``±CLIP``; a missing value
+(NaN or infinite) becomes 0, the training median, after scaling. Rows never move: row
+``i`` of every output is molecule ``i`` of the input.
+
+Computation runs over processes (:class:`concurrent.futures.ProcessPoolExecutor`, as
+:func:`exlm_chem.data.hygiene.canonicalize`) once there are enough molecules to pay for
+starting them; callers compute each distinct canonical SMILES once
+(:func:`molecule_features` deduplicates).
 """
 
 from __future__ import annotations
 
-import warnings
+import os
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
-from typing import Any, NamedTuple
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-#: the descriptor sets offered; "rdkit2d" is RDKit's ``Descriptors._descList``
-DESCRIPTOR_SETS = ("rdkit2d",)
-LIMIT = 6.0  # standardised values are clipped to [-LIMIT, LIMIT]
-_CHUNK = 2_000  # molecules per worker task: large enough to amortise pickling
+__all__ = [
+    "CLIP", "COMPUTED_KINDS", "KINDS", "MORGAN_BITS", "MORGAN_RADIUS", "USER_KIND",
+    "FeatureScaler", "FeatureSpec", "feature_kinds",
+    "feature_names", "molecule_features", "morgan_counts", "rdkit2d_descriptors",
+    "rdkit2d_names", "rdkit_version",
+]  # fmt: skip
+
+COMPUTED_KINDS = ("rdkit2d", "morgan")  # feature sets computed from the SMILES alone
+MORGAN_RADIUS = 2
+MORGAN_BITS = 2048
+CLIP = 5.0  # scaled values beyond ±CLIP robust standard deviations are clipped
+_IQR_TO_SD = 1.349  # IQR of a standard normal: a robust scale in standard-deviation units
+_PARALLEL_MIN = 2000  # fewer molecules than this are computed in this process
+_CHUNK = 500  # molecules per task sent to a worker process
 
 
-def descriptor_names(kind: str = "rdkit2d") -> list[str]:
-    """Names of the descriptors of ``kind``, in the column order of :func:`compute_descriptors`."""
-    if kind not in DESCRIPTOR_SETS:
-        raise ValueError(f"unknown descriptor set {kind!r}; choose from {DESCRIPTOR_SETS}")
+def rdkit_version() -> str:
+    from rdkit import rdBase
+
+    return str(rdBase.rdkitVersion)
+
+
+def rdkit2d_names() -> list[str]:
+    """Names of the installed RDKit's 2D descriptors, in computation order."""
     from rdkit.Chem import Descriptors
 
     return [name for name, _ in Descriptors._descList]
 
 
-def _rows(smiles: Sequence[str]) -> np.ndarray:
-    from rdkit import Chem, RDLogger
+def _mol(smiles: str) -> Any:
+    from rdkit import Chem, rdBase
+
+    with rdBase.BlockLogs():
+        return Chem.MolFromSmiles(smiles)
+
+
+def _rdkit2d_rows(smiles: Sequence[str]) -> np.ndarray:
+    from rdkit import rdBase
     from rdkit.Chem import Descriptors
 
-    RDLogger.DisableLog("rdApp.*")  # this runs in worker processes, never the user's
     functions = [fn for _, fn in Descriptors._descList]
     out = np.full((len(smiles), len(functions)), np.nan, dtype=np.float64)
-    for i, s in enumerate(smiles):
-        mol = Chem.MolFromSmiles(s)
+    for row, text in enumerate(smiles):
+        mol = _mol(text)
         if mol is None:
-            continue
-        for j, fn in enumerate(functions):
-            try:
-                out[i, j] = fn(mol)
-            except Exception:
-                pass
+            continue  # a row RDKit cannot read stays NaN; it never shifts the others
+        with rdBase.BlockLogs():
+            for col, fn in enumerate(functions):
+                try:  # one descriptor failing on one molecule is a NaN, not a crash
+                    out[row, col] = float(fn(mol))
+                except Exception:  # RDKit raises many kinds here
+                    pass
+    return out
+
+
+def _morgan_rows(smiles: Sequence[str], radius: int, n_bits: int) -> np.ndarray:
+    from rdkit.Chem import rdFingerprintGenerator
+
+    generator = rdFingerprintGenerator.GetMorganGenerator(radius=radius, fpSize=n_bits)
+    out = np.full((len(smiles), n_bits), np.nan, dtype=np.float64)
+    for row, text in enumerate(smiles):
+        mol = _mol(text)
+        if mol is not None:
+            out[row] = generator.GetCountFingerprintAsNumPy(mol)
+    return out
+
+
+def _compute(kind: str, smiles: Sequence[str]) -> np.ndarray:
+    if kind == "rdkit2d":
+        return _rdkit2d_rows(smiles)
+    if kind == "morgan":
+        return _morgan_rows(smiles, MORGAN_RADIUS, MORGAN_BITS)
+    raise ValueError(f"unknown feature kind {kind!r}; choose from {COMPUTED_KINDS}")
+
+
+def _n_workers(n_jobs: int | None, n: int) -> int:
+    cores = os.cpu_count() or 1
+    workers = cores if n_jobs is None or n_jobs < 0 else max(1, n_jobs)
+    return 1 if n < _PARALLEL_MIN else min(workers, cores, -(-n // _CHUNK))
+
+
+def _float32(values: np.ndarray) -> np.ndarray:
+    """float64 -> float32 with NaN for anything float32 cannot hold (inf, overflow)."""
     with np.errstate(over="ignore", invalid="ignore"):
-        values = out.astype(np.float32)  # beyond float32's range becomes inf ...
-    values[~np.isfinite(values)] = np.nan  # ... and every non-finite value is missing
-    return values
+        out = values.astype(np.float32)
+    out[~np.isfinite(out)] = np.nan
+    return out
 
 
-def compute_descriptors(smiles: Sequence[str], kind: str = "rdkit2d",
-                        n_jobs: int = 1) -> np.ndarray:
-    """Descriptors ``[len(smiles), D]`` float32, NaN where RDKit cannot compute one.
+def _computed(kind: str, smiles: Sequence[str], n_jobs: int | None) -> np.ndarray:
+    workers = _n_workers(n_jobs, len(smiles))
+    if workers == 1:
+        return _float32(_compute(kind, smiles))
+    chunks = [list(smiles[i : i + _CHUNK]) for i in range(0, len(smiles), _CHUNK)]
+    with ProcessPoolExecutor(workers) as pool:
+        parts = list(pool.map(_compute, [kind] * len(chunks), chunks))  # order kept
+    return _float32(np.concatenate(parts))
+
+
+def rdkit2d_descriptors(smiles: Sequence[str],
+                        n_jobs: int | None = None) -> tuple[np.ndarray, list[str]]:
+    """RDKit's 2D descriptors of each SMILES.
 
     Parameters
     ----------
     smiles : sequence of str
-        Molecules; an unparsable SMILES gives a row of NaN (its row is kept).
-    kind : str
-        Descriptor set (see :data:`DESCRIPTOR_SETS`).
-    n_jobs : int
-        Worker processes (about 13 ms per molecule on one core for "rdkit2d").
+        Molecules, one per row (canonical or not).
+    n_jobs : int or None
+        Worker processes; None or negative: all cores (small inputs run in-process).
+
+    Returns
+    -------
+    values : ndarray float32 [N, D]
+        NaN where a descriptor cannot be computed (or overflows float32), and on every
+        column of a row RDKit cannot parse.
+    names : list of str
+        The D descriptor names (:func:`rdkit2d_names`).
     """
-    names = descriptor_names(kind)
-    smiles = list(smiles)
-    if not smiles:
-        return np.zeros((0, len(names)), np.float32)
-    if n_jobs <= 1 or len(smiles) <= _CHUNK:
-        return _rows(smiles)
-    chunks = [smiles[i : i + _CHUNK] for i in range(0, len(smiles), _CHUNK)]
-    with ProcessPoolExecutor(n_jobs) as pool:
-        return np.concatenate(list(pool.map(_rows, chunks)))
+    return _computed("rdkit2d", smiles, n_jobs), rdkit2d_names()
 
 
-class DescriptorScaler(NamedTuple):
-    """Clip to training quantiles, then standardise: ``(clip(x, low, high) - mean) / std``."""
+def morgan_counts(smiles: Sequence[str],
+                  n_jobs: int | None = None) -> tuple[np.ndarray, list[str]]:
+    """Morgan count fingerprints (radius 2, 2048 entries), float32 [N, 2048] with names
+    ``morgan_r2_<i>``; NaN rows for SMILES RDKit cannot parse."""
+    return _computed("morgan", smiles, n_jobs), feature_names("morgan")
 
-    names: list[str]  # descriptor names, column order
-    low: np.ndarray  # [D] lower clip (a low quantile of the training values)
-    high: np.ndarray  # [D] upper clip
-    mean: np.ndarray  # [D] mean of the clipped training values
-    std: np.ndarray  # [D] their standard deviation (1 where a descriptor is constant)
+
+def feature_names(kind: str) -> list[str]:
+    """Column names of a computed feature set (``"rdkit2d"`` or ``"morgan"``)."""
+    if kind == "rdkit2d":
+        return rdkit2d_names()
+    if kind == "morgan":
+        return [f"morgan_r{MORGAN_RADIUS}_{i}" for i in range(MORGAN_BITS)]
+    raise ValueError(f"unknown feature kind {kind!r}; choose from {COMPUTED_KINDS}")
+
+
+def molecule_features(kinds: Sequence[str], smiles: Sequence[str], n_jobs: int | None = None,
+                      cache: dict[tuple[str, str], np.ndarray] | None = None) -> np.ndarray:
+    """Raw features [N, sum of widths] float32 of ``kinds`` side by side, row-aligned.
+
+    Each distinct SMILES is computed once; ``cache`` (``(kind, SMILES) -> row``) carries
+    rows between calls, e.g. over the parts of one fit. Pass canonical SMILES so that
+    two spellings of a molecule share an entry.
+    """
+    cache = {} if cache is None else cache
+    blocks = []
+    for kind in kinds:
+        missing = list(dict.fromkeys(s for s in smiles if (kind, s) not in cache))
+        if missing:
+            values = _computed(kind, missing, n_jobs)
+            cache.update(((kind, s), v) for s, v in zip(missing, values, strict=True))
+        width = len(feature_names(kind))
+        block = np.empty((len(smiles), width), dtype=np.float32)
+        for row, s in enumerate(smiles):
+            block[row] = cache[(kind, s)]
+        blocks.append(block)
+    if not blocks:
+        return np.zeros((len(smiles), 0), dtype=np.float32)
+    return np.concatenate(blocks, axis=1)
+
+
+@dataclass(frozen=True, eq=False)
+class FeatureScaler:
+    """Robust standardisation fitted on training rows; see the module docstring.
+
+    Attributes
+    ----------
+    center : ndarray float64 [F]
+        Per-column median of the finite training values (0 for a column with none).
+    scale : ndarray float64 [F]
+        IQR / 1.349; the standard deviation where the IQR is 0 (e.g. a rare fingerprint
+        bit); 1 where that is 0 too.
+    clip : float
+    """
+
+    center: np.ndarray
+    scale: np.ndarray
+    clip: float = CLIP
 
     @classmethod
-    def fit(cls, values: np.ndarray, names: Sequence[str],
-            quantile: float = 0.001) -> DescriptorScaler:
-        """Statistics of ``values`` [N, D] (NaN ignored; an all-NaN column gets 0 / 1)."""
-        values = np.asarray(values, dtype=np.float64)  # float32 sums of 1e30s overflow
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns
-            low = np.nanquantile(values, quantile, axis=0)
-            high = np.nanquantile(values, 1.0 - quantile, axis=0)
-            clipped = np.clip(values, low, high)
-            mean = np.nanmean(clipped, axis=0)
-            std = np.nanstd(clipped, axis=0)
-        mean = np.nan_to_num(mean, nan=0.0)
-        std = np.where(np.isfinite(std) & (std > 1e-8), std, 1.0)
-        as32 = [np.nan_to_num(a, nan=0.0).astype(np.float32) for a in (low, high, mean, std)]
-        return cls(list(names), *as32)
+    def fit(cls, values: np.ndarray, clip: float = CLIP) -> FeatureScaler:
+        """Fit on raw training features [N, F] (NaN = missing, ignored)."""
+        x = np.asarray(values, dtype=np.float64)
+        if x.ndim != 2:
+            raise ValueError(f"features must be 2-D [N, F], got shape {x.shape}")
+        x = np.where(np.isfinite(x), x, np.nan)
+        center, scale = np.zeros(x.shape[1]), np.ones(x.shape[1])
+        seen = ~np.isnan(x).all(axis=0)  # columns with at least one finite training value
+        if seen.any():
+            q1, median, q3 = np.nanpercentile(x[:, seen], [25, 50, 75], axis=0)
+            robust = (q3 - q1) / _IQR_TO_SD
+            std = np.nanstd(x[:, seen], axis=0)
+            tiny = np.finfo(np.float32).tiny
+            center[seen] = median
+            scale[seen] = np.where(robust > tiny, robust, np.where(std > tiny, std, 1.0))
+        return cls(center, scale, float(clip))
+
+    @property
+    def n_features(self) -> int:
+        return int(self.center.size)
 
     def transform(self, values: np.ndarray) -> np.ndarray:
-        """Standardised values [N, D] float32 within +-``LIMIT``; NaN stays NaN (missing).
-
-        Skewed descriptors (counts that are almost always 0) still reach tens of standard
-        deviations after the quantile clip; the final clip keeps one molecule from
-        dominating a squared-error loss."""
-        clipped = np.clip(values, self.low, self.high)
-        return np.clip((clipped - self.mean) / self.std, -LIMIT, LIMIT).astype(np.float32)
+        """Scaled features float32 [N, F]: missing -> 0 (the median), then clipped."""
+        x = np.asarray(values, dtype=np.float64)
+        if x.ndim != 2 or x.shape[1] != self.n_features:
+            raise ValueError(f"features must be [N, {self.n_features}], got shape {x.shape}")
+        with np.errstate(invalid="ignore", over="ignore"):
+            scaled = (x - self.center) / self.scale
+        scaled[~np.isfinite(scaled)] = 0.0
+        return np.clip(scaled, -self.clip, self.clip).astype(np.float32)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-serialisable form (checkpoint metadata, corpus manifest)."""
-        return {"names": list(self.names),
-                **{k: getattr(self, k).tolist() for k in ("low", "high", "mean", "std")}}
+        """JSON-ready form (plain lists)."""
+        return {"center": self.center.tolist(), "scale": self.scale.tolist(),
+                "clip": self.clip}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> DescriptorScaler:
-        arrays = [np.asarray(data[k], dtype=np.float32) for k in ("low", "high", "mean", "std")]
-        if any(a.shape != (len(data["names"]),) for a in arrays):
-            raise ValueError("descriptor scaler: every statistic needs one value per name")
-        return cls(list(data["names"]), *arrays)
+    def from_dict(cls, data: dict[str, Any]) -> FeatureScaler:
+        center = np.asarray(data["center"], dtype=np.float64)
+        scale = np.asarray(data["scale"], dtype=np.float64)
+        if center.ndim != 1 or center.shape != scale.shape:
+            raise ValueError(f"center and scale must be two 1-D lists of one length, got "
+                             f"{center.shape} and {scale.shape}")
+        if not (np.isfinite(center).all() and np.isfinite(scale).all() and (scale > 0).all()):
+            raise ValueError("center must be finite and scale finite and positive")
+        return cls(center, scale, float(data["clip"]))
 
 
-__all__ = ["DESCRIPTOR_SETS", "DescriptorScaler", "compute_descriptors", "descriptor_names"]
+USER_KIND = "columns"  # the caller's own per-row features (not computed here)
+KINDS = (*COMPUTED_KINDS, USER_KIND)
+
+
+def feature_kinds(features: Any) -> tuple[str, ...]:
+    """The ``features=`` option as a tuple of kinds: None -> (), ``"rdkit2d"`` ->
+    ``("rdkit2d",)``, a list keeps its order; unknown or repeated kinds raise."""
+    if features is None:
+        return ()
+    kinds = (features,) if isinstance(features, str) else features
+    try:
+        kinds = tuple(kinds)
+    except TypeError:
+        raise ValueError(f"features must be None, one of {KINDS} or a list of them, got "
+                         f"{features!r}") from None
+    unknown = [k for k in kinds if k not in KINDS]
+    if unknown or len(set(kinds)) != len(kinds):
+        what = f"unknown {unknown}" if unknown else "repeated kinds"
+        raise ValueError(f"features must be None, one of {KINDS} or a list of distinct "
+                         f"ones; got {features!r} ({what})")
+    return kinds
+
+
+@dataclass(frozen=True, eq=False)
+class FeatureSpec:
+    """What a fitted model computes beside its encoder, and how it scales it.
+
+    Attributes
+    ----------
+    kinds : tuple of str
+        In column order (:data:`KINDS`).
+    names : dict of str to list of str
+        Column names per kind; for :data:`USER_KIND` the caller's column names.
+    scaler : FeatureScaler
+        Fitted on the training rows of all kinds together.
+    rdkit_version : str
+        The RDKit that computed the training features.
+    """
+
+    kinds: tuple[str, ...]
+    names: dict[str, list[str]]
+    scaler: FeatureScaler
+    rdkit_version: str
+
+    @property
+    def n_features(self) -> int:
+        return self.scaler.n_features
+
+    def installed_differences(self) -> list[str]:
+        """How the installed RDKit's feature sets differ from the saved ones ([] = none)."""
+        problems = []
+        for kind in self.kinds:
+            if kind == USER_KIND:
+                continue
+            saved, installed = self.names[kind], feature_names(kind)
+            if saved == installed:
+                continue
+            gone = [n for n in saved if n not in installed]
+            new = [n for n in installed if n not in saved]
+            detail = (f"missing {gone[:10]}" if gone else "") + \
+                      ("; " if gone and new else "") + (f"new {new[:10]}" if new else "")
+            problems.append(f"{kind}: the model was fitted with {len(saved)} features from "
+                            f"RDKit {self.rdkit_version}, the installed RDKit "
+                            f"{rdkit_version()} computes {len(installed)} "
+                            f"({detail or 'same names in another order'})")
+        return problems
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kinds": list(self.kinds), "names": {k: list(v) for k, v in self.names.items()},
+                "scaler": self.scaler.to_dict(), "rdkit_version": self.rdkit_version}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> FeatureSpec:
+        kinds = feature_kinds(data["kinds"])
+        names = {str(k): [str(n) for n in v] for k, v in data["names"].items()}
+        scaler = FeatureScaler.from_dict(data["scaler"])
+        if set(names) != set(kinds):
+            raise ValueError(f"names are given for {sorted(names)}, kinds are {list(kinds)}")
+        width = sum(len(names[k]) for k in kinds)
+        if width != scaler.n_features:
+            raise ValueError(f"{width} feature names but a scaler for {scaler.n_features}")
+        return cls(kinds, names, scaler, str(data["rdkit_version"]))

@@ -40,10 +40,11 @@ class CheckedSmiles(NamedTuple):
 def check_smiles(smiles: Sequence[Any], max_chars: int = MAX_SMILES_CHARS) -> CheckedSmiles:
     """Validate each entry: a non-empty string RDKit can parse, at most ``max_chars`` long.
 
-    A SMILES is one word: any whitespace (a space, tab or newline, even at the ends) makes
-    the row invalid, because RDKit would read the text after it as the molecule's name
-    and the tokenizer would pass it to the model. Strings that cannot be encoded (lone
-    surrogates) are invalid rows too; no entry ever raises.
+    Leading and trailing whitespace is removed first, as RDKit, chemprop and pandas users
+    expect (212 rows of Delaney's ESOL file end in a space). A SMILES is one word:
+    whitespace followed by more text makes the row invalid, because RDKit would read that
+    text as the molecule's name and the tokenizer would pass it to the model. Strings that
+    cannot be encoded (lone surrogates) are invalid rows too; no entry ever raises.
     """
     valid = np.zeros(len(smiles), dtype=bool)
     reasons: list[str | None] = []
@@ -51,18 +52,19 @@ def check_smiles(smiles: Sequence[Any], max_chars: int = MAX_SMILES_CHARS) -> Ch
     for i, s in enumerate(smiles):
         if not isinstance(s, str):
             reason = f"not a string ({type(s).__name__})"
-        elif not s.strip():
+        elif not (word := s.strip()):
             reason = "empty SMILES"
-        elif len(s) > max_chars:
-            reason = f"too long ({len(s)} characters > {max_chars})"
-        elif space := _WHITESPACE.search(s):
-            reason = (f"whitespace {space.group()!r} at position {space.start()}: a SMILES "
+        elif len(word) > max_chars:
+            reason = f"too long ({len(word)} characters > {max_chars})"
+        elif space := _WHITESPACE.search(word):
+            position = space.start() + len(s) - len(s.lstrip())  # in the entry as given
+            reason = (f"whitespace {space.group()!r} at position {position}: a SMILES "
                       "is one word, and text after it is not part of the molecule")
-        elif surrogate := _SURROGATE.search(s):
+        elif surrogate := _SURROGATE.search(word):
             reason = (f"not encodable text (lone surrogate {surrogate.group()!r} at "
                       f"position {surrogate.start()})")
         else:
-            canonical[i], reason = canonical_or_failure(s)
+            canonical[i], reason = canonical_or_failure(word)
             valid[i] = reason is None
         reasons.append(reason)
     return CheckedSmiles(valid, reasons, canonical)

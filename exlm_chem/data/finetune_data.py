@@ -30,6 +30,9 @@ class EncodedSet(NamedTuple):
     pos_copy: torch.Tensor  # [N, X]
     padding_mask: torch.Tensor  # [N, X] bool, True on real tokens
     lengths: np.ndarray  # [N] int64 real tokens per row, on the host (batch widths)
+    # [N, F] float32 per-molecule features fed beside the pooled state (descriptors); None
+    # when the network takes none
+    features: torch.Tensor | None = None
 
     @property
     def n_rows(self) -> int:  # len() of a NamedTuple counts its fields
@@ -37,33 +40,42 @@ class EncodedSet(NamedTuple):
 
     def to(self, device: torch.device | str) -> EncodedSet:
         """The tensors on ``device`` (``lengths`` stay on the host)."""
-        return self._replace(
-            **{
-                name: getattr(self, name).to(device)
-                for name in ("input_ids", "pos_original", "pos_copy", "padding_mask")
-            }
-        )
+        moved = {name: getattr(self, name).to(device)
+                 for name in ("input_ids", "pos_original", "pos_copy", "padding_mask")}
+        if self.features is not None:
+            moved["features"] = self.features.to(device)
+        return self._replace(**moved)
 
     def batch(
         self, rows: torch.Tensor, idx: np.ndarray
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """``(input_ids, pos_original, pos_copy, padding_mask)`` of some rows, [B, W].
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """``(input_ids, pos_original, pos_copy, padding_mask, features)`` of some rows:
+        [B, W] each, features [B, F] or None.
 
         ``rows`` indexes on the tensors' device, ``idx`` holds the same indices on the
         host; W is the widest of those rows, read from the host-side ``lengths``.
         """
         width = int(self.lengths[idx].max())
-        return tuple(t[rows, :width] for t in self[:4])  # type: ignore[return-value]
+        features = None if self.features is None else self.features[rows]
+        return (*(t[rows, :width] for t in self[:4]), features)  # type: ignore[return-value]
 
 
-def encode_rows(rows: Sequence[np.ndarray], k: int, special: SpecialIds) -> EncodedSet:
-    """Token id rows ``[BOS, ..., EOS]`` -> an :class:`EncodedSet` expanded to ``k``."""
+def encode_rows(rows: Sequence[np.ndarray], k: int, special: SpecialIds,
+                features: np.ndarray | None = None) -> EncodedSet:
+    """Token id rows ``[BOS, ..., EOS]`` -> an :class:`EncodedSet` expanded to ``k``;
+    ``features`` [N, F] (already scaled) travel with the rows."""
+    if features is not None:
+        features = torch.as_tensor(np.asarray(features, dtype=np.float32))
+        if features.ndim != 2 or features.shape[0] != len(rows):
+            raise ValueError(f"features must be [{len(rows)}, F], got "
+                             f"{tuple(features.shape)}")
     if not len(rows):
         empty = torch.zeros((0, 0), dtype=torch.long)
-        return EncodedSet(empty, empty, empty, empty.bool(), np.zeros(0, dtype=np.int64))
+        return EncodedSet(empty, empty, empty, empty.bool(), np.zeros(0, dtype=np.int64),
+                          features)
     input_ids, pos_original, pos_copy, padding_mask = inference_inputs(rows, k, special)
     lengths = padding_mask.sum(1).numpy().astype(np.int64)  # [N]
-    return EncodedSet(input_ids, pos_original, pos_copy, padding_mask, lengths)
+    return EncodedSet(input_ids, pos_original, pos_copy, padding_mask, lengths, features)
 
 
 def autocast(device: torch.device) -> contextlib.AbstractContextManager:

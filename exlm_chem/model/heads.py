@@ -135,18 +135,33 @@ class DescriptorHead(nn.Module):
 
 
 class ClassificationHead(nn.Module):
-    """Fine-tuning head on a pooled state: dropout -> Linear -> tanh -> dropout -> Linear."""
+    """Fine-tuning head on a pooled state: dropout -> Linear -> tanh -> dropout -> Linear.
 
-    def __init__(self, d_model: int, n_out: int, dropout: float = 0.1) -> None:
+    With ``n_features`` > 0 the head reads the pooled state [B, d] concatenated with that
+    many per-molecule features [B, F] (descriptors beside the encoder, as chemprop feeds
+    them beside its message passing); the hidden layer stays d wide.
+    """
+
+    def __init__(self, d_model: int, n_out: int, dropout: float = 0.1,
+                 n_features: int = 0) -> None:
         super().__init__()
+        self.n_features = n_features
         self.dropout = nn.Dropout(dropout)
-        self.dense = nn.Linear(d_model, d_model)
+        self.dense = nn.Linear(d_model + n_features, d_model)
         self.out = nn.Linear(d_model, n_out)
         for layer in (self.dense, self.out):
             nn.init.normal_(layer.weight, mean=0.0, std=0.02)
             nn.init.zeros_(layer.bias)
 
-    def forward(self, pooled: torch.Tensor) -> torch.Tensor:
-        """Logits [B, n_out] from pooled features [B, d]."""
+    def forward(self, pooled: torch.Tensor, features: torch.Tensor | None = None) -> torch.Tensor:
+        """Logits [B, n_out] from pooled states [B, d] (and features [B, F])."""
+        if self.n_features:
+            if features is None or features.shape[-1] != self.n_features:
+                got = None if features is None else tuple(features.shape)
+                raise ValueError(f"this head reads {self.n_features} features beside the "
+                                 f"pooled state, got {got}")
+            pooled = torch.cat([pooled, features.to(pooled.dtype)], dim=-1)
+        elif features is not None and features.shape[-1]:
+            raise ValueError(f"this head reads no features, got {tuple(features.shape)}")
         x = torch.tanh(self.dense(self.dropout(pooled)))
         return self.out(self.dropout(x))

@@ -8,16 +8,30 @@ from __future__ import annotations
 import os
 import warnings
 from dataclasses import fields
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, NamedTuple, Self
 
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
+from exlm_chem.data.descriptors import (
+    USER_KIND,
+    FeatureScaler,
+    FeatureSpec,
+    feature_kinds,
+    feature_names,
+    molecule_features,
+    rdkit_version,
+)
 from exlm_chem.data.featurize import check_smiles, raise_for_invalid, warn_unknown_tokens
 from exlm_chem.device import resolve_device
-from exlm_chem.sklearn.inputs import Targets, as_smiles_list
+from exlm_chem.sklearn.inputs import (
+    Targets,
+    as_smiles_list,
+    default_column_names,
+    smiles_and_columns,
+)
 from exlm_chem.sklearn.persistence import PersistenceMixin
 from exlm_chem.train.finetune_settings import FinetuneSettings
 from exlm_chem.uncertainty.ensemble import bootstrap_rows, member_seeds
@@ -27,6 +41,15 @@ from exlm_chem.uncertainty.params import uncertainty_problems
 _FIT_POLICIES = ("raise", "drop")
 _PREDICT_POLICIES = ("nan", "raise")
 _POOLINGS = ("bos", "mean")
+
+
+class ValidRows(NamedTuple):
+    """The usable part of a prediction input."""
+
+    n: int  # rows of X
+    rows: np.ndarray  # [n_valid] positions of the valid SMILES in X
+    smiles: list[str]  # their canonical SMILES: the form the model was trained on
+    features: np.ndarray | None  # [n_valid, F] scaled features, when the model reads some
 
 
 class ExLMEstimatorBase(UncertaintyMixin, PersistenceMixin, BaseEstimator):
@@ -61,6 +84,8 @@ class ExLMEstimatorBase(UncertaintyMixin, PersistenceMixin, BaseEstimator):
         n_models: int = 1,
         bootstrap: bool = False,
         calibrate: str | None = None,
+        features: str | list[str] | None = None,
+        n_jobs: int | None = None,
     ) -> None:
         self.pretrained = pretrained
         self.preset = preset
@@ -86,6 +111,8 @@ class ExLMEstimatorBase(UncertaintyMixin, PersistenceMixin, BaseEstimator):
         self.n_models = n_models
         self.bootstrap = bootstrap
         self.calibrate = calibrate
+        self.features = features
+        self.n_jobs = n_jobs
 
     # ---- hooks for subclasses -------------------------------------------------------------
     def _targets(self, y: Any, n: int) -> Targets:
@@ -127,6 +154,14 @@ class ExLMEstimatorBase(UncertaintyMixin, PersistenceMixin, BaseEstimator):
                                            for f in fields(FinetuneSettings)})
         except ValueError as err:
             problems.insert(0, str(err))
+        try:
+            feature_kinds(self.features)
+        except ValueError as err:
+            problems.append(str(err))
+        nj = self.n_jobs
+        if nj is not None and (not isinstance(nj, int | np.integer) or isinstance(nj, bool)
+                               or nj == 0):
+            problems.append(f"n_jobs must be None or a non-zero integer, got {nj!r}")
         problems += uncertainty_problems(self, self._task)
         if problems:  # every problem at once, not one per attempt
             raise ValueError("; ".join(problems))
@@ -147,7 +182,8 @@ class ExLMEstimatorBase(UncertaintyMixin, PersistenceMixin, BaseEstimator):
         from exlm_chem.train.finetune import LabelledSmiles, build_finetune_net, finetune
 
         settings = self._settings()
-        smiles = as_smiles_list(X)
+        kinds = feature_kinds(self.features)
+        smiles, columns, column_names = self._split_X(X, kinds)
         targets = self._targets(y, len(smiles))
         checked = check_smiles(smiles)
         if self.on_invalid == "raise":
@@ -165,8 +201,19 @@ class ExLMEstimatorBase(UncertaintyMixin, PersistenceMixin, BaseEstimator):
         n_valid = round(self.validation_fraction * len(smiles))
         n_valid = n_valid if 0 < n_valid < len(smiles) else 0
 
+        spec, features = None, None
+        if kinds:  # scaled on the training rows only: the held-out rows stay unseen
+            raw = self._raw_features(kinds, smiles, None if columns is None else columns[rows])
+            if columns is not None and column_names is None:
+                column_names = default_column_names(columns.shape[1])
+            names = {k: column_names if k == USER_KIND else feature_names(k) for k in kinds}
+            spec = FeatureSpec(kinds, names, FeatureScaler.fit(raw[order[n_valid:]]),
+                               rdkit_version())
+            features = spec.scaler.transform(raw)  # [n_valid_rows, F]
+
         def part(idx: np.ndarray) -> LabelledSmiles:
-            return LabelledSmiles([smiles[i] for i in idx], labels[idx])
+            return LabelledSmiles([smiles[i] for i in idx], labels[idx],
+                                  None if features is None else features[idx])
 
         train, valid = part(order[n_valid:]), part(order[:n_valid]) if n_valid else None
         if valid is None and self.calibrate is not None:
@@ -190,7 +237,8 @@ class ExLMEstimatorBase(UncertaintyMixin, PersistenceMixin, BaseEstimator):
                     warn_unknown_tokens(backbone.tokenizer, smiles, rows)
                 net = build_finetune_net(backbone.config, backbone.tokenizer, labels.shape[1],
                                          backbone.encoder_state, settings.pooler_dropout,
-                                         self.pooling, int(self.max_length)).to(device)
+                                         self.pooling, int(self.max_length),
+                                         0 if spec is None else spec.n_features).to(device)
                 result = finetune(net, member_train, settings, self._task, valid,
                                   bool(self.progress), self.max_minutes, member_seed,
                                   int(self.augment), patience=patience)
@@ -211,19 +259,59 @@ class ExLMEstimatorBase(UncertaintyMixin, PersistenceMixin, BaseEstimator):
         self.stopped_early_ = result.stopped_early
         self.models_ = [m for m, _ in members]
         self.seed_ = seed
+        self.feature_spec_ = spec
         self.calibrator_, self.conformity_scores_ = None, None
         if valid is not None:
-            self._fit_held_out(valid.smiles, valid.labels)
+            self._fit_held_out(valid.smiles, valid.labels, valid.features)
         return self
 
+    # ---- features beside the encoder -------------------------------------------------------
+    @staticmethod
+    def _split_X(X: Any, kinds: tuple[str, ...]
+                 ) -> tuple[list[Any], np.ndarray | None, list[str] | None]:
+        """(SMILES, the user's feature columns [N, F] or None, their names)."""
+        if USER_KIND in kinds:
+            return smiles_and_columns(X)
+        return as_smiles_list(X), None, None
+
+    def _raw_features(self, kinds: tuple[str, ...], smiles: list[str],
+                      columns: np.ndarray | None) -> np.ndarray:
+        """Unscaled features [n, F] of valid canonical SMILES, kinds side by side; each
+        distinct molecule is computed once (TTA views, members and epochs reuse them)."""
+        computed = [k for k in kinds if k != USER_KIND]
+        values = molecule_features(computed, smiles, self.n_jobs)
+        blocks, start = [], 0
+        for kind in kinds:
+            if kind == USER_KIND:
+                blocks.append(columns.astype(np.float32))
+            else:
+                width = len(feature_names(kind))
+                blocks.append(values[:, start : start + width])
+                start += width
+        return np.concatenate(blocks, axis=1)
+
     # ---- outputs ---------------------------------------------------------------------------
-    def _valid_rows(self, X: Any, on_invalid: str) -> tuple[int, np.ndarray, list[str]]:
-        """(N, rows of valid SMILES, those SMILES); sets ``invalid_mask_``."""
+    def _valid_rows(self, X: Any, on_invalid: str, with_features: bool = True) -> ValidRows:
+        """The valid rows of X and, unless not ``with_features``, their scaled features;
+        sets ``invalid_mask_``."""
         check_is_fitted(self, "model_")
         self.__dict__.pop("invalid_mask_", None)  # never the previous call's, even if this fails
         if on_invalid not in _PREDICT_POLICIES:
             raise ValueError(f"on_invalid must be one of {_PREDICT_POLICIES}, got {on_invalid!r}")
-        smiles = as_smiles_list(X)
+        spec = getattr(self, "feature_spec_", None)  # absent in pickles from before features
+        kinds = () if spec is None else spec.kinds
+        smiles, columns, names = self._split_X(X, kinds)
+        if columns is not None:
+            fitted = spec.names[USER_KIND]
+            if columns.shape[1] != len(fitted):
+                raise ValueError(f"X has {columns.shape[1]} feature columns, the model was "
+                                 f"fitted with {len(fitted)}: {fitted}")
+            # names are compared when both sides have them (DataFrames): a swapped column
+            # would otherwise be read as the other feature without a word
+            if names is not None and fitted != default_column_names(len(fitted)) \
+                    and names != fitted:
+                raise ValueError(f"X's feature columns {names} are not the ones the model "
+                                 f"was fitted with: {fitted}")
         checked = check_smiles(smiles)
         self.invalid_mask_ = ~checked.valid  # set before raising: it says which rows failed
         if on_invalid == "raise":
@@ -231,21 +319,26 @@ class ExLMEstimatorBase(UncertaintyMixin, PersistenceMixin, BaseEstimator):
         rows = np.flatnonzero(checked.valid)
         valid_smiles = [checked.canonical[i] for i in rows]  # the form the model was trained on
         warn_unknown_tokens(self.tokenizer_, valid_smiles, rows, stacklevel=5)
-        return len(smiles), rows, valid_smiles
+        features = None
+        if spec is not None and with_features:
+            raw = self._raw_features(kinds, valid_smiles,
+                                     None if columns is None else columns[rows])
+            features = spec.scaler.transform(raw)
+        return ValidRows(len(smiles), rows, valid_smiles, features)
 
     def _outputs(self, X: Any, on_invalid: str, embed: bool = False) -> np.ndarray:
         """Outputs [N, n_tasks] float64 (see :meth:`_aggregate`) or embeddings [N, d]
         float32 (of the first member); NaN rows for bad SMILES."""
         from exlm_chem.train.finetune import predict_batched
 
-        n, rows, valid_smiles = self._valid_rows(X, on_invalid)
+        valid = self._valid_rows(X, on_invalid, with_features=not embed)
         if embed:
-            out = np.full((n, self.config_.d_model), np.nan, dtype=np.float32)
-            out[rows] = predict_batched(self._net(self.model_), valid_smiles,
-                                        2 * self.batch_size, True)
+            out = np.full((valid.n, self.config_.d_model), np.nan, dtype=np.float32)
+            out[valid.rows] = predict_batched(self._net(self.model_), valid.smiles,
+                                              2 * self.batch_size, True)
             return out
-        out = np.full((n, self.n_tasks_), np.nan)
-        out[rows] = self._aggregate(self._samples(valid_smiles))
+        out = np.full((valid.n, self.n_tasks_), np.nan)
+        out[valid.rows] = self._aggregate(self._samples(valid.smiles, valid.features))
         return out
 
     def _net(self, net: Any) -> Any:
@@ -254,7 +347,8 @@ class ExLMEstimatorBase(UncertaintyMixin, PersistenceMixin, BaseEstimator):
 
     def transform(self, X: Any, on_invalid: str = "nan") -> np.ndarray:
         """Pooled encoder states [N, d] (float32) of the fitted encoder; NaN rows for
-        invalid SMILES (``invalid_mask_``), or raise with ``on_invalid="raise"``."""
+        invalid SMILES (``invalid_mask_``), or raise with ``on_invalid="raise"``. The
+        ``features`` beside the encoder are not part of them."""
         return self._outputs(X, on_invalid, embed=True)
 
     def _scored_rows(self) -> np.ndarray:

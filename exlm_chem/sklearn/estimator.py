@@ -77,6 +77,19 @@ _PARAMETERS = """
     calibrate : {None, "isotonic", "platt"}, default None
         Classifier only: map the ensemble's probabilities through a per-task calibration
         fitted on the validation molecules (the ones that also chose the best epoch).
+    features : None, str or list of str, default None
+        Per-molecule features concatenated to the pooled encoder state before the head
+        (the chemprop + RDKit recipe): ``"rdkit2d"`` (RDKit's 2D descriptors),
+        ``"morgan"`` (Morgan counts, radius 2, 2048 entries), ``"columns"`` (your own:
+        X is then a DataFrame or 2-D array whose first column holds the SMILES and whose
+        other columns hold numbers), or a list of these. They are scaled by a robust
+        standardisation fitted on the training rows (median, IQR), missing values
+        (NaN, inf, or a descriptor RDKit cannot compute) become 0 (the median), and
+        values are clipped to ±5 (:mod:`exlm_chem.data.descriptors`); each distinct
+        molecule is computed once per call. Saved with the model.
+    n_jobs : int or None, default None
+        Processes computing ``features``; None or -1: all cores (a few hundred molecules
+        are computed in-process).
 """
 
 _ATTRIBUTES = """
@@ -112,6 +125,8 @@ _ATTRIBUTES = """
         attributes describe the first member.
     seed_ : int
         The seed drawn from ``random_state`` (member seeds and ``tta`` views derive from it).
+    feature_spec_ : FeatureSpec or None
+        The ``features`` the head reads: kinds, column names and the fitted scaler.
 """
 
 

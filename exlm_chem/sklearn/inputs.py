@@ -10,7 +10,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-__all__ = ["Targets", "as_smiles_list", "classification_targets", "regression_targets"]
+__all__ = ["Targets", "as_smiles_list", "classification_targets", "default_column_names",
+           "regression_targets", "smiles_and_columns"]
 
 _SHOWN = 10  # rows listed in an error message
 
@@ -41,19 +42,63 @@ def as_smiles_list(X: Any) -> list[Any]:
                         "not supported")
     if hasattr(X, "columns") and hasattr(X, "iloc"):  # pandas DataFrame
         if X.shape[1] != 1:
-            raise ValueError(f"X must hold one column of SMILES, got {X.shape[1]} columns")
+            raise ValueError(f"X must hold one column of SMILES, got {X.shape[1]} columns; "
+                             "with features='columns' the columns after the first are "
+                             "per-molecule features")
         X = X.iloc[:, 0]
     if isinstance(X, np.ndarray):
         if X.ndim == 2 and X.shape[1] == 1:
             X = X[:, 0]
         elif X.ndim != 1:
-            raise ValueError(f"X must be 1-D (or one column) of SMILES, got shape {X.shape}")
+            raise ValueError(f"X must be 1-D (or one column) of SMILES, got shape {X.shape}; "
+                             "with features='columns' the columns after the first are "
+                             "per-molecule features")
         return X.tolist()
     try:
         return list(X)
     except TypeError:
         raise TypeError(f"X must be a sequence of SMILES strings, got "
                         f"{type(X).__name__}") from None
+
+
+def default_column_names(n: int) -> list[str]:
+    """Names of the feature columns of an X without column names: its columns 1..n."""
+    return [f"column_{j}" for j in range(1, n + 1)]
+
+
+def smiles_and_columns(X: Any) -> tuple[list[Any], np.ndarray, list[str] | None]:
+    """X with SMILES in its first column and numeric per-molecule features in the others
+    (``features="columns"``): a DataFrame or a 2-D array of at least two columns.
+
+    Returns the SMILES, the features float64 [N, F] (NaN stays NaN: a missing value) and
+    the feature names (a DataFrame's column names; None for an array). A cell that is not
+    a number raises, naming its row and column.
+    """
+    import pandas as pd
+
+    named = hasattr(X, "columns") and hasattr(X, "iloc")
+    if named:
+        frame = X
+    else:
+        array = np.asarray(X, dtype=object)
+        if array.ndim != 2:
+            raise ValueError(f"with features='columns', X must be 2-D (SMILES, then feature "
+                             f"columns), got shape {array.shape}")
+        frame = pd.DataFrame(array, columns=["smiles", *default_column_names(array.shape[1] - 1)])
+    if frame.shape[1] < 2:
+        raise ValueError(f"with features='columns', X needs the SMILES column and at least "
+                         f"one feature column, got {frame.shape[1]} column(s)")
+    smiles = frame.iloc[:, 0].tolist()
+    values = frame.iloc[:, 1:]
+    numbers = values.apply(pd.to_numeric, errors="coerce")
+    bad = np.asarray(values.notna() & numbers.isna())
+    if bad.any():
+        row, col = np.argwhere(bad)[0]
+        raise ValueError(f"X: feature column {str(values.columns[col])!r} holds a value that "
+                         f"is not a number at row {row}: {values.iloc[row, col]!r} (rows "
+                         f"{_rows(bad.any(1))})")
+    names = [str(c) for c in values.columns] if named else None
+    return smiles, numbers.to_numpy(dtype=np.float64), names
 
 
 def _as_array(y: Any, n: int) -> tuple[np.ndarray, list[str] | None]:

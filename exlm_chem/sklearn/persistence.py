@@ -23,6 +23,7 @@ import safetensors.torch
 import torch
 from sklearn.utils.validation import check_is_fitted
 
+from exlm_chem.data.descriptors import FeatureSpec
 from exlm_chem.data.tokenizer import SmilesTokenizer
 from exlm_chem.device import resolve_device
 from exlm_chem.errors import CheckpointError
@@ -170,6 +171,8 @@ def _json_param(value: Any) -> Any:
         return value.item()
     if isinstance(value, str | int | float | bool | type(None)):
         return value
+    if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+        return list(value)  # e.g. features=["rdkit2d", "columns"]
     return None  # e.g. a RandomState: not reproducible from JSON anyway
 
 
@@ -183,7 +186,7 @@ class PersistenceMixin:
     def _net_kwargs(self) -> dict[str, Any]:
         net = self.model_
         return {"pooler_dropout": net.head.dropout.p, "pooling": net.pooling,
-                "max_length": net.max_length}
+                "max_length": net.max_length, "n_features": net.n_features}
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write the fitted estimator to a directory (atomically): config.json,
@@ -203,6 +206,8 @@ class PersistenceMixin:
         }
         params = {k: _json_param(v) for k, v in self.get_params().items()}
         fitted["uncertainty"] = uncertainty_metadata(self)
+        spec = getattr(self, "feature_spec_", None)
+        fitted["features"] = None if spec is None else spec.to_dict()  # names and scaler
         meta = {"estimator": type(self).__name__, "params": params, "fitted": fitted,
                 "net": self._net_kwargs()}
         members = {member_file(i): net_to_bytes(net) for i, net in
@@ -222,9 +227,16 @@ class PersistenceMixin:
             est = cls(**meta["params"])
             est._restore_fitted(fitted)
             n_members = restore_uncertainty(est, fitted.get("uncertainty"))
+            features = fitted.get("features")  # absent in saves from before features
+            est.feature_spec_ = None if features is None else FeatureSpec.from_dict(features)
         except (KeyError, TypeError, ValueError, IndexError) as err:
             raise CheckpointError(f"{Path(path) / METADATA_FILE}: an entry is missing or "
                                   f"malformed ({type(err).__name__}: {err})") from err
+        if est.feature_spec_ is not None:
+            differences = est.feature_spec_.installed_differences()
+            if differences:  # its descriptors would be other numbers than it was fitted on
+                raise CheckpointError(f"{Path(path)}: the installed RDKit cannot reproduce "
+                                      f"the model's features: {'; '.join(differences)}")
         net, config = load_finetuned(path, fitted["n_tasks_"], **meta["net"])
         est.config_, est.tokenizer_ = config, net.tokenizer
         members = [net]

@@ -40,12 +40,23 @@ def output_names(est: Any) -> list[str]:
     return [f"task_{i}" for i in range(est.n_tasks_)]
 
 
-def predict_values(est: Any, smiles: list[Any]) -> Any:
-    """[n, n_outputs] float64: positive probabilities or values; NaN rows where invalid."""
+def feature_columns(est: Any) -> list[str]:
+    """The input columns a saved model reads beside the SMILES (``features`` with
+    ``"columns"``), in order; [] for most models."""
+    spec = getattr(est, "feature_spec_", None)
+    return [] if spec is None or "columns" not in spec.kinds else list(spec.names["columns"])
+
+
+def predict_values(est: Any, X: Any) -> Any:
+    """[n, n_outputs] float64: positive probabilities or values; NaN rows where invalid.
+
+    ``X`` is a list of SMILES, or for a model with :func:`feature_columns` a DataFrame of
+    the SMILES followed by those columns.
+    """
     import numpy as np
 
     if hasattr(est, "predict_proba"):
-        p = est.predict_proba(smiles, on_invalid="nan")
+        p = est.predict_proba(X, on_invalid="nan")
         return p if est.multitask_ else p[:, 1:]  # binary: P(classes_[1])
-    values = est.predict(smiles, on_invalid="nan")
-    return values.reshape(len(smiles), -1).astype(np.float64)
+    values = est.predict(X, on_invalid="nan")
+    return values.reshape(len(X), -1).astype(np.float64)

@@ -61,6 +61,8 @@ TASKS = ("classification", "regression")
 class LabelledSmiles(NamedTuple):
     smiles: Sequence[str] | Sequence[np.ndarray]  # N valid SMILES, or token id rows
     labels: np.ndarray  # [N, T] float; NaN where missing
+    # [N, F] scaled per-molecule features for a net whose head reads them (else None)
+    features: np.ndarray | None = None
 
 
 class FinetuneResult(NamedTuple):
@@ -197,7 +199,8 @@ def finetune(
     net : FinetuneNet
         On the device to train on; its encoder dropout is whatever it was built with.
     train, valid : LabelledSmiles
-        Valid SMILES and [N, T] labels with NaN for missing entries, T = ``n_out``.
+        Valid SMILES and [N, T] labels with NaN for missing entries, T = ``n_out``; with
+        [N, F] scaled features when ``net.n_features`` > 0.
     settings : FinetuneSettings
     task : {"classification", "regression"}
     progress : bool
@@ -240,8 +243,10 @@ def finetune(
     optimizer, scheduler = make_optimizer(net, settings, total_steps, ADAM_BETAS)
     metric = selection_metric(task, None if valid is None else valid.labels)
     # tokenised and expanded once, before the first epoch, and kept on the device
-    train_inputs = net.encode(train.smiles).to(device) if views is None else None
-    valid_inputs = net.encode(valid.smiles).to(device) if valid is not None else None
+    train_inputs = (net.encode(train.smiles, train.features).to(device) if views is None
+                    else None)
+    valid_inputs = (net.encode(valid.smiles, valid.features).to(device) if valid is not None
+                    else None)
     label_counts = (~np.isnan(np.asarray(train.labels, dtype=np.float64))).sum(1)  # [N]
     step_tokens = STEP_TOKENS if device.type == "cpu" else None  # GPU memory is ample
     order_rng = np.random.default_rng(seed)
@@ -250,7 +255,9 @@ def finetune(
         inputs, epoch_targets, epoch_counts = train_inputs, targets, label_counts
         if views is not None:  # this epoch's randomized strings, re-encoded
             view = views.epoch(epoch)
-            inputs = net.encode(view.smiles).to(device)
+            # a view is the same molecule: its features are the molecule's, not recomputed
+            features = None if train.features is None else np.asarray(train.features)[view.rows]
+            inputs = net.encode(view.smiles, features).to(device)
             epoch_targets = targets[torch.from_numpy(view.rows).to(device)]
             epoch_counts = label_counts[view.rows]
         order = shuffled_batches(order_rng, bs, n, inputs.lengths if length_buckets else None)

@@ -42,14 +42,18 @@ class FinetuneNet(nn.Module):
         ``bos`` (the paper): the first BOS copy; ``mean``: mean over real tokens.
     max_length : int
         Tokens per molecule including BOS and EOS before expansion; longer ones are cut.
+    n_features : int
+        Per-molecule features (already scaled, e.g. RDKit descriptors) concatenated to
+        the pooled state before the head; 0: none.
     """
 
     def __init__(self, encoder: nn.Module, tokenizer: SmilesTokenizer, n_out: int,
                  pooler_dropout: float = 0.1, pooling: str = "bos",
-                 max_length: int = 256) -> None:
+                 max_length: int = 256, n_features: int = 0) -> None:
         super().__init__()
         self.encoder = encoder
-        self.head = ClassificationHead(encoder.config.d_model, n_out, pooler_dropout)
+        self.head = ClassificationHead(encoder.config.d_model, n_out, pooler_dropout,
+                                       n_features)
         self.tokenizer = tokenizer
         self.k_states = inference_expansion(encoder.config)  # 1 for an MLM twin
         self.pooling = pooling
@@ -63,14 +67,27 @@ class FinetuneNet(nn.Module):
     def n_out(self) -> int:
         return self.head.out.out_features
 
-    def encode(self, molecules: Sequence[str | np.ndarray]) -> EncodedSet:
-        """Encoder inputs (on the CPU) of SMILES or token id rows, tokenised once."""
+    @property
+    def n_features(self) -> int:
+        return self.head.n_features
+
+    def encode(self, molecules: Sequence[str | np.ndarray],
+               features: np.ndarray | None = None) -> EncodedSet:
+        """Encoder inputs (on the CPU) of SMILES or token id rows, tokenised once, with
+        their scaled ``features`` [N, F] when the head reads some."""
+        if (features is None) != (self.n_features == 0):
+            raise ValueError(f"this network reads {self.n_features} features per molecule; "
+                             f"got {'none' if features is None else np.shape(features)}")
+        return self._encode(molecules, features)
+
+    def _encode(self, molecules: Sequence[str | np.ndarray],
+                features: np.ndarray | None = None) -> EncodedSet:
         tok = self.tokenizer
         rows = [np.asarray(m, dtype=np.int64) if not isinstance(m, str)
                 else np.asarray(tok.encode(m, max_length=self.max_length), dtype=np.int64)
                 for m in molecules]
         special = SpecialIds(tok.bos_id, tok.pad_id, tok.eos_id, tok.mask_id)
-        return encode_rows(rows, self.k_states, special)
+        return encode_rows(rows, self.k_states, special, features)
 
     def embed_inputs(self, input_ids: torch.Tensor, pos_original: torch.Tensor,
                      pos_copy: torch.Tensor, padding_mask: torch.Tensor) -> torch.Tensor:
@@ -79,17 +96,23 @@ class FinetuneNet(nn.Module):
                              self.pooling)
 
     def forward_inputs(self, input_ids: torch.Tensor, pos_original: torch.Tensor,
-                       pos_copy: torch.Tensor, padding_mask: torch.Tensor) -> torch.Tensor:
-        """Logits (classification) or values (regression), [B, n_out]."""
-        return self.head(self.embed_inputs(input_ids, pos_original, pos_copy, padding_mask))
+                       pos_copy: torch.Tensor, padding_mask: torch.Tensor,
+                       features: torch.Tensor | None = None) -> torch.Tensor:
+        """Logits (classification) or values (regression), [B, n_out]; ``features``
+        [B, F] go beside the pooled state."""
+        pooled = self.embed_inputs(input_ids, pos_original, pos_copy, padding_mask)
+        return self.head(pooled, features)
 
     def embed(self, molecules: Sequence[str | np.ndarray]) -> torch.Tensor:
-        """Pooled encoder states [B, d] of already-validated molecules."""
-        return self.embed_inputs(*(t.to(self.device) for t in self.encode(molecules)[:4]))
+        """Pooled encoder states [B, d] of already-validated molecules (features, which
+        only the head reads, are not needed)."""
+        return self.embed_inputs(*(t.to(self.device) for t in self._encode(molecules)[:4]))
 
-    def forward(self, molecules: Sequence[str | np.ndarray]) -> torch.Tensor:
+    def forward(self, molecules: Sequence[str | np.ndarray],
+                features: np.ndarray | None = None) -> torch.Tensor:
         """Logits (classification) or values (regression), [B, n_out]."""
-        return self.head(self.embed(molecules))
+        inputs = self.encode(molecules, features).to(self.device)
+        return self.forward_inputs(*inputs[:4], inputs.features)
 
 
 def build_finetune_net(
@@ -100,8 +123,10 @@ def build_finetune_net(
     pooler_dropout: float = 0.1,
     pooling: str = "bos",
     max_length: int = 256,
+    n_features: int = 0,
 ) -> FinetuneNet:
-    """A :class:`FinetuneNet` with a fresh encoder for ``config`` and a fresh head.
+    """A :class:`FinetuneNet` with a fresh encoder for ``config`` and a fresh head
+    (reading ``n_features`` features beside the pooled state).
 
     ``encoder_state`` (keys of :class:`~exlm_chem.model.encoder.ExLMEncoder`) replaces the
     encoder's random initial weights. The head draws from torch's global generator.
@@ -113,7 +138,8 @@ def build_finetune_net(
         init_weights(encoder)
     else:
         encoder.load_state_dict(encoder_state)
-    return FinetuneNet(encoder, tokenizer, n_out, pooler_dropout, pooling, max_length)
+    return FinetuneNet(encoder, tokenizer, n_out, pooler_dropout, pooling, max_length,
+                       n_features)
 
 
 @torch.inference_mode()
@@ -129,14 +155,15 @@ def predict_encoded(net: FinetuneNet, inputs: EncodedSet, batch_size: int = 64,
     width = net.encoder.config.d_model if embed else net.n_out
     out = torch.empty((inputs.n_rows, width), dtype=torch.float32, device=device)
     inputs = inputs.to(device)
-    fn = net.embed_inputs if embed else net.forward_inputs
     was_training = net.training
     net.eval()
     try:
         for idx in sorted_batches(inputs.lengths, batch_size):
             rows = torch.from_numpy(idx).to(device)
+            batch = inputs.batch(rows, idx)
             with autocast(device):
-                out[rows] = fn(*inputs.batch(rows, idx)).float()
+                values = net.embed_inputs(*batch[:4]) if embed else net.forward_inputs(*batch)
+            out[rows] = values.float()
     finally:
         net.train(was_training)
     return out.cpu().numpy()
@@ -144,7 +171,9 @@ def predict_encoded(net: FinetuneNet, inputs: EncodedSet, batch_size: int = 64,
 
 def predict_batched(
     net: FinetuneNet, smiles: Sequence[str | np.ndarray], batch_size: int = 64,
-    embed: bool = False,
+    embed: bool = False, features: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Outputs [N, n_out] (or pooled states [N, d] with ``embed``) in input order."""
-    return predict_encoded(net, net.encode(smiles), batch_size, embed)
+    """Outputs [N, n_out] (or pooled states [N, d] with ``embed``) in input order;
+    ``features`` [N, F]: the scaled per-molecule features the head reads (if any)."""
+    inputs = net._encode(smiles) if embed else net.encode(smiles, features)  # embed: no head
+    return predict_encoded(net, inputs, batch_size, embed)

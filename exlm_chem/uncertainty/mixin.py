@@ -23,12 +23,14 @@ __all__ = ["ClassifierUncertainty", "Interval", "RegressorUncertainty", "Uncerta
 class UncertaintyMixin:
     """``predict_uncertainty`` and the member x view outputs behind every prediction."""
 
-    def _fit_held_out(self, smiles: list[str], labels: np.ndarray) -> None:
+    def _fit_held_out(self, smiles: list[str], labels: np.ndarray,
+                      features: np.ndarray | None = None) -> None:
         """Fit what needs held-out rows (calibration, conformal scores); see subclasses."""
 
-    def _samples(self, smiles: list[str]) -> np.ndarray:
+    def _samples(self, smiles: list[str], features: np.ndarray | None = None) -> np.ndarray:
         """Raw outputs [members, views, n, n_tasks] float64 of valid SMILES: every member
-        on the given SMILES, or with ``tta`` on the canonical + ``tta`` randomized views."""
+        on the given SMILES, or with ``tta`` on the canonical + ``tta`` randomized views.
+        ``features`` [n, F] are the molecules' scaled features, the same for every view."""
         from exlm_chem.train.finetune import predict_batched
 
         tta = self.tta
@@ -37,8 +39,8 @@ class UncertaintyMixin:
         views = tta_views(smiles, int(tta), getattr(self, "seed_", 0)) if tta else [smiles]
         nets = [self._net(net) for net in getattr(self, "models_", [self.model_])]
         # one view at a time: memory stays that of a plain prediction
-        out = [[predict_batched(net, view, 2 * self.batch_size) for view in views]
-               for net in nets]
+        out = [[predict_batched(net, view, 2 * self.batch_size, features=features)
+                for view in views] for net in nets]
         return np.asarray(out, dtype=np.float64).reshape(len(nets), len(views), len(smiles),
                                                          self.n_tasks_)
 
@@ -62,12 +64,12 @@ class UncertaintyMixin:
         if len(getattr(self, "models_", [None])) == 1 and not self.tta:
             raise ValueError("predict_uncertainty needs an ensemble (fit with n_models > 1) "
                              "or test-time augmentation (tta > 0)")
-        n, rows, valid_smiles = self._valid_rows(X, on_invalid)
-        _, spread = combine(self._spread_scale(self._samples(valid_smiles)))
+        valid = self._valid_rows(X, on_invalid)
+        _, spread = combine(self._spread_scale(self._samples(valid.smiles, valid.features)))
         parts = []
         for values in spread:
-            full = np.full((n, self.n_tasks_), np.nan)
-            full[rows] = values
+            full = np.full((valid.n, self.n_tasks_), np.nan)
+            full[valid.rows] = values
             parts.append(full if self.multitask_ else full[:, 0])
         return Spread(*parts)
 
@@ -92,10 +94,11 @@ class ClassifierUncertainty:
 
         return expit(samples)
 
-    def _fit_held_out(self, smiles: list[str], labels: np.ndarray) -> None:
+    def _fit_held_out(self, smiles: list[str], labels: np.ndarray,
+                      features: np.ndarray | None = None) -> None:
         if self.calibrate is None:
             return
-        proba = self._spread_scale(self._samples(smiles)).mean(axis=(0, 1))  # [n, T]
+        proba = self._spread_scale(self._samples(smiles, features)).mean(axis=(0, 1))  # [n, T]
         self.calibrator_ = fit_calibrator(self.calibrate, labels, proba)
 
 
@@ -109,8 +112,9 @@ class Interval(NamedTuple):
 class RegressorUncertainty:
     """Split-conformal intervals around the regressor's (ensemble) prediction."""
 
-    def _fit_held_out(self, smiles: list[str], labels: np.ndarray) -> None:
-        values = self._aggregate(self._samples(smiles))  # [n, T]
+    def _fit_held_out(self, smiles: list[str], labels: np.ndarray,
+                      features: np.ndarray | None = None) -> None:
+        values = self._aggregate(self._samples(smiles, features))  # [n, T]
         self.conformity_scores_ = conformity_scores(labels, values)
 
     def predict_interval(self, X: Any, alpha: float = 0.1,

@@ -13,17 +13,26 @@ from exlm_chem.errors import InvalidSmilesError
 from exlm_chem.sklearn.estimator import ExLMMoleculeClassifier, ExLMMoleculeRegressor
 from exlm_chem.train.finetune import target_scaling
 
-JUNK = ["c1ccccc1 this is not a molecule", "CC\nO", "CCO ", "\tCCO", "C\u2003C"]
+JUNK = ["c1ccccc1 this is not a molecule", "CC\nO", " CC O ", "\tC\tO", "C\u2003C"]
 
 
-def test_whitespace_or_trailing_text_is_invalid_with_that_reason():
+def test_whitespace_followed_by_text_is_invalid_with_that_reason():
     checked = check_smiles(JUNK)
     assert not checked.valid.any()
+    # positions are those of the entry as given, leading whitespace included
     assert [r.split(":")[0] for r in checked.reasons] == [
         "whitespace ' ' at position 8", "whitespace '\\n' at position 2",
-        "whitespace ' ' at position 3", "whitespace '\\t' at position 0",
+        "whitespace ' ' at position 3", "whitespace '\\t' at position 2",
         "whitespace '\\u2003' at position 1"]
     assert all("a SMILES is one word" in r for r in checked.reasons)
+
+
+def test_leading_and_trailing_whitespace_is_stripped():
+    rows = ["CCO ", "\tCCO", " OCC\n", "c1ccccc1\u2003", "  "]
+    checked = check_smiles(rows)
+    assert checked.valid.tolist() == [True, True, True, True, False]
+    assert checked.canonical[:4] == ["CCO", "CCO", "CCO", "c1ccccc1"]
+    assert checked.reasons[4] == "empty SMILES"
 
 
 def test_junk_rows_never_reach_the_model(fitted_classifier, bbbp_rows):

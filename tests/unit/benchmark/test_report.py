@@ -111,19 +111,20 @@ def test_summary_rejects_mixed_splits_and_repeated_seeds(records):
 def test_markdown_cells(records):
     text = markdown_report(records, include_paper=False)
     header = table_row(text, "Method")
-    assert header[:9] == ["BACE", "BBBP", "Tox21", "SIDER", "MUV", "ClinTox", "ToxCast",
-                          "Mean", "MUV PRC-AUC"]
+    assert header[:10] == ["BACE", "BBBP", "Tox21", "SIDER", "MUV", "ClinTox", "ToxCast",
+                           "Mean", "Mean w/o ClinTox", "MUV PRC-AUC"]
     exlm = table_row(text, EXLM)
     assert exlm[0] == "75.0 ± 7.1"
     assert exlm[1] == "–"
     assert exlm[4] == "70.0 ± 10.0"
     assert exlm[7] == "72.5 (2/7)"
-    assert exlm[8] == "20.0 ± 10.0"
+    assert exlm[8] == "72.5 (2/6)"
+    assert exlm[9] == "20.0 ± 10.0"
     rf = table_row(text, RF)
     assert rf[0] == "90.0 (n=1)"
     assert rf[4] == "50.0 ± 0.0"
     assert rf[7] == "70.0 (2/7)"
-    assert rf[8] == "50.0 ± 0.0"
+    assert rf[9] == "50.0 ± 0.0"
     assert "(quoted, Table 1)" not in main_table(text)
 
 
@@ -135,7 +136,8 @@ def test_markdown_full_row_mean_has_no_marker():
     assert row[:7] == ["70.0 (n=1)", "71.0 (n=1)", "72.0 (n=1)", "73.0 (n=1)",
                        "74.0 (n=1)", "75.0 (n=1)", "80.0 (n=1)"]
     assert row[7] == "73.6"  # 5.15 / 7 = 0.7357
-    assert row[8] == "50.0 (n=1)"  # the helper's PRC-AUC
+    assert row[8] == "73.3"  # without ClinTox's 0.75: 4.40 / 6
+    assert row[9] == "50.0 (n=1)"  # the helper's PRC-AUC
 
 
 def test_markdown_header_and_wall_table(records):
@@ -177,7 +179,8 @@ def test_paper_rows_are_quoted_and_marked(records):
             assert abs(np.mean(present) - values["mean"]) < 0.06, name
     text = markdown_report(records)
     exlm = table_row(text, "paper: EXLM (quoted, Table 1)")
-    assert exlm == ["79.6", "72.8", "78.2", "64.5", "78.8", "91.6", "66.9", "76.1", "–"]
+    assert exlm == ["79.6", "72.8", "78.2", "64.5", "78.8", "91.6", "66.9", "76.1", "73.5",
+                    "–"]
     ngram = table_row(text, "paper: N-Gram_RF (quoted, Table 1)")
     assert ngram[6:8] == ["–", "–"]
     assert table_row(text, "paper: SMILES-BERT* (quoted, Table 1)")[7] == "73.2"

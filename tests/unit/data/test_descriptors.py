@@ -1,58 +1,133 @@
-"""RDKit 2D descriptors and the scaler that travels with a checkpoint."""
+"""RDKit 2D descriptors and Morgan counts per molecule, and their train-fitted scaling."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from exlm_chem.data import descriptors
 from exlm_chem.data.descriptors import (
-    LIMIT,
-    DescriptorScaler,
-    compute_descriptors,
-    descriptor_names,
+    CLIP,
+    FeatureScaler,
+    FeatureSpec,
+    feature_kinds,
+    molecule_features,
+    morgan_counts,
+    rdkit2d_descriptors,
+    rdkit2d_names,
 )
 
-
-def test_rows_follow_the_input_and_an_unparsable_smiles_is_a_nan_row():
-    names = descriptor_names("rdkit2d")
-    values = compute_descriptors(["CCO", "C1CC(N", "c1ccccc1O"])
-    assert values.shape == (3, len(names)) and values.dtype == np.float32
-    assert np.isnan(values[1]).all()
-    weight = names.index("MolWt")
-    assert values[0, weight] == pytest.approx(46.069, abs=1e-2)
-    assert values[2, weight] == pytest.approx(94.113, abs=1e-2)
-    assert np.isfinite(values[[0, 2]]).mean() > 0.95
+SMILES = ["CCO", "c1ccccc1O", "CC(=O)Oc1ccccc1C(=O)O", "[Na+].[Cl-]", "C1CC"]
 
 
-def test_worker_processes_give_the_same_rows(monkeypatch):
-    import exlm_chem.data.descriptors as module
+def test_rdkit2d_is_rdkits_descriptor_list_row_aligned_with_nan_for_unparsable():
+    from rdkit import Chem
+    from rdkit.Chem import Descriptors
 
-    monkeypatch.setattr(module, "_CHUNK", 2)  # several chunks over two processes
-    smiles = ["CCO", "CCN", "c1ccccc1", "CC(=O)O", "C1CC(N", "CCCl"]
-    serial = compute_descriptors(smiles, n_jobs=1)
-    parallel = compute_descriptors(smiles, n_jobs=2)
+    values, names = rdkit2d_descriptors(SMILES)
+    assert names == [n for n, _ in Descriptors._descList] == rdkit2d_names()
+    assert values.shape == (5, len(names)) and values.dtype == np.float32
+    assert np.isnan(values[4]).all()  # "C1CC" does not parse: a NaN row, nothing shifts
+    expected = Descriptors.CalcMolDescriptors(Chem.MolFromSmiles("c1ccccc1O"))
+    np.testing.assert_allclose(values[1], np.array([expected[n] for n in names], np.float32),
+                               rtol=1e-6)
+
+
+def test_morgan_counts_are_radius_2_counts():
+    values, names = morgan_counts(["CCO", "CCCCCC"])
+    assert values.shape == (2, 2048) and len(names) == 2048 and names[0] == "morgan_r2_0"
+    assert values[1].max() > 1  # counts, not bits: hexane repeats its CH2 environments
+
+
+def test_a_descriptor_rdkit_cannot_compute_is_nan(monkeypatch):
+    from rdkit.Chem import Descriptors
+
+    def broken(mol):
+        raise RuntimeError("no")
+
+    desc = list(Descriptors._descList)
+    monkeypatch.setattr(Descriptors, "_descList", [desc[0], ("Broken", broken), desc[1]])
+    values, names = rdkit2d_descriptors(["CCO", "CCN"])
+    assert names[1] == "Broken" and np.isnan(values[:, 1]).all()
+    assert np.isfinite(values[:, [0, 2]]).all()
+
+
+def test_values_beyond_float32_become_nan(monkeypatch):
+    from rdkit.Chem import Descriptors
+
+    monkeypatch.setattr(Descriptors, "_descList", [("Huge", lambda mol: 1e300)])
+    values, _ = rdkit2d_descriptors(["CCO"])
+    assert np.isnan(values).all()
+
+
+def test_each_distinct_smiles_is_computed_once(monkeypatch):
+    calls = []
+    real = descriptors._compute
+
+    def counting(kind, smiles):
+        calls.append(list(smiles))
+        return real(kind, smiles)
+
+    monkeypatch.setattr(descriptors, "_compute", counting)
+    cache: dict = {}
+    first = molecule_features(["rdkit2d", "morgan"], ["CCO", "CCN", "CCO"], cache=cache)
+    assert calls == [["CCO", "CCN"], ["CCO", "CCN"]]
+    np.testing.assert_array_equal(first[0], first[2])
+    again = molecule_features(["rdkit2d", "morgan"], ["CCN", "CCO"], cache=cache)
+    assert len(calls) == 2  # all cached
+    np.testing.assert_array_equal(again, first[[1, 0]])
+    assert molecule_features([], ["CCO"]).shape == (1, 0)
+
+
+def test_parallel_computation_gives_the_same_rows(monkeypatch):
+    monkeypatch.setattr(descriptors, "_PARALLEL_MIN", 4)
+    monkeypatch.setattr(descriptors, "_CHUNK", 3)
+    smiles = SMILES * 2
+    serial, _ = rdkit2d_descriptors(smiles, n_jobs=1)
+    parallel, _ = rdkit2d_descriptors(smiles, n_jobs=2)
     np.testing.assert_array_equal(np.isnan(serial), np.isnan(parallel))
     np.testing.assert_allclose(np.nan_to_num(serial), np.nan_to_num(parallel))
 
 
-def test_unknown_set_is_refused():
-    with pytest.raises(ValueError, match="unknown descriptor set 'mordred'"):
-        descriptor_names("mordred")
+def test_scaler_is_robust_fills_missing_with_the_median_and_clips():
+    train = np.array([[1.0, 0.0, np.nan], [2.0, 0.0, np.nan], [3.0, 0.0, np.nan],
+                      [4.0, 1.0, np.nan], [1000.0, 0.0, np.nan]])
+    scaler = FeatureScaler.fit(train)
+    assert scaler.center.tolist() == [3.0, 0.0, 0.0]
+    assert scaler.scale[0] == pytest.approx(2.0 / 1.349)  # IQR 2..4, not the outlier's std
+    assert scaler.scale[1] == pytest.approx(np.std([0, 0, 0, 1, 0]))  # IQR 0: std
+    assert scaler.scale[2] == 1.0  # nothing seen in training
+    out = scaler.transform(np.array([[3.0, np.nan, 7.0], [np.inf, 0.0, np.nan],
+                                     [1e9, -np.inf, 1.0]]))
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(out[0], [0.0, 0.0, CLIP])  # 7 - 0 = 7 > CLIP: clipped
+    np.testing.assert_allclose(out[1], [0.0, 0.0, 0.0])  # inf and NaN: the median
+    np.testing.assert_allclose(out[2], [CLIP, 0.0, 1.0])
+    again = FeatureScaler.from_dict(scaler.to_dict())
+    np.testing.assert_array_equal(again.transform(train), scaler.transform(train))
+    with pytest.raises(ValueError, match=r"must be \[N, 3\]"):
+        scaler.transform(np.zeros((2, 4)))
 
 
-def test_scaler_clips_standardises_keeps_nan_and_round_trips():
-    rng = np.random.default_rng(0)
-    values = rng.normal(5.0, 2.0, size=(5000, 3)).astype(np.float32)
-    values[:, 1] = 7.0  # constant: std 1, target 0
-    values[0, 2] = 1e30  # an Ipc-like outlier
-    values[1, 0] = np.nan
-    scaler = DescriptorScaler.fit(values, ["a", "b", "c"])
-    z = scaler.transform(values)
-    assert np.isnan(z[1, 0]) and np.isfinite(np.delete(z, 1, axis=0)).all()
-    assert np.abs(np.nanmean(z[:, 0])) < 0.05 and abs(np.nanstd(z[:, 0]) - 1) < 0.05
-    assert (z[:, 1] == 0).all() and scaler.std[1] == 1.0
-    assert z[0, 2] <= LIMIT and np.nanmax(np.abs(z)) <= LIMIT and z[2:, 2].std() > 0.5
-    again = DescriptorScaler.from_dict(scaler.to_dict())
-    np.testing.assert_array_equal(again.transform(values), z)
-    with pytest.raises(ValueError, match="one value per name"):
-        DescriptorScaler.from_dict({**scaler.to_dict(), "names": ["a"]})
+def test_feature_kinds_and_spec_round_trip():
+    assert feature_kinds(None) == ()
+    assert feature_kinds("rdkit2d") == ("rdkit2d",)
+    assert feature_kinds(["morgan", "columns"]) == ("morgan", "columns")
+    for bad in ("rdkit", ["rdkit2d", "rdkit2d"], 3):
+        with pytest.raises(ValueError, match="features must be None"):
+            feature_kinds(bad)
+    names = {"rdkit2d": rdkit2d_names(), "columns": ["logp"]}
+    scaler = FeatureScaler.fit(np.zeros((3, len(names["rdkit2d"]) + 1)))
+    spec = FeatureSpec(("rdkit2d", "columns"), names, scaler, descriptors.rdkit_version())
+    assert spec.installed_differences() == []
+    again = FeatureSpec.from_dict(spec.to_dict())
+    assert (again.kinds, again.names, again.n_features) == (spec.kinds, names, spec.n_features)
+
+
+def test_spec_names_what_the_installed_rdkit_lacks():
+    names = {"rdkit2d": [*rdkit2d_names()[1:], "FutureDescriptor"]}
+    spec = FeatureSpec(("rdkit2d",), names, FeatureScaler.fit(np.zeros((2, len(names["rdkit2d"])))),
+                       "2099.01.1")
+    (problem,) = spec.installed_differences()
+    assert "RDKit 2099.01.1" in problem and "missing ['FutureDescriptor']" in problem
+    assert f"new [{rdkit2d_names()[0]!r}]" in problem

@@ -147,7 +147,8 @@ def test_encoded_set_batches_cut_to_the_widest_row():
     encoded = encode_rows(rows, 2, special)
     assert encoded.n_rows == 3 and encoded.lengths.tolist() == [5, 7, 6]
     idx = np.array([2, 0])
-    ids, pos_o, pos_c, mask = encoded.batch(torch.from_numpy(idx), idx)
+    ids, pos_o, pos_c, mask, features = encoded.batch(torch.from_numpy(idx), idx)
+    assert features is None
     assert pos_o.tolist() == [[0, 0, 1, 2, 3, 3], [0, 0, 1, 2, 2, 0]]
     assert ids.tolist() == [[0, 0, 9, 9, 2, 2], [0, 0, 7, 2, 2, 1]]
     assert pos_c.tolist() == [[1, 2, 0, 0, 1, 2], [1, 2, 0, 1, 2, 0]]

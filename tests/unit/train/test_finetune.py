@@ -225,7 +225,7 @@ def test_augmentation_adds_randomized_views_each_epoch(tiny_checkpoint, data, mo
     seen = []
     encode = finetune_module.FinetuneNet.encode
     monkeypatch.setattr(finetune_module.FinetuneNet, "encode",
-                        lambda self, m: seen.append(list(m)) or encode(self, m))
+                        lambda self, m, *rest: seen.append(list(m)) or encode(self, m, *rest))
     settings = FinetuneSettings(epochs=2, batch_size=8, lr=1e-3)
     result = finetune(_net(tiny_checkpoint), LabelledSmiles(smiles, labels), settings,
                       seed=3, augment=2)

@@ -1,0 +1,131 @@
+"""The benchmark's descriptor rows on a small BBBP/ESOL subset: RF on RDKit 2D, an encoder
+with descriptors beside it (probe, fine-tune, estimator defaults), chemprop + descriptors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from exlm_chem.benchmark import features as bench_features
+from exlm_chem.benchmark.methods import METHODS, build_methods
+from exlm_chem.benchmark.records import Budget, TaskData
+from exlm_chem.data.descriptors import rdkit2d_names
+
+
+def _subset(name: str, n: int, task_type: str) -> TaskData:
+    """n molecules; classification: both classes alternating, so every part has both."""
+    from exlm_chem.data.moleculenet import load_moleculenet
+
+    data = load_moleculenet(name)
+    picked = np.arange(n)
+    if task_type == "classification":
+        label = data.labels[:, 0]
+        picked = np.stack([np.flatnonzero(label == 0)[: n // 2],
+                           np.flatnonzero(label == 1)[: n // 2]], axis=1).ravel()
+    rows = np.arange(n)
+    labels = np.asarray(data.labels[picked, :1], dtype=np.float64)
+    return TaskData(name, [data.smiles[i] for i in picked], labels, rows[: n - 24],
+                    rows[n - 24 : n - 12], rows[n - 12 :], data.sha256, task_type)
+
+
+@pytest.fixture(scope="module")
+def bbbp() -> TaskData:
+    data = _subset("bbbp", 96, "classification")
+    assert np.unique(data.labels[data.test]).size == 2
+    return data
+
+
+def _spec(name: str, checkpoint, mode: str = "finetune"):
+    (spec,) = build_methods([name], checkpoint, None, mode, budget=Budget(max_epochs=1))
+    return spec
+
+
+def test_new_rows_are_opt_in():
+    assert METHODS[:4] == ("exlm", "twin", "rf", "attentivefp")  # the default rows
+    with pytest.raises(ValueError, match="'exlm_defaults' needs --model"):
+        build_methods(["exlm_defaults"], None, None, "finetune")
+
+
+def test_task_features_are_computed_once_per_task(bbbp, monkeypatch):
+    from exlm_chem.data import descriptors
+
+    calls = []
+    real = descriptors._compute
+    monkeypatch.setattr(descriptors, "_compute",
+                        lambda kind, smiles: calls.append(kind) or real(kind, smiles))
+    bench_features._cache.clear()
+    first = bench_features.scaled_task_features(bbbp, ["rdkit2d"])
+    again = bench_features.scaled_task_features(bbbp._replace(train=bbbp.train[:10]),
+                                                ["rdkit2d"])
+    assert calls == ["rdkit2d"] and first.shape == (96, len(rdkit2d_names()))
+    assert not np.allclose(first, again)  # scaled per cell, on that cell's training rows
+    assert np.isfinite(first).all() and np.abs(first).max() <= 5.0
+
+
+def test_rf_on_rdkit2d(bbbp):
+    spec = _spec("rf_rdkit2d", None)
+    assert (spec.method, spec.label, spec.uses_budget) == ("rf_rdkit2d", "RF on RDKit 2D", False)
+    out = spec.run(bbbp, 0, Budget(), False)
+    assert out.test_scores.shape == (12, 1) and np.isfinite(out.test_scores).all()
+    _, settings = spec.protocol("bbbp", Budget())
+    assert settings["features"] == ["rdkit2d"] and "n_bits" not in settings
+    assert out.settings["rdkit_version"] == settings["rdkit_version"]
+    _, ecfp = _spec("rf", None).protocol("bbbp", Budget())
+    assert "features" not in ecfp and ecfp["n_bits"] == 2048  # old cells keep their key
+
+
+@pytest.mark.parametrize("mode", ["probe", "finetune"])
+def test_encoder_with_rdkit2d_beside_its_state(bbbp, tiny_checkpoint, mode):
+    spec = _spec("exlm_rdkit2d", tiny_checkpoint, mode)
+    assert spec.label.endswith(f"({mode}) + RDKit 2D" + (" [<=1 ep]" if mode != "probe"
+                                                          else ""))
+    out = spec.run(bbbp, 0, Budget(max_epochs=1), False)
+    assert out.test_scores.shape == (12, 1) and np.isfinite(out.test_scores).all()
+    assert out.settings["features"] == ["rdkit2d"]
+    plain = _spec("exlm", tiny_checkpoint, mode)
+    assert "features" not in plain.protocol("bbbp", Budget(max_epochs=1))[1]
+    assert spec.protocol("bbbp", Budget(max_epochs=1))[1]["features"] == ["rdkit2d"]
+    without = plain.run(bbbp, 0, Budget(max_epochs=1), False)
+    assert not np.allclose(without.test_scores, out.test_scores)
+
+
+@pytest.mark.parametrize("name", ["exlm_defaults", "exlm_defaults_rdkit2d"])
+def test_estimator_defaults_rows(bbbp, tiny_checkpoint, name):
+    spec = _spec(name, tiny_checkpoint)
+    assert "(estimator defaults)" in spec.label and spec.uses_budget
+    out = spec.run(bbbp, 0, Budget(max_epochs=1), False)
+    assert out.test_scores.shape == (12, 1)
+    assert ((out.test_scores > 0) & (out.test_scores < 1)).all()
+    assert out.epochs == 1 and out.settings["epochs"] == 1 and out.settings["patience"] == 5
+    assert (out.settings.get("features") == ["rdkit2d"]) == name.endswith("rdkit2d")
+
+
+def test_estimator_defaults_on_a_regression_set(tiny_checkpoint):
+    data = _subset("esol", 80, "regression")
+    out = _spec("exlm_defaults_rdkit2d", tiny_checkpoint).run(data, 0, Budget(max_epochs=1),
+                                                              False)
+    assert out.test_scores.shape == (12, 1) and np.isfinite(out.test_scores).all()
+    assert out.settings["estimator"] == "ExLMMoleculeRegressor"
+
+
+def test_chemprop_with_its_descriptor_featurizer(bbbp):
+    pytest.importorskip("chemprop")
+    from exlm_chem.benchmark.chemprop_method import descriptor_featurizer
+
+    spec = _spec("chemprop_rdkit2d", None)
+    assert spec.method == "chemprop_rdkit2d" and "+ RDKit 2D" in spec.label
+    out = spec.run(bbbp, 0, Budget(max_epochs=1), False)
+    assert out.test_scores.shape == (12, 1) and np.isfinite(out.test_scores).all()
+    assert out.settings["descriptors"] == descriptor_featurizer()[0]
+    assert spec.protocol("bbbp", Budget())[1]["descriptors"] == descriptor_featurizer()[0]
+
+
+def test_chemprop_descriptors_on_regression_keep_label_units():
+    pytest.importorskip("chemprop")
+    from exlm_chem.benchmark.chemprop_method import chemprop_method
+
+    data = _subset("esol", 80, "regression")
+    out = chemprop_method(data, 0, Budget(max_epochs=2), features="rdkit2d")
+    mean, spread = data.labels[data.train].mean(), data.labels[data.train].std()
+    for scores in (out.test_scores, out.valid_scores):  # valid: read unscaled, as test
+        assert np.isfinite(scores).all() and abs(scores.mean() - mean) < 1.5 * spread

@@ -1,0 +1,160 @@
+"""``features=``: descriptors and the user's own columns beside the encoder, end to end."""
+
+from __future__ import annotations
+
+import json
+import pickle
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.base import clone
+from sklearn.model_selection import GridSearchCV
+
+from exlm_chem.data import descriptors
+from exlm_chem.errors import CheckpointError
+from exlm_chem.sklearn.estimator import ExLMMoleculeClassifier, ExLMMoleculeRegressor
+
+
+@pytest.fixture(scope="module")
+def data(moleculenet_dir):
+    from exlm_chem.data.moleculenet import load_moleculenet
+
+    ds = load_moleculenet("bbbp", moleculenet_dir)
+    label = ds.labels[:, 0]
+    rows = np.sort(np.concatenate([np.flatnonzero(label == 0)[:24],
+                                   np.flatnonzero(label == 1)[:24]]))
+    return [ds.smiles[i] for i in rows], label[rows].astype(int)
+
+
+@pytest.fixture(scope="module")
+def params(tiny_checkpoint):
+    return dict(pretrained=str(tiny_checkpoint), epochs=1, batch_size=16, lr=1e-3,
+                validation_fraction=0.25, random_state=0, n_jobs=1)
+
+
+@pytest.fixture(scope="module")
+def fitted(params, data):
+    X, y = data
+    return ExLMMoleculeClassifier(features="rdkit2d", **params).fit(X, y)
+
+
+def test_rdkit2d_classifier_reads_descriptors_beside_the_pooled_state(fitted, data):
+    X, _ = data
+    spec = fitted.feature_spec_
+    assert spec.kinds == ("rdkit2d",) and spec.names["rdkit2d"] == descriptors.rdkit2d_names()
+    assert fitted.model_.n_features == spec.n_features == len(spec.names["rdkit2d"])
+    assert fitted.model_.head.dense.in_features == fitted.config_.d_model + spec.n_features
+    p = fitted.predict_proba([X[0], "C1CC", X[1], None])  # invalid rows: NaN, none shift
+    assert np.isnan(p[[1, 3]]).all() and np.isfinite(p[[0, 2]]).all()
+    np.testing.assert_allclose(p[[0, 2]], fitted.predict_proba([X[0], X[1]]), rtol=1e-6)
+    assert fitted.transform(X[:3]).shape == (3, fitted.config_.d_model)  # encoder state only
+
+
+def test_the_descriptors_change_the_prediction(fitted, data, monkeypatch):
+    X, _ = data
+    before = fitted.decision_function(X[:4])
+    real = descriptors._compute
+    monkeypatch.setattr(descriptors, "_compute", lambda kind, smiles: real(kind, smiles) * 3)
+    assert not np.allclose(fitted.decision_function(X[:4]), before)
+
+
+def test_save_load_and_pickle_keep_the_features(fitted, data, tmp_path):
+    X, _ = data
+    expected = fitted.predict_proba(X[:6])
+    fitted.save(tmp_path / "m")
+    meta = json.loads((tmp_path / "m" / "metadata.json").read_text())
+    assert meta["params"]["features"] == "rdkit2d" and meta["net"]["n_features"] > 0
+    assert meta["fitted"]["features"]["names"]["rdkit2d"] == descriptors.rdkit2d_names()
+    loaded = ExLMMoleculeClassifier.load(tmp_path / "m")
+    np.testing.assert_allclose(loaded.predict_proba(X[:6]), expected, rtol=1e-6)
+    np.testing.assert_array_equal(loaded.feature_spec_.scaler.center,
+                                  fitted.feature_spec_.scaler.center)
+    again = pickle.loads(pickle.dumps(fitted))
+    np.testing.assert_allclose(again.predict_proba(X[:6]), expected, rtol=1e-6)
+
+
+def test_load_refuses_descriptors_the_installed_rdkit_cannot_compute(fitted, tmp_path):
+    fitted.save(tmp_path / "m")
+    path = tmp_path / "m" / "metadata.json"
+    meta = json.loads(path.read_text())
+    names = meta["fitted"]["features"]["names"]["rdkit2d"]
+    names[0] = "DescriptorOfTheFuture"
+    path.write_text(json.dumps(meta))
+    with pytest.raises(CheckpointError, match=r"cannot reproduce .*missing "
+                                              r"\['DescriptorOfTheFuture'\]"):
+        ExLMMoleculeClassifier.load(tmp_path / "m")
+
+
+def test_clone_and_grid_search_over_features(params, data):
+    X, y = data
+    est = ExLMMoleculeClassifier(features=["rdkit2d"], **params)
+    assert clone(est).get_params()["features"] == ["rdkit2d"]
+    search = GridSearchCV(est, {"features": [None, "rdkit2d"]}, cv=2).fit(X, y)
+    assert search.best_params_["features"] in (None, "rdkit2d")
+    assert np.isfinite(search.cv_results_["mean_test_score"]).all()
+
+
+def test_each_molecule_is_computed_once_per_fit(params, data, monkeypatch):
+    X, y = data
+    calls = []
+    real = descriptors._compute
+    monkeypatch.setattr(descriptors, "_compute",
+                        lambda kind, smiles: calls.append(len(smiles)) or real(kind, smiles))
+    clf = ExLMMoleculeClassifier(features="rdkit2d", n_models=2, augment=1, tta=2,
+                                 calibrate="platt", **params)
+    clf.fit(X + X[:5], np.concatenate([y, y[:5]]))  # five molecules twice
+    assert calls == [len(X)]  # train and held-out rows, members, epochs and views: once
+    calls.clear()
+    clf.predict_uncertainty(X[:5] + X[:5])
+    assert calls == [5]
+
+
+def test_user_columns_regressor_with_morgan(params):
+    rng = np.random.default_rng(0)
+    smiles = ["CCO", "CCN", "CCC", "c1ccccc1", "CC(=O)O", "CCCl", "OCCO", "CCOC"] * 3
+    frame = pd.DataFrame({"smiles": smiles, "logp": rng.normal(size=24),
+                          "charge": rng.integers(0, 2, 24).astype(float)})
+    y = frame["logp"] * 2 + 1
+    reg = ExLMMoleculeRegressor(features=["morgan", "columns"], **params).fit(frame, y)
+    spec = reg.feature_spec_
+    assert spec.kinds == ("morgan", "columns") and spec.names["columns"] == ["logp", "charge"]
+    assert spec.n_features == 2048 + 2
+    pred = reg.predict(frame)
+    assert pred.shape == (24,) and np.isfinite(pred).all()
+    # a missing value is the training median, 0 after scaling
+    gap = frame.head(2).copy()
+    gap.loc[0, "logp"] = np.nan
+    filled = frame.head(2).copy()
+    filled.loc[0, "logp"] = spec.scaler.center[2048]
+    np.testing.assert_allclose(reg.predict(gap), reg.predict(filled), rtol=1e-6)
+    # an array works too: SMILES first, then the features in the fitted order
+    np.testing.assert_allclose(reg.predict(frame.to_numpy(dtype=object)), pred, rtol=1e-6)
+    with pytest.raises(ValueError, match=r"feature columns \['charge', 'logp'\] are not"):
+        reg.predict(frame[["smiles", "charge", "logp"]])
+    with pytest.raises(ValueError, match="X has 1 feature columns, the model was fitted with 2"):
+        reg.predict(frame[["smiles", "logp"]])
+    bad = frame.astype({"logp": object})
+    bad.loc[3, "logp"] = "high"
+    with pytest.raises(ValueError, match=r"'logp' holds a value that is not a number at row 3"):
+        reg.predict(bad)
+    with pytest.raises(ValueError, match="features='columns'"):
+        ExLMMoleculeRegressor(**params).fit(frame, y)
+
+
+def test_bad_features_option_is_one_clear_error():
+    with pytest.raises(ValueError, match="features must be None, one of"):
+        ExLMMoleculeClassifier(features="ecfp").fit(["CCO", "CCN"], [0, 1])
+    with pytest.raises(ValueError, match="n_jobs must be None or a non-zero integer"):
+        ExLMMoleculeClassifier(n_jobs=0).fit(["CCO", "CCN"], [0, 1])
+
+
+def test_raw_esol_fits_as_pandas_reads_it(params, moleculenet_dir):
+    frame = pd.read_csv(moleculenet_dir.parent / "regression" / "esol.csv.gz")
+    target = "measured log solubility in mols per litre"
+    assert {"smiles", target} <= set(frame.columns)
+    part = frame.head(40)
+    assert part["smiles"].str.endswith(" ").any()  # rows as Delaney wrote them
+    reg = ExLMMoleculeRegressor(**params).fit(part["smiles"], part[target])
+    assert not reg.fit_invalid_mask_.any()
+    assert np.isfinite(reg.predict(part["smiles"])).all()
