@@ -67,6 +67,7 @@ class PretrainArgs:
     mask_ratio: float = 0.15  # share of tokens masked (paper 0.15; MolEncoder found 0.3)
     aux_weight: float = 0.0  # weight of the descriptor-regression loss (prepared descriptors)
     d_model: int | None = None  # width override: heads d/64, FFN 4d (default: the preset's)
+    dropout: float | None = None  # override of every dropout (paper 0.1; CPU runs see < 1 epoch)
     masking: str = "token"  # token | fragment (whole BRICS fragments; needs RDKit)
     repeat_k: int = (
         1  # Repeated MLM (paper sec. 3): each token k times, each copy masked w.p. mask_ratio
@@ -230,6 +231,8 @@ class Pretrainer:
         if args.d_model is not None:
             overrides.update(d_model=args.d_model, n_heads=args.d_model // 64,
                              d_ffn=4 * args.d_model)
+        if args.dropout is not None:
+            overrides.update(dropout=args.dropout, attention_dropout=args.dropout)
         if self.descriptors is not None:
             overrides["n_descriptors"] = self.descriptors["train"].shape[1]
         self.config = ExLMConfig.preset(model_preset(args.preset), vocab_size=len(self.tokenizer),
@@ -303,7 +306,7 @@ class Pretrainer:
             "last_validation": progress.get("last_validation"),
             "recipe": {"objective": self.args.objective, "mask_ratio": self.args.mask_ratio,
                        "aux_weight": self.args.aux_weight, "d_model": self.config.d_model,
-                       "k_states": self.config.k_states},
+                       "k_states": self.config.k_states, "dropout": self.config.dropout},
             "descriptors": self.descriptor_info,  # the head's targets and their scaler
             "cpu_seconds": progress.get("cpu_seconds"),
         }

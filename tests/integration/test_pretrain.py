@@ -252,6 +252,7 @@ def test_auxiliary_descriptor_objective_trains_and_ships_its_scaler(prepared_wit
     out = tmp_path / "aux"
     pretrain(_prepared_args(prepared_with_descriptors, out, max_steps=60, warmup_steps=5,
                             aux_weight=1.0, mask_ratio=0.3, d_model=128, valid_every=60,
+                            dropout=0.0,
                             log_every=5))
     log = _log(out)
     aux = [r["aux_loss"] for r in log if "aux_loss" in r]
@@ -259,9 +260,10 @@ def test_auxiliary_descriptor_objective_trains_and_ships_its_scaler(prepared_wit
     assert "valid_aux_loss" in log[-1]
     _, config, meta = load_checkpoint(out / "checkpoint")
     assert config.d_model == 128 and config.n_heads == 2 and config.d_ffn == 512
+    assert config.dropout == config.attention_dropout == 0.0
     assert config.n_descriptors == meta["descriptors"]["count"] > 200
     assert meta["recipe"] == {"objective": "exlm", "mask_ratio": 0.3, "aux_weight": 1.0,
-                              "d_model": 128, "k_states": 2}
+                              "d_model": 128, "k_states": 2, "dropout": 0.0}
     assert set(meta["descriptors"]["scaler"]) == {"center", "scale", "clip"}
     assert meta["cpu_seconds"] > 0
     vectors, valid = embed(["CCO", "c1ccccc1"], out / "checkpoint", device="cpu")
