@@ -34,7 +34,8 @@ from exlm_chem.data.corpus import BatchStream
 from exlm_chem.data.corpus_prepare import load_prepared
 from exlm_chem.data.tokenizer import SmilesTokenizer
 from exlm_chem.model import ExLMConfig, ExLMModel
-from exlm_chem.train.pretrain import ObjectiveModule, PretrainArgs
+from exlm_chem.train.pretrain import ObjectiveModule
+from exlm_chem.train.pretrain_args import PretrainArgs
 from exlm_chem.train.pretrain_data import BatchMaker
 
 #: name -> (tokens per step, d_model, dropout, fused AdamW, compile)

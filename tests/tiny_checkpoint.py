@@ -27,7 +27,8 @@ def make_tiny_checkpoint(
         The checkpoint directory (``out_dir / "checkpoint"``): config.json,
         model.safetensors, vocab.txt, metadata.json.
     """
-    from exlm_chem.train.pretrain import PretrainArgs, pretrain
+    from exlm_chem.train.pretrain import pretrain
+    from exlm_chem.train.pretrain_args import PretrainArgs
 
     args = PretrainArgs(
         corpus=[str(corpus)],

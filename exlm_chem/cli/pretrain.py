@@ -28,7 +28,7 @@ class PretrainCommand(Subcommand):
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        from exlm_chem.train.pretrain import PretrainArgs
+        from exlm_chem.train.pretrain_args import PretrainArgs
 
         source = parser.add_mutually_exclusive_group(required=True)
         source.add_argument("--corpus", nargs="+", help="SMILES files (.smi[.gz])")
@@ -62,7 +62,8 @@ class PretrainCommand(Subcommand):
     def run(cls, args: argparse.Namespace) -> int:
         from exlm_chem.files.safe_write import check_output_dir
         from exlm_chem.model.checkpoint_format import FORMAT
-        from exlm_chem.train.pretrain import PretrainArgs, pretrain
+        from exlm_chem.train.pretrain import pretrain
+        from exlm_chem.train.pretrain_args import PretrainArgs
 
         # before any training: a checkpoint that cannot be written would lose the run
         check_output_dir(Path(args.out) / "checkpoint", FORMAT)

@@ -36,7 +36,8 @@ from exlm_chem.data.corpus import (
     split_validation,
 )
 from exlm_chem.text.tokenizer import TOKENIZER_FILE, TextTokenizer
-from exlm_chem.train.pretrain import PretrainArgs, Pretrainer, setup_distributed
+from exlm_chem.train.pretrain import Pretrainer, setup_distributed
+from exlm_chem.train.pretrain_args import PretrainArgs
 
 __all__ = ["TextPretrainArgs", "TextPretrainer", "pack_documents", "read_text_lines",
            "resolve_tokenizer", "text_pretrain"]
@@ -46,7 +47,8 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class TextPretrainArgs(PretrainArgs):
-    """:class:`~exlm_chem.train.pretrain.PretrainArgs` with text defaults and tokenizer options.
+    """:class:`~exlm_chem.train.pretrain_args.PretrainArgs` with text defaults and tokenizer
+    options.
 
     ``corpus`` holds text files; ``max_length`` is the packed sample length (word pieces
     with ``[CLS]`` and ``[SEP]``); ``corpus_limit`` reads only the first N lines of each

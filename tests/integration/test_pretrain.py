@@ -11,7 +11,8 @@ from safetensors.torch import load_file
 
 from exlm_chem.data.corpus import read_smiles_file
 from exlm_chem.data.tokenizer import SmilesTokenizer
-from exlm_chem.train.pretrain import PretrainArgs, pretrain
+from exlm_chem.train.pretrain import pretrain
+from exlm_chem.train.pretrain_args import PretrainArgs
 
 
 def _args(corpus, out, **kw) -> PretrainArgs:
@@ -278,7 +279,7 @@ def test_auxiliary_objective_needs_descriptors(prepared_dir, corpus, tmp_path):
 
 
 def test_snapshots_every_cpu_interval_and_a_stable_then_decaying_rate(prepared_dir, tmp_path):
-    from exlm_chem.train.pretrain import learning_rate
+    from exlm_chem.train.pretrain_args import learning_rate
 
     out = tmp_path / "wsd"
     pretrain(_prepared_args(prepared_dir, out, max_steps=10_000, warmup_steps=2,

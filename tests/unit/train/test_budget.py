@@ -13,7 +13,7 @@ from exlm_chem.train.budget import (
     steps_within,
     write_budget,
 )
-from exlm_chem.train.pretrain import PretrainArgs, check_args, learning_rate
+from exlm_chem.train.pretrain_args import PretrainArgs, check_args, learning_rate
 from exlm_chem.train.recipes import fitted_warmup, model_preset
 
 

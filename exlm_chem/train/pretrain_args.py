@@ -1,0 +1,112 @@
+"""Settings of a pre-training run and the learning-rate schedule (no torch import).
+
+``exlm-chem pretrain`` declares its options from :class:`PretrainArgs`, so this module
+stays light enough for ``--help``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from exlm_chem.train.recipes import resolve_schedule
+
+
+@dataclass
+class PretrainArgs:
+    corpus: list[str] | None = None  # SMILES files, one molecule per line (.gz ok) ...
+    out: str | None = None  # run directory: checkpoint/, log.jsonl, budget.json
+    prepared: str | None = None  # ... or a folder from `exlm-chem corpus prepare` (no RDKit)
+    preset: str = "small"  # model tiny | small | base, or "paper" (base + the paper's schedule)
+    objective: str = "exlm"  # exlm (states alignment) | mlm (the SMILES-BERT twin)
+    k_states: int | None = None  # override the preset's expanded states per BOS/[MASK]/EOS
+    max_steps: int | None = None  # optimizer steps of the run (preset's: 1000; paper 120K)
+    max_tokens: int | None = None  # padded unexpanded tokens per step, all ranks (8192; 65536)
+    lr: float = 5e-4  # peak learning rate
+    warmup_steps: int | None = None  # linear warm-up (100; paper 10K), then linear decay
+    end_lr: float = 0.0
+    # decay only over the last N steps, constant lr before (warmup-stable-decay): a run of
+    # unknown length trains at lr and decays once its budget is known (--resume --max-steps)
+    decay_steps: int | None = None
+    betas: tuple[float, float] = (0.9, 0.98)
+    weight_decay: float = 0.0  # decoupled (AdamW; fairseq's Adam does the same)
+    clip_norm: float = 1.0
+    mask_ratio: float = 0.15  # share of tokens masked (paper 0.15; MolEncoder found 0.3)
+    aux_weight: float = 0.0  # weight of the descriptor-regression loss (prepared descriptors)
+    d_model: int | None = None  # width override: heads d/64, FFN 4d (default: the preset's)
+    dropout: float | None = None  # override of every dropout (paper 0.1; CPU runs see < 1 epoch)
+    masking: str = "token"  # token | fragment (whole BRICS fragments; needs RDKit)
+    repeat_k: int = (
+        1  # Repeated MLM (paper sec. 3): each token k times, each copy masked w.p. mask_ratio
+    )
+    max_length: int = 256  # tokens per molecule incl. BOS/EOS (prepared: fixed at preparation)
+    corpus_limit: int | None = None  # read only the first N lines of each corpus file
+    valid_size: int = 2000  # held-out molecules (prepared: fixed at preparation)
+    valid_every: int = 500
+    checkpoint_every: int = 500
+    log_every: int = 10
+    seed: int = 0
+    hygiene: bool = True  # drop benchmark valid/test molecules (prepared: done at preparation)
+    max_minutes: float | None = None  # stop (with a checkpoint) after this wall time
+    stop_at_step: int | None = None  # pause (with a checkpoint) here; --resume continues
+    max_cpu_minutes: float | None = None  # stop (with a checkpoint) after this process CPU time
+    snapshot_cpu_minutes: float | None = None  # keep the weights every N CPU-minutes (snapshots/)
+    budget_minutes: float | None = None  # measure the pace, then fit max_steps to this time
+    budget_from: list[str] | None = None  # partner runs (the twin): all take the fewest steps
+    budget_probe_steps: int = 10  # timed steps of the pace probe (undone afterwards)
+    budget_warmup_steps: int = 3  # untimed steps before them (compilation, autotuning)
+    budget_margin: float = 0.1  # share of the remaining time kept for validation/checkpoints
+    budget_wait_minutes: float = 10.0  # longest wait for the partners' budget.json
+    num_workers: int = 0  # DataLoader processes building batches (0: the training process)
+    compile: bool = False  # torch.compile the encoder
+    device: str = "auto"
+    progress: bool = True
+    extra: dict = field(default_factory=dict)  # free-form notes saved in metadata
+
+
+def learning_rate(step: int, args: PretrainArgs) -> float:
+    """Linear warm-up to ``lr``, then linear decay to ``end_lr`` at ``max_steps``: over all
+    the remaining steps, or with ``decay_steps`` over the last ones only (lr until then)."""
+    if step < args.warmup_steps:
+        return args.lr * (step + 1) / args.warmup_steps
+    decay_start = args.warmup_steps
+    if args.decay_steps is not None:
+        decay_start = max(decay_start, args.max_steps - args.decay_steps)
+    span = max(1, args.max_steps - decay_start)
+    frac = min(1.0, max(0, step - decay_start) / span)
+    return args.end_lr + (args.lr - args.end_lr) * (1.0 - frac)
+
+
+
+def check_args(args: PretrainArgs) -> PretrainArgs:
+    """Reject contradictory settings; fill the schedule from the preset."""
+    problems = []
+    if not args.out:
+        problems.append("out (the run directory) is required")
+    if (args.corpus is None) == (args.prepared is None):
+        problems.append("give exactly one of corpus (SMILES files) or prepared (a folder)")
+    if args.prepared is not None and args.masking == "fragment":
+        problems.append("fragment masking needs SMILES and RDKit: use corpus, not prepared")
+    if (args.budget_minutes is not None or args.budget_from) and args.max_steps is not None:
+        problems.append("give max_steps or a budget (budget_minutes, budget_from), not both")
+    if args.repeat_k < 1 or (args.repeat_k > 1 and args.masking != "token"):
+        problems.append("repeat_k must be >= 1, and > 1 only with masking 'token'")
+    if not 0.0 < args.mask_ratio < 1.0:
+        problems.append(f"mask_ratio must be in (0, 1), got {args.mask_ratio}")
+    if args.aux_weight < 0:
+        problems.append(f"aux_weight must be >= 0, got {args.aux_weight}")
+    if args.aux_weight > 0 and args.prepared is None:
+        problems.append("aux_weight needs descriptor targets: give prepared, a folder from "
+                        "`exlm-chem corpus prepare --descriptors rdkit2d`")
+    if args.aux_weight > 0 and args.repeat_k > 1:
+        problems.append("aux_weight does not combine with repeat_k > 1")
+    if args.decay_steps is not None and args.decay_steps < 1:
+        problems.append(f"decay_steps must be >= 1, got {args.decay_steps}")
+    if args.d_model is not None and (args.d_model < 64 or args.d_model % 64):
+        problems.append(f"d_model must be a positive multiple of 64 (heads of 64), "
+                        f"got {args.d_model}")
+    if problems:
+        raise ValueError("invalid pre-training arguments: " + "; ".join(problems))
+    return resolve_schedule(args)
+
+
+__all__ = ["PretrainArgs", "check_args", "learning_rate"]
