@@ -78,6 +78,7 @@ class Pretrainer:
         if self.world > 1 and self.device.type == "cuda":
             self.device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
         self.budget: dict | None = None
+        self.lineage: list[dict] = []
         self.descriptors: dict | None = None  # "train"/"valid" -> [n, D] targets (aux_weight)
         self.descriptor_info: dict | None = None  # kind, RDKit version, scaler (manifest's)
 
@@ -212,6 +213,10 @@ class Pretrainer:
                        "k_states": self.config.k_states, "dropout": self.config.dropout},
             "descriptors": self.descriptor_info,  # the head's targets and their scaler
             "cpu_seconds": progress.get("cpu_seconds"),
+            # where the data stream stood: a run started --init-from these weights goes on there
+            "progress": {k: progress[k] for k in ("epoch", "position", "tokens_seen",
+                                                  "cpu_seconds", "wall_seconds")},
+            "lineage": self.lineage,  # earlier segments this run started from (init_from)
         }
 
     def snapshot(self, progress: dict) -> None:
@@ -287,7 +292,11 @@ class Pretrainer:
             saved, _, _ = load_checkpoint(self.checkpoint_dir(), map_location=self.device)
             self.model.load_state_dict(saved.state_dict())
             progress = read_training_state(self.checkpoint_dir(), self.optimizer)
+            self.lineage = json.loads(
+                (self.checkpoint_dir() / "metadata.json").read_text()).get("lineage", [])
             logger.info("resumed at step %d", progress["step"])
+        elif self.args.init_from is not None:
+            progress = self._start_from(Path(self.args.init_from), progress)
         if self.args.budget_minutes is not None or self.args.budget_from:
             from exlm_chem.train.budget import decide_budget
 
@@ -295,6 +304,28 @@ class Pretrainer:
             self.args = dataclasses.replace(self.args, **self.budget["applied"])
         self.model.train()
         return self._loop(progress)
+
+    def _start_from(self, directory: Path, progress: dict) -> dict:
+        """Load a milestone's weights; carry its tokens, CPU time and data position."""
+        from exlm_chem.model.checkpoint import load_checkpoint
+
+        saved, config, meta = load_checkpoint(directory, map_location=self.device)
+        ours, theirs = self.config.to_dict(), config.to_dict()
+        differ = [f"{k}: {theirs[k]!r} there, {ours[k]!r} here" for k in ours
+                  if ours[k] != theirs[k] and k not in ("dropout", "attention_dropout")]
+        if differ:
+            raise ValueError(f"init_from {directory}: another model shape ({'; '.join(differ)})")
+        self.model.load_state_dict(saved.state_dict())
+        carried = meta.get("progress") or {"tokens_seen": meta.get("tokens_seen", 0),
+                                           "cpu_seconds": meta.get("cpu_seconds") or 0.0}
+        progress = {**progress, **carried}
+        self.lineage = [*meta.get("lineage", []),
+                        {"init_from": str(directory), "steps": meta.get("steps"),
+                         "tokens_seen": progress["tokens_seen"],
+                         "cpu_seconds": progress["cpu_seconds"],
+                         "recipe": meta.get("recipe")}]
+        logger.info("starting from %s (%d tokens seen)", directory, progress["tokens_seen"])
+        return progress
 
     def _loop(self, progress: dict) -> dict:
         args = self.args

@@ -49,6 +49,9 @@ class PretrainArgs:
     max_minutes: float | None = None  # stop (with a checkpoint) after this wall time
     stop_at_step: int | None = None  # pause (with a checkpoint) here; --resume continues
     max_cpu_minutes: float | None = None  # stop (with a checkpoint) after this process CPU time
+    # start from a milestone's weights (a checkpoint directory): fresh optimizer that warms up
+    # again; the milestone's tokens, CPU time and data position carry on
+    init_from: str | None = None
     snapshot_cpu_minutes: float | None = None  # keep the weights every N CPU-minutes (snapshots/)
     budget_minutes: float | None = None  # measure the pace, then fit max_steps to this time
     budget_from: list[str] | None = None  # partner runs (the twin): all take the fewest steps

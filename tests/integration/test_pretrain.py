@@ -295,3 +295,26 @@ def test_snapshots_every_cpu_interval_and_a_stable_then_decaying_rate(prepared_d
     rates = [learning_rate(s, args) for s in range(31)]
     assert rates[1] == 1e-3 and rates[2] == rates[20] == 1e-3
     assert rates[25] == pytest.approx(5e-4) and rates[30] == 0.0
+
+
+def test_init_from_a_milestone_carries_tokens_and_data_position(prepared_dir, tmp_path):
+    from exlm_chem.model.checkpoint import load_checkpoint, save_checkpoint
+
+    first = tmp_path / "first"
+    pretrain(_prepared_args(prepared_dir, first, max_steps=6, warmup_steps=2))
+    model, config, meta = load_checkpoint(first / "checkpoint")
+    milestone = tmp_path / "milestone"  # weights only, 16-bit, as committed between sessions
+    save_checkpoint(milestone, model, config, SmilesTokenizer().tokens, meta,
+                    dtype=torch.float16)
+    second = tmp_path / "second"
+    pretrain(_prepared_args(prepared_dir, second, max_steps=4, warmup_steps=2,
+                            init_from=str(milestone)))
+    after = json.loads((second / "checkpoint" / "metadata.json").read_text())
+    assert after["steps"] == 4
+    assert after["tokens_seen"] > meta["tokens_seen"] > 0
+    assert after["progress"]["position"] == meta["progress"]["position"] + 4
+    assert after["lineage"][0]["init_from"] == str(milestone)
+    assert after["lineage"][0]["tokens_seen"] == meta["tokens_seen"]
+    with pytest.raises(ValueError, match="another model shape"):
+        pretrain(_prepared_args(prepared_dir, tmp_path / "third", max_steps=2,
+                                d_model=128, init_from=str(milestone)))
