@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from exlm_chem.benchmark.records import PROTOCOL_VERSION, Budget, MethodOutput, TaskData
+from exlm_chem.files.safe_write import atomic_path
 
 MODES = ("probe", "finetune", "estimator")
 POOLING = "bos"  # the paper's: the first BOS state
@@ -203,10 +204,8 @@ class EncoderMethod:
             bad = np.flatnonzero(~valid)[:10].tolist()
             raise ValueError(f"{data.name}: rows {bad} passed the loader but not the embedder")
         if cached is not None:
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            partial = cached.with_suffix(".partial.npy")
-            np.save(partial, vectors, allow_pickle=False)
-            os.replace(partial, cached)
+            with atomic_path(cached) as tmp, open(tmp, "wb") as handle:
+                np.save(handle, vectors, allow_pickle=False)
         return vectors
 
     def _probe(self, data: TaskData, seed: int, progress: bool) -> MethodOutput:

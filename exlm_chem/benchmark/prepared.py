@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from exlm_chem.benchmark.records import TaskData
+from exlm_chem.files.safe_write import atomic_path, write_text_atomic
 
 __all__ = ["FORMAT", "MANIFEST", "PreparedSplits", "file_sha256", "prepare_splits",
            "vocab_sha256"]
@@ -121,9 +122,8 @@ def prepare_splits(
         arrays["offsets"] = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
         arrays["labels"] = np.asarray(data.labels, dtype=np.float32)
         path = out / f"{task}.npz"
-        partial = out / f"{task}.partial.npz"
-        np.savez_compressed(partial, **arrays)
-        os.replace(partial, path)
+        with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+            np.savez_compressed(handle, **arrays)
         manifest["tasks"][task] = {
             "file": path.name,
             "file_sha256": file_sha256(path),
@@ -134,9 +134,7 @@ def prepare_splits(
             "mean_tokens": round(float(lengths.mean()), 2),
             "truncated": int((lengths >= max_length).sum()),
         }
-    text = json.dumps(manifest, indent=2) + "\n"
-    (out / f"{MANIFEST}.partial").write_text(text, encoding="utf-8")
-    os.replace(out / f"{MANIFEST}.partial", out / MANIFEST)
+    write_text_atomic(out / MANIFEST, json.dumps(manifest, indent=2) + "\n")
     return manifest
 
 

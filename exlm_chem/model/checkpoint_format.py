@@ -29,8 +29,8 @@ from typing import Any, NamedTuple
 import torch
 
 from exlm_chem.errors import CheckpointError, CheckpointFilesMissingError
-from exlm_chem.files.debris import sweep_debris
 from exlm_chem.files.output_owner import CHECKPOINT_FORMAT, ESTIMATOR_FORMAT, describe
+from exlm_chem.files.safe_write import sweep_debris
 from exlm_chem.model.config import ExLMConfig
 
 CONFIG_FILE = "config.json"
