@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from exlm_chem.benchmark.records import PROTOCOL_VERSION, Budget, MethodOutput, TaskData
+from exlm_chem.files.checksums import file_sha256
 from exlm_chem.files.safe_write import atomic_path
 
 MODES = ("probe", "finetune", "estimator")
@@ -57,11 +58,7 @@ def checkpoint_id(path: str | os.PathLike[str]) -> str:
     weights = path / "model.safetensors"
     if not weights.is_file():
         raise FileNotFoundError(f"{path} is not an exlm_chem checkpoint (no model.safetensors)")
-    digest = hashlib.sha256()
-    with weights.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return f"{path.resolve().name}@{digest.hexdigest()[:12]}"
+    return f"{path.resolve().name}@{file_sha256(weights)[:12]}"
 
 
 def input_protocol(path: str | os.PathLike[str]) -> dict[str, Any]:

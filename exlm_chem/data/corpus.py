@@ -9,7 +9,6 @@ The batch order depends only on ``(seed, epoch)``, which is what makes resuming 
 from __future__ import annotations
 
 import gzip
-import hashlib
 import logging
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -73,14 +72,6 @@ def read_smiles_file(path: str | Path, limit: int | None = None) -> list[str]:
                 if limit is not None and len(out) >= limit:
                     break
     return out
-
-
-def file_sha256(path: str | Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def tokenize_corpus(

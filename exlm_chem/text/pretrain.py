@@ -31,10 +31,10 @@ import torch
 from exlm_chem.data.corpus import (
     BatchStream,
     TokenizedCorpus,
-    file_sha256,
     open_text,
     split_validation,
 )
+from exlm_chem.files.checksums import file_sha256
 from exlm_chem.text.tokenizer import TOKENIZER_FILE, TextTokenizer
 from exlm_chem.train.pretrain import PretrainArgs, Pretrainer, setup_distributed
 

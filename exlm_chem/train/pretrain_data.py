@@ -22,7 +22,8 @@ import torch
 
 from exlm_chem.data.collate import SpecialIds, collate_exlm, collate_mlm, mask_tokens
 from exlm_chem.data.collate_flat import collate_exlm_flat, collate_mlm_flat, mask_flat
-from exlm_chem.data.corpus import BatchStream, TokenizedCorpus, file_sha256, read_smiles_file
+from exlm_chem.data.corpus import BatchStream, TokenizedCorpus, read_smiles_file
+from exlm_chem.files.checksums import file_sha256
 from exlm_chem.files.safe_write import write_text_atomic
 
 logger = logging.getLogger(__name__)
