@@ -28,8 +28,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from exlm_chem.data.batching import BatchStream
 from exlm_chem.data.corpus import (
-    BatchStream,
     TokenizedCorpus,
     open_text,
     split_validation,

@@ -20,9 +20,10 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
+from exlm_chem.data.batching import BatchStream
 from exlm_chem.data.collate import SpecialIds, collate_exlm, collate_mlm, mask_tokens
 from exlm_chem.data.collate_flat import collate_exlm_flat, collate_mlm_flat, mask_flat
-from exlm_chem.data.corpus import BatchStream, TokenizedCorpus, read_smiles_file
+from exlm_chem.data.corpus import TokenizedCorpus, read_smiles_file
 from exlm_chem.files.checksums import file_sha256
 from exlm_chem.files.safe_write import write_text_atomic
 
