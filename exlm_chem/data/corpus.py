@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import gzip
 import logging
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -92,14 +92,3 @@ def split_validation(n: int, n_valid: int, seed: int) -> tuple[np.ndarray, np.nd
     """Hold out ``n_valid`` molecules at random (seeded); returns (train, valid) indices."""
     order = np.random.default_rng(seed).permutation(n)
     return np.sort(order[n_valid:]), np.sort(order[:n_valid])
-
-
-def chunked(items: Iterable, size: int) -> Iterator[list]:
-    batch: list = []
-    for item in items:
-        batch.append(item)
-        if len(batch) == size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
