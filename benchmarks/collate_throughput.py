@@ -20,9 +20,10 @@ import numpy as np
 import torch
 from _provenance import git_commit, load_average, machine
 
+from exlm_chem.data.batching import token_budget_batches
 from exlm_chem.data.collate import MaskedSample, SpecialIds, collate_exlm, collate_mlm
 from exlm_chem.data.collate_flat import collate_exlm_flat, collate_mlm_flat, mask_flat
-from exlm_chem.data.corpus import read_smiles_file, token_budget_batches, tokenize_corpus
+from exlm_chem.data.corpus import read_smiles_file, tokenize_corpus
 from exlm_chem.data.tokenizer import SmilesTokenizer
 
 DATA = Path(os.environ.get("EXLM_CHEM_PRETRAIN_DATA",
@@ -79,7 +80,8 @@ def main() -> None:
     smiles = [s for name in ("moses_train.smi.gz", "chembl_mix.smi.gz")
               for s in read_smiles_file(args.data / name, limit=args.molecules)]
     corpus = tokenize_corpus(smiles, tok)
-    batches = token_budget_batches(corpus.lengths(), args.max_tokens, seed=0, epoch=0)
+    batches = token_budget_batches(corpus.lengths(), args.max_tokens,
+                                   np.random.default_rng([0, 0]))
     # a batch near the median size in molecules, so neither extreme is timed
     indices = sorted(batches, key=len)[len(batches) // 2]
     lengths = corpus.lengths()[indices]

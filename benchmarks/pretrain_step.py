@@ -35,8 +35,8 @@ import numpy as np
 import torch
 from _provenance import git_commit
 
+from exlm_chem.data.batching import token_budget_batches
 from exlm_chem.data.collate import SpecialIds, collate_exlm, collate_mlm, mask_tokens
-from exlm_chem.data.corpus import token_budget_batches
 from exlm_chem.data.tokenizer import SmilesTokenizer
 from exlm_chem.model import ExLMConfig, ExLMModel
 from exlm_chem.train.pretrain import ObjectiveModule
@@ -58,7 +58,7 @@ def molecule_ids(args: argparse.Namespace, tok: SmilesTokenizer) -> list[np.ndar
 
         rows = [np.asarray(tok.encode(s)) for s in read_smiles_file(args.corpus, limit=20_000)]
     lengths = np.array([len(r) for r in rows])
-    batches = token_budget_batches(lengths, args.tokens, seed=0, epoch=0)
+    batches = token_budget_batches(lengths, args.tokens, np.random.default_rng([0, 0]))
     padded = [int(lengths[b].max()) for b in batches]
     typical = batches[int(np.argsort(padded, kind="stable")[len(padded) // 2])]
     return [np.asarray(rows[int(i)], dtype=np.int64) for i in typical]

@@ -18,7 +18,20 @@ import torch.nn.functional as F
 from exlm_chem.model.checkpoint import METADATA_FILE, WEIGHTS_FILE
 from exlm_chem.model.config import ExLMConfig
 from exlm_chem.model.encoder import ExLMModel
-from exlm_chem.model.rope_layout import permute_qk_to_halves
+from exlm_chem.model.rope_layout import halves_to_interleaved_index
+
+
+def permute_qk_to_halves(state_dict, config: ExLMConfig) -> dict[str, torch.Tensor]:
+    """Weights in the format-1/2 q/k layout: the inverse of the conversion on load, so that a
+    test can write an old checkpoint from a current model. v and other tensors pass as they are."""
+    inverse = torch.argsort(halves_to_interleaved_index(config.head_dim))
+    H, hd = config.n_heads, config.head_dim
+    out = dict(state_dict)
+    for name, tensor in state_dict.items():
+        if name.endswith(("attn.qkv.weight", "attn.qkv.bias")):
+            rows = tensor.reshape(3, H, hd, *tensor.shape[1:])  # [3, H, hd, (d)]
+            out[name] = torch.cat([rows[:2, :, inverse], rows[2:]]).reshape(tensor.shape)
+    return out
 
 
 def old_rope(x, pos_original, pos_copy, base):

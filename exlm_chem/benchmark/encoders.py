@@ -28,6 +28,8 @@ from typing import Any
 import numpy as np
 
 from exlm_chem.benchmark.records import PROTOCOL_VERSION, Budget, MethodOutput, TaskData
+from exlm_chem.files.checksums import file_sha256
+from exlm_chem.files.safe_write import atomic_path
 
 MODES = ("probe", "finetune", "estimator")
 POOLING = "bos"  # the paper's: the first BOS state
@@ -56,11 +58,7 @@ def checkpoint_id(path: str | os.PathLike[str]) -> str:
     weights = path / "model.safetensors"
     if not weights.is_file():
         raise FileNotFoundError(f"{path} is not an exlm_chem checkpoint (no model.safetensors)")
-    digest = hashlib.sha256()
-    with weights.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return f"{path.resolve().name}@{digest.hexdigest()[:12]}"
+    return f"{path.resolve().name}@{file_sha256(weights)[:12]}"
 
 
 def input_protocol(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -203,10 +201,8 @@ class EncoderMethod:
             bad = np.flatnonzero(~valid)[:10].tolist()
             raise ValueError(f"{data.name}: rows {bad} passed the loader but not the embedder")
         if cached is not None:
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            partial = cached.with_suffix(".partial.npy")
-            np.save(partial, vectors, allow_pickle=False)
-            os.replace(partial, cached)
+            with atomic_path(cached) as tmp, open(tmp, "wb") as handle:
+                np.save(handle, vectors, allow_pickle=False)
         return vectors
 
     def _probe(self, data: TaskData, seed: int, progress: bool) -> MethodOutput:

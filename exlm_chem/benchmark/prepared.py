@@ -31,21 +31,17 @@ from typing import Any
 import numpy as np
 
 from exlm_chem.benchmark.records import TaskData
+from exlm_chem.files.checksums import file_sha256, vocab_sha256
+from exlm_chem.files.safe_write import atomic_path, write_text_atomic
 
-__all__ = ["FORMAT", "MANIFEST", "PreparedSplits", "file_sha256", "prepare_splits",
-           "vocab_sha256"]
+__all__ = ["FORMAT", "MANIFEST", "PreparedSplits", "prepare_splits"]
 
-#: 2: token ids are made from RDKit canonical SMILES (1: from the SMILES as written)
-FORMAT = "exlm_chem-splits-2"
+#: 3: the vocabulary checksum is :func:`~exlm_chem.files.checksums.vocab_sha256`, as in
+#: checkpoints and prepared corpora; 2: it is the sha256 of vocab.txt's text (still read).
+#: Since 2, token ids are made from RDKit canonical SMILES (1: from the SMILES as written).
+FORMAT = "exlm_chem-splits-3"
+_FORMAT_2 = "exlm_chem-splits-2"
 MANIFEST = "manifest.json"
-
-
-def file_sha256(path: str | os.PathLike[str]) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _id_dtype(vocab_size: int) -> np.dtype:
@@ -121,9 +117,8 @@ def prepare_splits(
         arrays["offsets"] = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
         arrays["labels"] = np.asarray(data.labels, dtype=np.float32)
         path = out / f"{task}.npz"
-        partial = out / f"{task}.partial.npz"
-        np.savez_compressed(partial, **arrays)
-        os.replace(partial, path)
+        with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+            np.savez_compressed(handle, **arrays)
         manifest["tasks"][task] = {
             "file": path.name,
             "file_sha256": file_sha256(path),
@@ -134,14 +129,12 @@ def prepare_splits(
             "mean_tokens": round(float(lengths.mean()), 2),
             "truncated": int((lengths >= max_length).sum()),
         }
-    text = json.dumps(manifest, indent=2) + "\n"
-    (out / f"{MANIFEST}.partial").write_text(text, encoding="utf-8")
-    os.replace(out / f"{MANIFEST}.partial", out / MANIFEST)
+    write_text_atomic(out / MANIFEST, json.dumps(manifest, indent=2) + "\n")
     return manifest
 
 
-def vocab_sha256(tokens: Sequence[str]) -> str:
-    """sha256 of a vocabulary as one token per line, in id order (vocab.txt's layout)."""
+def _format2_vocab_sha256(tokens: Sequence[str]) -> str:
+    """The vocabulary checksum of format 2: sha256 of vocab.txt's text (a token a line)."""
     return hashlib.sha256(("\n".join(tokens) + "\n").encode()).hexdigest()
 
 
@@ -161,7 +154,7 @@ class PreparedSplits:
             raise FileNotFoundError(f"{path} not found; write it with `exlm-chem data "
                                     "prepare-splits --out DIR` on a machine with RDKit")
         self.manifest = json.loads(path.read_text(encoding="utf-8"))
-        if self.manifest.get("format") != FORMAT:
+        if self.manifest.get("format") not in (FORMAT, _FORMAT_2):
             raise ValueError(f"{path}: format {self.manifest.get('format')!r}, expected "
                              f"{FORMAT!r} (token ids from canonical SMILES); prepare them "
                              "again with `exlm-chem data prepare-splits`")
@@ -185,7 +178,9 @@ class PreparedSplits:
         """Raise unless ``vocab_file`` is the vocabulary the ids were made with."""
         from exlm_chem.data.tokenizer import SmilesTokenizer
 
-        digest = vocab_sha256(SmilesTokenizer(vocab_file).tokens)
+        tokens = SmilesTokenizer(vocab_file).tokens
+        digest = (vocab_sha256(tokens) if self.manifest["format"] == FORMAT
+                  else _format2_vocab_sha256(tokens))
         if digest != self.manifest["vocab_sha256"]:
             raise ValueError(f"{vocab_file} is not the vocabulary of the prepared splits in "
                              f"{self.directory} (sha256 {digest} != "

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from exlm_chem.benchmark.records import Budget, CellRecord
-from exlm_chem.files.atomic_files import atomic_path
+from exlm_chem.files.safe_write import atomic_path, write_text_atomic
 
 __all__ = [
     "PAPER_PLOT_ROWS",
@@ -362,17 +362,12 @@ def markdown_report(records: Sequence[CellRecord], title: str = "MoleculeNet ben
 
 
 # ----------------------------------------------------------------------------- files
-def _atomic_write(path: str | os.PathLike[str], write: Callable[[Path], None]) -> Path:
-    """Let ``write`` fill a temporary file beside ``path``, then rename it into place."""
-    with atomic_path(path) as tmp:
-        write(tmp)
-    return Path(path)
-
-
 def write_csv(records: Sequence[CellRecord], path: str | os.PathLike[str]) -> Path:
     """Write :func:`summarize` as CSV (atomically); returns the path."""
     frame = summarize(records)
-    return _atomic_write(path, lambda tmp: frame.to_csv(tmp, index=False))
+    with atomic_path(path) as tmp:
+        frame.to_csv(tmp, index=False)
+    return Path(path)
 
 
 def write_cells_csv(records: Sequence[CellRecord], path: str | os.PathLike[str]) -> Path:
@@ -386,11 +381,9 @@ def write_cells_csv(records: Sequence[CellRecord], path: str | os.PathLike[str])
             row[name] = json.dumps(row[name], sort_keys=True, default=str)
         rows.append(row)
     frame = pd.DataFrame(rows, columns=list(CellRecord._fields))
-    return _atomic_write(path, lambda tmp: frame.to_csv(tmp, index=False))
-
-
-def _write_text(path: str | os.PathLike[str], text: str) -> Path:
-    return _atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+    with atomic_path(path) as tmp:
+        frame.to_csv(tmp, index=False)
+    return Path(path)
 
 
 # ----------------------------------------------------------------------------- chart
@@ -457,7 +450,7 @@ def write_report(records: Sequence[CellRecord], out_dir: str | os.PathLike[str],
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {
-        "markdown": _write_text(out / "report.md", markdown_report(records, command=command)),
+        "markdown": write_text_atomic(out / "report.md", markdown_report(records, command=command)),
         "summary_csv": write_csv(records, out / "summary.csv"),
         "cells_csv": write_cells_csv(records, out / "cells.csv"),
     }

@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from exlm_chem.files.atomic_files import atomic_path
+from exlm_chem.files.safe_write import atomic_path
 
 __all__ = ["CHANCE", "ChartData", "ChartRow", "QuotedRow", "plot_chart", "y_floor"]
 

@@ -20,7 +20,7 @@ from typing import NamedTuple
 import numpy as np
 
 from exlm_chem.benchmark.records import CellRecord
-from exlm_chem.files.atomic_files import atomic_path
+from exlm_chem.files.safe_write import atomic_path
 
 __all__ = ["REGRESSION_TASKS", "RegressionRow", "plot_regression", "regression_markdown",
            "regression_records", "regression_rows"]

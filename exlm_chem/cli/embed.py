@@ -90,7 +90,7 @@ def export_embeddings(
     )
     from exlm_chem.cli.tally import RowTally
     from exlm_chem.embed import DEFAULT_BATCH_SIZE, DEFAULT_CHUNK_SIZE, Embedder
-    from exlm_chem.files.atomic_files import atomic_path
+    from exlm_chem.files.safe_write import atomic_path
 
     out = Path(out)
     fmt = output_format(out, FORMATS)

@@ -37,12 +37,14 @@ class CliInput(NamedTuple):
     def chunks(self, chunk_size: int = DEFAULT_CHUNK_SIZE) -> Iterator[tuple[Any, list[str]]]:
         """``(frame, smiles)`` per chunk: the frame holds the SMILES and the other columns,
         indexed by data row; ``smiles`` is :func:`smiles_cells` of it."""
-        for frame in iter_chunks(self.table, [self.smiles_column, *self.columns], chunk_size):
+        for frame in iter_chunks(self.table, [self.smiles_column, *self.columns], chunk_size,
+                                 as_written=[self.smiles_column]):
             yield frame, smiles_cells(frame, self.smiles_column)
 
     def read(self) -> tuple[Any, list[str]]:
         """All rows at once, as one ``(frame, smiles)``."""
-        frame = read_table(self.table, [self.smiles_column, *self.columns])
+        frame = read_table(self.table, [self.smiles_column, *self.columns],
+                           as_written=[self.smiles_column])
         return frame, smiles_cells(frame, self.smiles_column)
 
 

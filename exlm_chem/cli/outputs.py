@@ -1,7 +1,7 @@
 """Row-aligned output tables of ``embed`` and ``predict``: Parquet, CSV or ``.npy``.
 
 Outputs are written chunk by chunk under a temporary name beside the target and renamed
-at the end (:func:`exlm_chem.files.atomic_files.atomic_path`), so a failed run leaves no half
+at the end (:func:`exlm_chem.files.safe_write.atomic_path`), so a failed run leaves no half
 file and the previous output stays.
 """
 

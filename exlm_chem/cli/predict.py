@@ -48,8 +48,7 @@ class PredictCommand(Subcommand):
         set_threads(args.threads)
         from exlm_chem.cli.outputs import RESERVED_COLUMNS, TableSink, output_format
         from exlm_chem.cli.tally import RowTally
-        from exlm_chem.files.atomic_files import atomic_path
-        from exlm_chem.files.safe_write import check_output_file
+        from exlm_chem.files.safe_write import atomic_path, check_output_file
 
         out = Path(args.out)
         fmt = output_format(out, (".csv", ".parquet"))

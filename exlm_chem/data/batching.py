@@ -1,29 +1,32 @@
-"""Length-bucketed batches: the one batching path of embedding, prediction and fine-tuning.
+"""Length-bucketed batches: the one batching path of embedding, prediction, fine-tuning
+and pre-training.
 
-A batch is padded to its longest molecule, so a batch of random molecules is mostly
-padding (random batches of 128 BBBP molecules: 68% of the slots). Inference takes the
+A batch is padded to its longest molecule, and molecules of a data set differ in length
+several-fold, so a batch of random molecules is mostly padding. Inference takes the
 molecules in length order (:func:`sorted_batches`); training cannot, since the order of
 a sorted pass never changes, so it shuffles, sorts within pools of many batches and
-shuffles the batches (:func:`bucketed_batches`). Either way every index appears exactly
-once and a batch holds molecules of similar length.
+shuffles the batches: into batches of so many molecules for fine-tuning
+(:func:`bucketed_batches`), of so many padded tokens for pre-training
+(:func:`token_budget_batches`, served epoch after epoch by :class:`BatchStream`). Either
+way every index appears exactly once and a batch holds molecules of similar length.
 
 Shapes: N molecules.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
-__all__ = ["MAX_PADDING", "POOL_BATCHES", "bucketed_batches", "padding_share", "sorted_batches"]
+__all__ = ["MAX_PADDING", "POOL_BATCHES", "BatchStream", "bucketed_batches", "padding_share",
+           "sorted_batches", "token_budget_batches"]
 
 #: Inference batches end before their padding would exceed this share of their slots.
 MAX_PADDING = 0.15
 
 #: Training pools hold this many batches: large enough that a pool's sorted molecules
-#: cut into batches of similar length (BBBP, 80% of it, batches of 32: 8-10% padding,
-#: against 57% for random batches), small enough that batches still mix across epochs.
+#: cut into batches of similar length, small enough that batches still mix across epochs.
 POOL_BATCHES = 32
 
 
@@ -73,15 +76,80 @@ def bucketed_batches(lengths: Sequence[int] | np.ndarray, batch_size: int,
     if batch_size < 1 or pool_batches < 1:
         raise ValueError(f"batch_size and pool_batches must be >= 1, got {batch_size}, "
                          f"{pool_batches}")
+
+    def cut(members: np.ndarray, _: np.ndarray) -> list[np.ndarray]:
+        return [members[i : i + batch_size] for i in range(0, len(members), batch_size)]
+
+    return _pooled_batches(np.asarray(lengths), rng, pool_batches * batch_size, cut)
+
+
+def token_budget_batches(lengths: Sequence[int] | np.ndarray, max_tokens: int,
+                         rng: np.random.Generator,
+                         pool_batches: int = 100) -> list[np.ndarray]:
+    """Shuffled index batches of at most ``max_tokens`` padded tokens, for pre-training.
+
+    As :func:`bucketed_batches`, with pools of ``pool_batches`` batches of median-length
+    molecules, each pool's sorted molecules cut as :func:`_greedy_cuts` says.
+    ``max_tokens`` counts padded, unexpanded tokens.
+    """
     lengths = np.asarray(lengths)
+    per_batch = max(1, max_tokens // max(1, int(np.median(lengths))))
+    return _pooled_batches(lengths, rng, max(1, pool_batches * per_batch),
+                           lambda members, sorted_lengths: _greedy_cuts(
+                               members, sorted_lengths, max_tokens))
+
+
+def _pooled_batches(lengths: np.ndarray, rng: np.random.Generator, pool: int,
+                    cut: Callable[[np.ndarray, np.ndarray], list[np.ndarray]]
+                    ) -> list[np.ndarray]:
+    """A random permutation cut into pools of ``pool`` molecules; each pool sorted by length
+    (stable) and ``cut(members, their lengths)`` into batches; all batches shuffled."""
     perm = rng.permutation(len(lengths))
-    pool = pool_batches * batch_size
-    batches = []
+    batches: list[np.ndarray] = []
     for start in range(0, len(perm), pool):
         members = perm[start : start + pool]
         members = members[np.argsort(lengths[members], kind="stable")]
-        batches.extend(members[i : i + batch_size] for i in range(0, len(members), batch_size))
+        batches.extend(cut(members, lengths[members]))
     return [batches[i] for i in rng.permutation(len(batches))]
+
+
+def _greedy_cuts(chunk: np.ndarray, sorted_lengths: np.ndarray, max_tokens: int) -> list:
+    """Cut a length-sorted chunk into batches, each as long as ``max_tokens`` allows.
+
+    A batch from ``a`` takes molecule ``j`` while ``sorted_lengths[j] * (j - a + 1)`` (its
+    padded size) stays within the budget; that product grows with ``j``, so the first
+    molecule over budget is found by bisection instead of a step per molecule. A molecule
+    longer than the budget gets a batch of its own.
+    """
+    cuts, n, a = [], len(chunk), 0
+    while a < n:
+        lo, hi = a + 1, n  # the batch ends at the first j in [lo, hi) over budget, else hi
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if int(sorted_lengths[mid]) * (mid - a + 1) > max_tokens:
+                hi = mid
+            else:
+                lo = mid + 1
+        cuts.append(chunk[a:lo].astype(np.int64))
+        a = lo
+    return cuts
+
+
+class BatchStream:
+    """Endless, resumable stream of pre-training batches: epoch after epoch, the same order
+    on every run, since an epoch's order depends only on ``(seed, epoch)``."""
+
+    def __init__(self, lengths: np.ndarray, max_tokens: int, seed: int) -> None:
+        self.lengths, self.max_tokens, self.seed = lengths, max_tokens, seed
+
+    def iterate(self, epoch: int = 0, position: int = 0) -> Iterator[tuple[int, int, np.ndarray]]:
+        """Yield ``(epoch, position_in_epoch, indices)`` starting at a saved position."""
+        while True:
+            batches = token_budget_batches(self.lengths, self.max_tokens,
+                                           np.random.default_rng([self.seed, epoch]))
+            for pos in range(position, len(batches)):
+                yield epoch, pos, batches[pos]
+            epoch, position = epoch + 1, 0
 
 
 def padding_share(lengths: Sequence[int] | np.ndarray, batches: Sequence[np.ndarray]) -> float:

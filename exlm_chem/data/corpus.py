@@ -1,17 +1,15 @@
-"""The pre-training corpus: reading, tokenising, hygiene and token-budget batches.
+"""The pre-training corpus: reading and tokenising.
 
 A corpus is one or more SMILES files (one per line, optionally gzipped). It is tokenised
-once into a flat id array with offsets (compact: ~2M molecules fit in tens of MB), then
-served as batches bounded by a token budget, bucketed by length so little is padding.
-The batch order depends only on ``(seed, epoch)``, which is what makes resuming exact.
+once into a flat id array with offsets (compact: ~2M molecules fit in tens of MB), which
+:class:`exlm_chem.data.batching.BatchStream` serves as token-budget batches.
 """
 
 from __future__ import annotations
 
 import gzip
-import hashlib
 import logging
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -75,14 +73,6 @@ def read_smiles_file(path: str | Path, limit: int | None = None) -> list[str]:
     return out
 
 
-def file_sha256(path: str | Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def tokenize_corpus(
     smiles: Sequence[str], tokenizer: SmilesTokenizer, max_length: int = 256
 ) -> TokenizedCorpus:
@@ -102,71 +92,3 @@ def split_validation(n: int, n_valid: int, seed: int) -> tuple[np.ndarray, np.nd
     """Hold out ``n_valid`` molecules at random (seeded); returns (train, valid) indices."""
     order = np.random.default_rng(seed).permutation(n)
     return np.sort(order[n_valid:]), np.sort(order[:n_valid])
-
-
-def token_budget_batches(
-    lengths: np.ndarray, max_tokens: int, seed: int, epoch: int, bucket_size: int = 100
-) -> list[np.ndarray]:
-    """Indices grouped into batches of at most ``max_tokens`` padded tokens.
-
-    Molecules are shuffled with ``(seed, epoch)``, sorted by length inside windows of
-    ``bucket_size`` batches' worth (so a batch holds similar lengths), and the batches
-    shuffled again. ``max_tokens`` counts padded, unexpanded tokens.
-    """
-    rng = np.random.default_rng([seed, epoch])
-    order = rng.permutation(len(lengths))
-    window = max(1, bucket_size * max(1, max_tokens // max(1, int(np.median(lengths)))))
-    batches: list[np.ndarray] = []
-    for start in range(0, len(order), window):
-        chunk = order[start : start + window]
-        chunk = chunk[np.argsort(lengths[chunk], kind="stable")]
-        batches.extend(_greedy_cuts(chunk, lengths[chunk], max_tokens))
-    return [batches[i] for i in rng.permutation(len(batches))]
-
-
-def _greedy_cuts(chunk: np.ndarray, sorted_lengths: np.ndarray, max_tokens: int) -> list:
-    """Cut a length-sorted chunk into batches, each as long as ``max_tokens`` allows.
-
-    A batch from ``a`` takes molecule ``j`` while ``sorted_lengths[j] * (j - a + 1)`` (its
-    padded size) stays within the budget; that product grows with ``j``, so the first
-    molecule over budget is found by bisection instead of a step per molecule. A molecule
-    longer than the budget gets a batch of its own.
-    """
-    cuts, n, a = [], len(chunk), 0
-    while a < n:
-        lo, hi = a + 1, n  # the batch ends at the first j in [lo, hi) over budget, else hi
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if int(sorted_lengths[mid]) * (mid - a + 1) > max_tokens:
-                hi = mid
-            else:
-                lo = mid + 1
-        cuts.append(chunk[a:lo].astype(np.int64))
-        a = lo
-    return cuts
-
-
-class BatchStream:
-    """Endless, resumable stream of index batches: epoch after epoch, same order each run."""
-
-    def __init__(self, lengths: np.ndarray, max_tokens: int, seed: int) -> None:
-        self.lengths, self.max_tokens, self.seed = lengths, max_tokens, seed
-
-    def iterate(self, epoch: int = 0, position: int = 0) -> Iterator[tuple[int, int, np.ndarray]]:
-        """Yield ``(epoch, position_in_epoch, indices)`` starting at a saved position."""
-        while True:
-            batches = token_budget_batches(self.lengths, self.max_tokens, self.seed, epoch)
-            for pos in range(position, len(batches)):
-                yield epoch, pos, batches[pos]
-            epoch, position = epoch + 1, 0
-
-
-def chunked(items: Iterable, size: int) -> Iterator[list]:
-    batch: list = []
-    for item in items:
-        batch.append(item)
-        if len(batch) == size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch

@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from exlm_chem.data.corpus import TokenizedCorpus, file_sha256, read_smiles_file, split_validation
+from exlm_chem.data.corpus import TokenizedCorpus, read_smiles_file, split_validation
+from exlm_chem.files.checksums import file_sha256, vocab_sha256
 
 if TYPE_CHECKING:
     from exlm_chem.data.tokenizer import SmilesTokenizer
@@ -39,7 +40,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 FORMAT = "exlm_chem.prepared_corpus"
-FORMAT_VERSION = 1
+#: 2: the vocabulary checksum is :func:`~exlm_chem.files.checksums.vocab_sha256`, as in
+#: checkpoints; version 1 (still read) hashed the tokens joined by newlines.
+FORMAT_VERSION = 2
 MANIFEST = "manifest.json"
 _ENCODE_CHUNK = 50_000  # molecules per batch_encode call: keeps the padded matrix small
 
@@ -52,8 +55,8 @@ class PreparedCorpus(NamedTuple):
     descriptors: dict[str, np.ndarray] | None = None
 
 
-def vocabulary_sha256(tokens: Sequence[str]) -> str:
-    """Hash of the ordered vocabulary: token ids mean the same only under the same list."""
+def _version1_vocab_sha256(tokens: Sequence[str]) -> str:
+    """The vocabulary checksum of format version 1."""
     return hashlib.sha256("\n".join(tokens).encode("utf-8")).hexdigest()
 
 
@@ -186,7 +189,7 @@ def prepare_corpus(
             "unknown_tokens": corpus.n_unknown_tokens,
         },
         "hygiene": hygiene_summary,
-        "vocabulary": {"size": len(tokenizer), "sha256": vocabulary_sha256(tokenizer.tokens)},
+        "vocabulary": {"size": len(tokenizer), "sha256": vocab_sha256(tokenizer.tokens)},
         "files": {},
     }
     targets = None
@@ -245,11 +248,13 @@ def load_prepared(directory: str | Path, tokenizer_tokens: Sequence[str]) -> Pre
         raise FileNotFoundError(f"{path} not found: is {directory} a prepared corpus "
                                 "(exlm-chem corpus prepare --out ...)?")
     manifest = json.loads(path.read_text())
-    if manifest.get("format") != FORMAT or manifest.get("format_version") != FORMAT_VERSION:
+    version = manifest.get("format_version")
+    if manifest.get("format") != FORMAT or version not in (1, FORMAT_VERSION):
         raise ValueError(f"{path}: format {manifest.get('format')!r} version "
                          f"{manifest.get('format_version')!r}; this exlm_chem reads {FORMAT!r} "
                          f"version {FORMAT_VERSION}: prepare the corpus again")
-    expected = vocabulary_sha256(tokenizer_tokens)
+    expected = (vocab_sha256(tokenizer_tokens) if version == FORMAT_VERSION
+                else _version1_vocab_sha256(tokenizer_tokens))
     if manifest["vocabulary"]["sha256"] != expected:
         raise ValueError(f"{path}: the corpus was tokenised with another vocabulary "
                          f"(sha256 {manifest['vocabulary']['sha256'][:12]}..., trainer's "
@@ -281,4 +286,4 @@ def load_prepared(directory: str | Path, tokenizer_tokens: Sequence[str]) -> Pre
     return PreparedCorpus(parts["train"], parts["valid"], manifest, targets)
 
 
-__all__ = ["PreparedCorpus", "load_prepared", "prepare_corpus", "vocabulary_sha256"]
+__all__ = ["PreparedCorpus", "load_prepared", "prepare_corpus"]

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from exlm_chem.errors import DataFileError
-from exlm_chem.files.atomic_files import default_file_mode
+from exlm_chem.files.safe_write import default_file_mode
 
 __all__ = [
     "DOWNLOAD_TIMEOUT_S",

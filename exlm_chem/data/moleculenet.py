@@ -125,12 +125,7 @@ def regression_names() -> tuple[str, ...]:
 
 def regression_specs() -> dict[str, DatasetSpec]:
     """``{name: DatasetSpec}`` for the three regression sets, in benchmark order."""
-    return {
-        name: DatasetSpec(name, url, filename, local, smiles, (target,),
-                          (Revision("s3", sha, None, note),),
-                          task_type="regression", folder="regression")
-        for name, (url, filename, local, smiles, target, sha, note) in REGRESSION_SETS.items()
-    }
+    return dict(REGRESSION_SETS)
 
 
 def get_spec(name: str) -> DatasetSpec:

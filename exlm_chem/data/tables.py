@@ -1,12 +1,12 @@
 """The one reader for molecule tables: CSV, SMILES files and Parquet.
 
 The CLI (``embed``, ``fit``, ``predict``, ``explain``, ``entropy``) reads its rows
-through :func:`open_table` and :func:`iter_chunks`; ``screen`` checks its CSV columns here
-but streams its libraries with :mod:`exlm_chem.screening.inputs`, which counts no rows
-up front, so that its chunk k is always lines ``[kR, (k+1)R)``. Opening a table checks,
-before any model is loaded, that the file exists, is not empty, has at least one data row
-and holds the columns asked for, and that its text decodes in the stated encoding (an
-undecodable byte is an error naming the file, the data row and the column).
+through :func:`open_table` and :func:`iter_chunks`. Opening a table checks, before any
+model is loaded, that the file exists, is not empty, has at least one data row and holds
+the columns asked for, and that its text decodes in the stated encoding (an undecodable
+byte is an error naming the file, the data row and the column). ``screen`` streams
+libraries of any length with :func:`stream_table`, the same chunks without the checks and
+row count up front (:mod:`exlm_chem.screening.inputs`).
 
 Formats, by suffix:
 
@@ -18,7 +18,10 @@ Formats, by suffix:
   dropped), so data row ``i`` is line ``i + 1`` of the file, as in ``screen`` and the
   MoleculeNet loader.
 
-Cells come out as ``str``, or ``None`` where the cell is empty.
+Cells come out as ``str``, or ``None`` where the cell is empty. A CSV cell that pandas
+takes for missing (``NA``, ``null``, ``nan`` ...) is missing too, except in the columns
+read ``as_written`` (SMILES: such text is a molecule that fails to parse, reported as
+written, not an empty one).
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ class TableInput(NamedTuple):
     path: Path
     kind: str  # "csv" | "smi" | "parquet"
     columns: list[str]  # header, in file order
-    n_rows: int  # data rows (> 0)
+    n_rows: int  # data rows (> 0); -1 when not counted (stream_table)
     encoding: str  # of a CSV / SMILES file
 
 
@@ -81,12 +84,7 @@ def open_table(path: str | Path, required: dict[str, Sequence[str]] | None = Non
     if path.stat().st_size == 0:
         raise ValueError(f"{path} is empty: no header and no data rows")
     kind = table_kind(path)
-    columns = _columns(path, kind, encoding)
-    for what, wanted in (required or {}).items():
-        missing = [c for c in wanted if c not in columns]
-        if missing:
-            raise ValueError(f"{what} {', '.join(map(repr, missing))} not found in {path}; "
-                             f"its columns are: {', '.join(columns)}")
+    columns = check_columns(path, required, encoding)
     wanted = list(dict.fromkeys(c for cols in (required or {}).values() for c in cols))
     table = TableInput(path, kind, columns, 0, encoding)
     counted = ["smiles", *wanted] if kind == "smi" else wanted or columns[:1]
@@ -100,27 +98,58 @@ def open_table(path: str | Path, required: dict[str, Sequence[str]] | None = Non
     return table._replace(n_rows=n_rows)
 
 
+def check_columns(path: str | Path, required: dict[str, Sequence[str]] | None = None,
+                  encoding: str = "utf-8") -> list[str]:
+    """The table's columns, in file order, read from its header alone; each column of
+    ``required`` (``{what: columns}``, as in :func:`open_table`) must be among them."""
+    path = Path(path)
+    columns = _columns(path, table_kind(path), encoding)
+    for what, wanted in (required or {}).items():
+        missing = [c for c in wanted if c not in columns]
+        if missing:
+            raise ValueError(f"{what} {', '.join(map(repr, missing))} not found in {path}; "
+                             f"its columns are: {', '.join(columns)}")
+    return columns
+
+
 def iter_chunks(table: TableInput, columns: Sequence[str],
-                chunk_size: int = DEFAULT_CHUNK_SIZE) -> Iterator[Any]:
+                chunk_size: int = DEFAULT_CHUNK_SIZE,
+                as_written: Sequence[str] = ()) -> Iterator[Any]:
     """DataFrames of at most ``chunk_size`` rows holding ``columns`` (str or None cells).
 
-    The index counts data rows from 0 across chunks. An undecodable byte raises a
-    ``ValueError`` naming the file, the data row and the column.
+    The index counts data rows from 0 across chunks. In the columns ``as_written``, only
+    an empty cell is missing. An undecodable byte raises a ``ValueError`` naming the
+    file, the data row and the column.
     """
     if chunk_size < 1:
         raise ValueError(f"--chunk-size must be a positive integer, got {chunk_size}")
     columns = list(dict.fromkeys(columns))
-    reader = {"csv": _csv_chunks, "smi": _smi_chunks, "parquet": _parquet_chunks}[table.kind]
-    for frame in reader(table, columns, chunk_size):
+    if table.kind == "csv":
+        chunks = _csv_chunks(table, columns, chunk_size, set(as_written))
+    else:
+        chunks = {"smi": _smi_chunks, "parquet": _parquet_chunks}[table.kind](
+            table, columns, chunk_size)
+    for frame in chunks:
         _check_decoded(table, frame)
         yield frame
 
 
-def read_table(table: TableInput, columns: Sequence[str]) -> Any:
+def stream_table(path: str | Path, columns: Sequence[str],
+                 chunk_size: int = DEFAULT_CHUNK_SIZE, encoding: str = "utf-8",
+                 as_written: Sequence[str] = ()) -> Iterator[Any]:
+    """The chunks of :func:`iter_chunks` straight from a file, without :func:`open_table`'s
+    checks and row count: one pass, whatever the length (an empty file has no chunks)."""
+    path = Path(path)
+    table = TableInput(path, table_kind(path), [], -1, encoding)
+    return iter_chunks(table, columns, chunk_size, as_written)
+
+
+def read_table(table: TableInput, columns: Sequence[str],
+               as_written: Sequence[str] = ()) -> Any:
     """All rows of ``columns`` as one DataFrame (str or None cells)."""
     import pandas as pd
 
-    frames = list(iter_chunks(table, columns, chunk_size=max(1, table.n_rows)))
+    frames = list(iter_chunks(table, columns, max(1, table.n_rows), as_written))
     return pd.concat(frames) if len(frames) > 1 else frames[0]
 
 
@@ -158,11 +187,15 @@ def _missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and value != value)  # NaN
 
 
-def _csv_chunks(table: TableInput, columns: list[str], chunk_size: int) -> Iterator[Any]:
+def _csv_chunks(table: TableInput, columns: list[str], chunk_size: int,
+                as_written: set[str]) -> Iterator[Any]:
     import pandas as pd
+    from pandas._libs.parsers import STR_NA_VALUES  # what read_csv takes for missing
 
+    missing = {c: [""] if c in as_written else sorted(STR_NA_VALUES) for c in columns}
     # object dtype keeps SMILES text as it is (and keeps undecoded bytes visible to the check)
     reader = pd.read_csv(table.path, usecols=columns, dtype=object, chunksize=chunk_size,
+                         keep_default_na=False, na_values=missing,
                          encoding=table.encoding, encoding_errors="surrogateescape")
     start = 0
     with reader:

@@ -1,26 +1,33 @@
-"""Temporaries of interrupted writes: how they are named, found and cleaned.
+"""Temporaries of interrupted writes: how they are named and whose they are.
 
 A temporary beside a target ``name`` is called ``.{name}.{tag}-{host}.{pid}-{random}``
 (``tag`` is ``tmp`` for a version being written, ``old`` for one set aside). The name
 says which process of which host wrote it, so a later write to the same target can
-remove what dead processes of this host left (a killed run) and name everything else.
+remove what dead processes of this host left (a killed run) and name everything else
+(:func:`exlm_chem.files.safe_write.sweep_debris` does both).
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import logging
 import os
 import re
 import shutil
 import socket
 from pathlib import Path
-
-logger = logging.getLogger(__name__)
+from typing import NamedTuple
 
 #: Short, stable name of this host in temporary names.
 HOST = hashlib.sha1(socket.gethostname().encode(), usedforsecurity=False).hexdigest()[:8]
+
+
+class Leftover(NamedTuple):
+    """A temporary of a dead writer of this host."""
+
+    path: Path
+    tag: str  # "tmp": a version being written; "old": the previous version set aside
+    pid: int  # the writer's process
 
 
 def temp_prefix(path: Path, tag: str) -> str:
@@ -38,14 +45,12 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def sweep_debris(path: Path) -> list[Path]:
-    """Remove temporaries of ``path`` left by dead processes; return the ones kept.
-
-    A previous version set aside (``old``) by a killed writer is moved back first when
-    ``path`` itself is missing.
-    """
+def leftovers(path: Path) -> tuple[list[Leftover], list[Path]]:
+    """Temporaries beside ``path``: those of dead writers of this host, and all others
+    (live writers, this process, other hosts), which must be left alone."""
     pattern = re.compile(rf"\.{re.escape(path.name)}\.(tmp|old)-([0-9a-f]{{8}})\.(\d+)-")
-    kept = []
+    dead: list[Leftover] = []
+    kept: list[Path] = []
     with contextlib.suppress(FileNotFoundError):
         for entry in path.parent.iterdir():
             found = pattern.match(entry.name)
@@ -54,19 +59,13 @@ def sweep_debris(path: Path) -> list[Path]:
             tag, host, pid = found.group(1), found.group(2), int(found.group(3))
             if host != HOST or pid == os.getpid() or _pid_alive(pid):
                 kept.append(entry)
-                continue
-            if tag == "old" and not path.exists() and (entry / path.name).exists():
-                os.replace(entry / path.name, path)
-                logger.warning("restored %s from %s, left by an interrupted save", path, entry)
-            _remove(entry)
-            logger.info("removed %s, left by an interrupted write (process %d)", entry, pid)
-    if kept:
-        logger.warning("temporary files of other writers beside %s: %s", path,
-                       ", ".join(e.name for e in kept))
-    return kept
+            else:
+                dead.append(Leftover(entry, tag, pid))
+    return dead, kept
 
 
-def _remove(entry: Path) -> None:
+def remove_entry(entry: Path) -> None:
+    """Remove a file, link or directory tree; nothing if it is already gone."""
     if entry.is_dir() and not entry.is_symlink():
         shutil.rmtree(entry, ignore_errors=True)
     else:

@@ -1,17 +1,21 @@
 """Writing files and directories so that a failure, a crash or a kill loses nothing.
 
-* :func:`atomic_directory` / :func:`atomic_file`: the new version is assembled under a
-  hidden temporary name beside the target and published in one step; the previous
-  version stays whole until then.
-* :func:`check_output_dir` / :func:`check_output_file` (from
-  :mod:`exlm_chem.files.output_owner`): the same refusals, made before long work (training,
-  embedding) starts, so that no result is lost at the end.
+The one place where the package publishes what it writes (reports, CSV / Parquet / ``.npy``
+outputs, checkpoints, manifests, caches, downloads):
 
-Saving never deletes what exlm_chem did not write: an existing directory is replaced
-only when it is empty or a saved model of the expected kind holding nothing but model
-files. Temporaries are named after their writer (:mod:`exlm_chem.files.debris`): a later
-write to the same target removes what a killed run left, restoring a previous version
-found set aside, and names whatever else it finds.
+* :func:`atomic_path`: a file is filled under a temporary name beside its target and
+  renamed into place, so a reader never sees half a file and a failure leaves the old one;
+  :func:`write_text_atomic` and :func:`write_json_atomic` write text and JSON through it.
+* :func:`atomic_directory`: a directory is assembled under a temporary name and swapped
+  in as a whole; the previous version stays whole until then.
+* :func:`sweep_debris`: what a killed writer of a target left beside it is removed, and a
+  previous version it had set aside is put back.
+
+Files get the mode a plain ``open(path, "w")`` would give (0666 minus the umask), so
+published files are shared as usual. Saving never deletes what exlm_chem did not write
+(:mod:`exlm_chem.files.output_owner` makes the refusals); temporaries are named after
+their writer (:mod:`exlm_chem.files.debris`), so a later write to the same target can
+tell a dead writer's leftovers from a live one's.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
+import logging
 import os
 import shutil
 import sys
@@ -28,26 +33,136 @@ from pathlib import Path
 from typing import Any
 
 from exlm_chem.errors import OutputPathError
-from exlm_chem.files.atomic_files import fsync_dir
-from exlm_chem.files.debris import sweep_debris, temp_prefix
+from exlm_chem.files.debris import leftovers, remove_entry, temp_prefix
 from exlm_chem.files.output_owner import check_output_dir, check_output_file, replace_refusal
 
+logger = logging.getLogger(__name__)
+
 __all__ = [
-    "atomic_directory", "atomic_file", "check_output_dir", "check_output_file", "fsync_dir",
-    "sweep_debris", "write_json_atomic",
+    "atomic_directory", "atomic_path", "current_umask", "default_dir_mode",
+    "default_file_mode", "fsync_dir", "sweep_debris", "write_json_atomic", "write_text_atomic",
 ]  # fmt: skip
 
 
-def _umask() -> int:
-    mask = os.umask(0)
+# ----------------------------------------------------------------------------- modes
+def current_umask() -> int:
+    """The process umask, read without changing it where the OS allows (Linux)."""
+    with contextlib.suppress(OSError, ValueError):
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    mask = os.umask(0o022)  # elsewhere: set and restore (not thread-safe, but brief)
     os.umask(mask)
     return mask
 
 
+def default_file_mode() -> int:
+    """What ``open(path, "w")`` would create: 0o666 minus the umask."""
+    return 0o666 & ~current_umask()
+
+
+def default_dir_mode() -> int:
+    """What ``os.mkdir`` would create: 0o777 minus the umask."""
+    return 0o777 & ~current_umask()
+
+
+def fsync_dir(path: str | os.PathLike[str]) -> None:
+    """Flush a directory entry to disk where the OS allows it (not on Windows)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+# ----------------------------------------------------------------------------- debris
+def sweep_debris(path: Path) -> list[Path]:
+    """Remove temporaries of ``path`` left by dead processes; return the ones kept.
+
+    A previous version set aside (``old``) by a killed writer is moved back first when
+    ``path`` itself is missing. Temporaries of live writers and of other hosts are kept
+    and named in a warning.
+    """
+    dead, kept = leftovers(path)
+    for entry in dead:
+        if entry.tag == "old" and not path.exists() and (entry.path / path.name).exists():
+            os.replace(entry.path / path.name, path)
+            logger.warning("restored %s from %s, left by an interrupted save", path, entry.path)
+        remove_entry(entry.path)
+        logger.info("removed %s, left by an interrupted write (process %d)", entry.path,
+                    entry.pid)
+    if kept:
+        logger.warning("temporary files of other writers beside %s: %s", path,
+                       ", ".join(e.name for e in kept))
+    return kept
+
+
+# ----------------------------------------------------------------------------- files
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike[str], durable: bool = False) -> Iterator[Path]:
+    """A temporary file beside ``path`` to fill; renamed to ``path`` if the body succeeds.
+
+    Parameters
+    ----------
+    path : path
+        The target; its folder is created if missing.
+    durable : bool
+        fsync the file and its folder, so the new content survives a power cut
+        (checkpoints want this; a report can be rewritten).
+
+    Yields
+    ------
+    Path
+        The temporary file (empty, mode 0666 minus the umask). Writers may reopen or
+        replace it by name; it does not end in the target's suffix, so a writer that
+        adds a missing suffix (``numpy.save``) must be given an open file. On any
+        exception it is removed and ``path`` is untouched.
+
+    Examples
+    --------
+    >>> with atomic_path("out/report.md") as tmp:  # doctest: +SKIP
+    ...     tmp.write_text("# report\\n")
+    """
+    target = Path(path).expanduser()
+    sweep_debris(target)  # what a killed writer of this target left behind
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # named after this process (exlm_chem.files.debris), so a later run can tell it is debris
+    tmp = target.parent / (temp_prefix(target, "tmp") + os.urandom(4).hex())
+    os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))  # umask applies
+    try:
+        yield tmp
+        if durable:
+            with open(tmp, "rb") as handle:
+                os.fsync(handle.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    if durable:
+        fsync_dir(target.parent)
+
+
+def write_text_atomic(path: str | os.PathLike[str], text: str, durable: bool = False) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` through :func:`atomic_path`; returns the path."""
+    with atomic_path(path, durable=durable) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+    return Path(path)
+
+
+def write_json_atomic(path: str | os.PathLike[str], obj: Any) -> None:
+    """Write ``obj`` as indented JSON to ``path``, durably; ``path`` must be a writable file
+    name (:func:`~exlm_chem.files.output_owner.check_output_file`)."""
+    text = json.dumps(obj, indent=2) + "\n"  # serialise first: a TypeError leaves no debris
+    write_text_atomic(check_output_file(path), text, durable=True)
+
+
+# ----------------------------------------------------------------------------- directories
 def _publish_modes(directory: Path) -> None:
     """Give every file the mode a plain ``open`` would (safetensors writes 0600)."""
-    mode = 0o666 & ~_umask()
-    os.chmod(directory, 0o777 & ~_umask())  # mkdtemp makes 0700; a model is shared
+    mode = default_file_mode()
+    os.chmod(directory, default_dir_mode())  # mkdtemp makes 0700; a model is shared
     for child in directory.iterdir():
         if child.is_file() and not child.is_symlink():
             with open(child, "rb") as fh:  # durable before it is published
@@ -130,30 +245,3 @@ def _swap_in(tmp: Path, path: Path) -> None:
         raise
     os.replace(old / path.name, tmp)  # so that the caller's cleanup removes it
     os.rmdir(old)
-
-
-@contextlib.contextmanager
-def atomic_file(path: str | os.PathLike[str]) -> Iterator[Path]:
-    """A temporary name beside ``path``, renamed to ``path`` if the body succeeds.
-
-    The file is created by the caller's writer (so it gets the usual permissions); a
-    failure removes whatever was written, and the debris of killed runs is swept first.
-    """
-    from exlm_chem.files.atomic_files import atomic_path
-
-    path = Path(path).expanduser()
-    check_output_file(path)
-    with atomic_path(path) as tmp:
-        yield tmp
-
-
-def write_json_atomic(path: str | os.PathLike[str], obj: Any) -> None:
-    """Write ``obj`` as indented JSON to ``path`` via a temporary file and ``os.replace``."""
-    path = Path(path)
-    text = json.dumps(obj, indent=2) + "\n"  # serialise first: a TypeError leaves no debris
-    with atomic_file(path) as tmp:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-    fsync_dir(path.parent)

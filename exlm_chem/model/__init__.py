@@ -12,7 +12,6 @@ from exlm_chem._lazy import lazy_attributes
 _LAZY = {
     "ExLMConfig": "exlm_chem.model.config",
     "PRESETS": "exlm_chem.model.config",
-    "apply_2d_rope": "exlm_chem.model.rope",
     "ExLMEncoder": "exlm_chem.model.encoder",
     "ExLMModel": "exlm_chem.model.encoder",
     "LMHead": "exlm_chem.model.heads",

@@ -20,7 +20,6 @@ load unchanged on disk.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -29,8 +28,9 @@ from typing import Any, NamedTuple
 import torch
 
 from exlm_chem.errors import CheckpointError, CheckpointFilesMissingError
-from exlm_chem.files.debris import sweep_debris
+from exlm_chem.files.checksums import json_sha256, vocab_sha256
 from exlm_chem.files.output_owner import CHECKPOINT_FORMAT, ESTIMATOR_FORMAT, describe
+from exlm_chem.files.safe_write import sweep_debris
 from exlm_chem.model.config import ExLMConfig
 
 CONFIG_FILE = "config.json"
@@ -68,14 +68,9 @@ CONVERTERS: dict[int, Callable[[CheckpointParts], CheckpointParts]] = {
     1: _from_v1, 2: _from_v2}
 
 
-def _sha256(obj: Any) -> str:
-    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
 def checksums(config: dict[str, Any], tokens: list[str]) -> dict[str, str]:
     """sha256 of the config (as a canonical JSON object) and of the token list."""
-    return {CONFIG_FILE: _sha256(config), VOCAB_FILE: _sha256(tokens)}
+    return {CONFIG_FILE: json_sha256(config), VOCAB_FILE: vocab_sha256(tokens)}
 
 
 def stamp(metadata: dict[str, Any], config: ExLMConfig, tokens: list[str],

@@ -74,7 +74,7 @@ class ExLMConfig:
         if not problems and self.d_model % self.n_heads:
             problems.append(f"d_model={self.d_model} is not divisible by "
                             f"n_heads={self.n_heads}")
-        # 2D RoPE splits a head in two halves and rotates each half in (j, j + half/2) pairs
+        # 2D RoPE gives each of its two coordinates half a head: hd/4 adjacent pairs each
         if not problems and self.head_dim % 4:
             problems.append(f"head_dim = d_model / n_heads = {self.head_dim} must be "
                             "divisible by 4 (two RoPE halves, each rotated in pairs)")
@@ -143,9 +143,8 @@ PRESETS: dict[str, dict[str, Any]] = {
     # the paper's molecular model: 53.7M parameters here with its 369-token vocabulary,
     # transition head (3.2M) included; the paper reports ~50.5M
     "base": {"n_layers": 9, "d_model": 768, "n_heads": 12, "d_ffn": 2048, "k_states": 2},
-    # shipped CPU-friendly default: 7.9M parameters (15.7 MB in 16-bit) with a 600-token
-    # vocabulary, heads and all; head_dim 64 like the paper. d 320 with FFN 4d would be
-    # 12.1M (24 MB), over the 20 MB budget; d 288 would just fit (9.9M, 19.8 MB)
+    # the shipped CPU-friendly default: head_dim 64 like the paper, and narrow enough that
+    # the weights, heads and all, stay under the 20 MB shipping budget in 16-bit
     "small": {"n_layers": 9, "d_model": 256, "n_heads": 4, "d_ffn": 1024, "k_states": 2},
     # unit tests; a shorter transition position table keeps it under 0.2M parameters
     "tiny": {"n_layers": 2, "d_model": 64, "n_heads": 2, "d_ffn": 128, "k_states": 2,

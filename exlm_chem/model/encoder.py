@@ -139,9 +139,9 @@ def init_weights(module: nn.Module, pad_id: int | None = None) -> None:
 class ExLMModel(nn.Module):
     """Encoder plus the tied LM head and (for objective "exlm") the transition head.
 
-    The losses live elsewhere: this module maps an expanded batch to hidden states and
-    offers the two heads as methods, so collate/objective code decides which positions
-    to score.
+    The losses live elsewhere: this module maps an expanded batch to hidden states, and
+    collate/objective code applies the heads (``lm_head``, ``transition_head``) to the
+    positions it scores.
     """
 
     def __init__(self, config: ExLMConfig) -> None:
@@ -171,22 +171,6 @@ class ExLMModel(nn.Module):
         ``first_only`` (see :meth:`ExLMEncoder.forward`)."""
         return self.encoder(input_ids, pos_original, pos_copy, padding_mask,
                             first_only=first_only)
-
-    def lm_logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        """Vocabulary logits [..., V] for any selection of hidden states [..., d]."""
-        return self.lm_head(hidden)
-
-    def transitions(
-        self, hidden: torch.Tensor, state_index: torch.Tensor, state_lengths: torch.Tensor
-    ) -> torch.Tensor:
-        """Log transition matrix [B, S, S] (float32) between expanded states.
-
-        See :meth:`TransitionHead.forward`.
-        """
-        if self.transition_head is None:
-            raise RuntimeError("this model was built with objective='mlm' and has no "
-                               "transition head")
-        return self.transition_head(hidden, state_index, state_lengths)
 
     def num_parameters(self, trainable_only: bool = False) -> int:
         """Number of distinct parameters (the tied embedding counted once)."""

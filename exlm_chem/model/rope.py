@@ -74,30 +74,3 @@ def rotate_pairs(x: torch.Tensor, rotation: torch.Tensor) -> torch.Tensor:
     z = torch.view_as_complex(xw)  # [..., hd/2]
     out = torch.view_as_real(z * rotation.to(z.dtype)).flatten(-2)  # [..., hd]
     return out.to(x.dtype)
-
-
-def apply_2d_rope(
-    q_or_k: torch.Tensor, pos_original: torch.Tensor, pos_copy: torch.Tensor, base: float
-) -> torch.Tensor:
-    """Apply 2D RoPE to queries or keys.
-
-    Parameters
-    ----------
-    q_or_k : Tensor [B, H, X, hd]
-        Per-head queries or keys in the interleaved-pair layout; ``hd`` divisible by 4.
-    pos_original, pos_copy : LongTensor [B, X]
-        Original-sequence index and copy index of every expanded token.
-    base : float
-        RoPE frequency base.
-
-    Returns
-    -------
-    Tensor [B, H, X, hd]
-        Same shape and dtype as ``q_or_k``.
-    """
-    if q_or_k.dim() != 4 or q_or_k.shape[0] != pos_original.shape[0] \
-            or q_or_k.shape[2] != pos_original.shape[-1]:
-        raise ValueError(f"q_or_k must be [B, H, X, hd] matching positions [B, X]; got "
-                         f"{tuple(q_or_k.shape)} and {tuple(pos_original.shape)}")
-    rotation = rope_rotation(pos_original, pos_copy, q_or_k.shape[-1], base)  # [B, X, hd/2]
-    return rotate_pairs(q_or_k, rotation[:, None])  # broadcast over heads

@@ -74,14 +74,6 @@ def permute_qk_to_interleaved(
     return _permute_qk(state_dict, config, halves_to_interleaved_index(config.head_dim))
 
 
-def permute_qk_to_halves(
-    state_dict: Mapping[str, torch.Tensor], config: ExLMConfig
-) -> dict[str, torch.Tensor]:
-    """Inverse of :func:`permute_qk_to_interleaved` (the format-1 layout)."""
-    inverse = torch.argsort(halves_to_interleaved_index(config.head_dim))
-    return _permute_qk(state_dict, config, inverse)
-
-
 def to_current_layout(
     state_dict: Mapping[str, torch.Tensor], config: ExLMConfig, format_version: int | None
 ) -> dict[str, torch.Tensor]:

@@ -1,8 +1,8 @@
 """Padding-free token layout for the encoder: real tokens in one flat list, attention by groups.
 
-A padded batch of molecules is mostly padding on CPU fine-tuning (random batches of 128
-BBBP molecules: 68% padding), and every position-wise op (LayerNorm, projections, FFN)
-would spend time and saved-activation memory on it. The encoder therefore runs those ops
+Molecules of a data set differ in length several-fold, so much of a padded batch can be
+padding, and every position-wise op (LayerNorm, projections, FFN) would spend time and
+saved-activation memory on it. The encoder therefore runs those ops
 on the real tokens only, ``[N, d]``, and attention (the one op that mixes tokens) on groups
 of samples of similar length, each padded only to its own longest sample. Attention is
 per sample, so grouping does not change any output; RoPE positions travel with the tokens.

@@ -4,24 +4,27 @@ Chunk ``k`` of a file always holds its data rows ``[k * R, (k + 1) * R)``, so a 
 cuts the same chunks and can recognise the ones already done. Only one block of a file
 is in memory at a time, whatever its length.
 
-Formats (by suffix): ``.smi`` / ``.smiles`` (one molecule per line, the SMILES is the
-line's first whitespace-separated field, no header; a blank line is an empty SMILES,
-not a skipped row), ``.csv`` and ``.parquet`` (a named SMILES column; an empty cell
-is an empty SMILES). Text formats may be gzipped (``.gz``).
+Files are read by :func:`exlm_chem.data.tables.stream_table`, with the CLI's rules:
+``.smi`` / ``.smiles`` (one molecule per line, the SMILES is the line's first
+whitespace-separated field, no header; a blank line is an empty SMILES, not a skipped
+row), ``.csv`` and ``.parquet`` / ``.pq`` (a named SMILES column; an empty cell is an
+empty SMILES, any other cell is read as written). Text formats may be gzipped (``.gz``)
+and are UTF-8.
 """
 
 from __future__ import annotations
 
 import glob
-import gzip
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-FORMATS = {".smi": "smi", ".smiles": "smi", ".smi.gz": "smi", ".smiles.gz": "smi",
-           ".csv": "csv", ".csv.gz": "csv", ".parquet": "parquet"}
-_READ_BLOCK = 65_536  # rows per read from a CSV or Parquet file
+from exlm_chem.data.tables import check_columns, stream_table, table_kind
+
+#: Suffixes a screen reads: a glob over a folder must not take a log file for molecules.
+SUFFIXES = (".smi", ".smiles", ".smi.gz", ".smiles.gz", ".csv", ".csv.gz", ".parquet", ".pq")
+_READ_BLOCK = 65_536  # rows per read
 
 
 class InputFile(NamedTuple):
@@ -38,12 +41,11 @@ class Chunk(NamedTuple):
 
 
 def input_format(path: str | Path) -> str:
-    """``"smi"``, ``"csv"`` or ``"parquet"``; a ``ValueError`` for anything else."""
-    name = Path(path).name.lower()
-    for suffix, fmt in FORMATS.items():
-        if name.endswith(suffix):
-            return fmt
-    raise ValueError(f"{path}: unsupported input; use one of {', '.join(FORMATS)}")
+    """``"smi"``, ``"csv"`` or ``"parquet"`` (:func:`~exlm_chem.data.tables.table_kind`);
+    a ``ValueError`` for a suffix not in :data:`SUFFIXES`."""
+    if not Path(path).name.lower().endswith(SUFFIXES):
+        raise ValueError(f"{path}: unsupported input; use one of {', '.join(SUFFIXES)}")
+    return table_kind(path)
 
 
 def resolve_inputs(patterns: Sequence[str | os.PathLike[str]]) -> list[InputFile]:
@@ -79,58 +81,15 @@ def resolve_inputs(patterns: Sequence[str | os.PathLike[str]]) -> list[InputFile
 
 def check_smiles_column(path: str | Path, column: str) -> None:
     """A clear ``ValueError`` when a CSV or Parquet file lacks the SMILES ``column``."""
-    fmt = input_format(path)
-    if fmt == "csv":
-        from exlm_chem.data.tables import open_table
-
-        open_table(path, {"--smiles-column": [column]})
-    elif fmt == "parquet":
-        import pyarrow.parquet as pq
-
-        names = pq.ParquetFile(path).schema_arrow.names
-        if column not in names:
-            raise ValueError(f"--smiles-column {column!r} not found in {path}; its columns "
-                             f"are: {', '.join(names)}")
-
-
-def _smi_blocks(path: str) -> Iterator[list[str]]:
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8") as fh:
-        block: list[str] = []
-        for line in fh:
-            fields = line.split(maxsplit=1)
-            block.append(fields[0] if fields else "")
-            if len(block) == _READ_BLOCK:
-                yield block
-                block = []
-        if block:
-            yield block
-
-
-def _csv_blocks(path: str, column: str) -> Iterator[list[str]]:
-    import pandas as pd
-
-    # dtype=str: SMILES such as "1" or "NaN"-like text must not turn into numbers
-    for frame in pd.read_csv(path, usecols=[column], dtype=str, keep_default_na=False,
-                             chunksize=_READ_BLOCK):
-        yield frame[column].tolist()
-
-
-def _parquet_blocks(path: str, column: str) -> Iterator[list[str]]:
-    import pyarrow.parquet as pq
-
-    for batch in pq.ParquetFile(path).iter_batches(batch_size=_READ_BLOCK, columns=[column]):
-        yield [s if isinstance(s, str) else "" for s in batch.column(0).to_pylist()]
+    if input_format(path) != "smi":
+        check_columns(path, {"--smiles-column": [column]})
 
 
 def read_blocks(path: str, smiles_column: str = "smiles") -> Iterator[list[str]]:
     """The file's SMILES in blocks of any size, in row order (empty cells as ``""``)."""
-    fmt = input_format(path)
-    if fmt == "smi":
-        return _smi_blocks(path)
-    if fmt == "csv":
-        return _csv_blocks(path, smiles_column)
-    return _parquet_blocks(path, smiles_column)
+    column = "smiles" if input_format(path) == "smi" else smiles_column
+    for frame in stream_table(path, [column], _READ_BLOCK, as_written=[column]):
+        yield ["" if s is None else s for s in frame[column]]
 
 
 def iter_chunks(files: Sequence[InputFile], chunk_rows: int,

@@ -20,6 +20,7 @@ import json
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from exlm_chem.files.safe_write import write_json_atomic
 from exlm_chem.screening.inputs import Chunk, InputFile
 
 MANIFEST = "_manifest.json"
@@ -93,15 +94,6 @@ def _differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     return diffs
 
 
-def write_json(path: Path, obj: Any) -> None:
-    """``obj`` as JSON at ``path``, atomically."""
-    from exlm_chem.files.safe_write import atomic_file as atomic_output
-
-    text = json.dumps(obj, indent=2) + "\n"
-    with atomic_output(path) as tmp:
-        tmp.write_text(text, encoding="utf-8")
-
-
 def open_output(out: Path, ident: dict[str, Any], extra: dict[str, Any]) -> None:
     """Create ``out`` for this identity, or check that it already belongs to it.
 
@@ -120,7 +112,7 @@ def open_output(out: Path, ident: dict[str, Any], extra: dict[str, Any]) -> None
         raise ValueError(f"{out} is not empty and has no {MANIFEST}: not a screen output; "
                          "choose an empty or new directory")
     out.mkdir(parents=True, exist_ok=True)
-    write_json(manifest, {**ident, **extra})
+    write_json_atomic(manifest, {**ident, **extra})
 
 
 def part_name(chunk: Chunk) -> str:

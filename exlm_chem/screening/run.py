@@ -14,6 +14,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from exlm_chem.files.safe_write import write_json_atomic
 from exlm_chem.screening.feed import LazyClient, Tally, WorkerStats, drive
 from exlm_chem.screening.inputs import check_smiles_column, iter_chunks, resolve_inputs
 from exlm_chem.screening.manifest import (
@@ -24,7 +25,6 @@ from exlm_chem.screening.manifest import (
     open_output,
     remove_temporaries,
     run_id,
-    write_json,
 )
 from exlm_chem.screening.worker import EMBED, PREDICT, ModelSpec
 
@@ -158,7 +158,7 @@ def screen(
     seconds = time.perf_counter() - began
     summary = ScreenSummary(tally.rows, tally.invalid, seconds, tally.computed, tally.written,
                             tally.skipped, tally.workers)
-    write_json(out / MANIFEST, {**ident, **extra, "last_run": {
+    write_json_atomic(out / MANIFEST, {**ident, **extra, "last_run": {
         "rows": summary.rows, "invalid_rows": summary.invalid_rows,
         "rows_computed": summary.rows_computed, "seconds": round(seconds, 3)}})
     return ScreenResult(out, summary)

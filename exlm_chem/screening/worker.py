@@ -151,7 +151,8 @@ def run_part(spec: ModelSpec, task: PartTask) -> PartResult:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from exlm_chem.files.safe_write import atomic_file as atomic_output
+    from exlm_chem.files.output_owner import check_output_file
+    from exlm_chem.files.safe_write import atomic_path
 
     load_model(spec)  # outside the timer: per-worker rates are model time
     began, began_cpu = time.perf_counter(), time.process_time()
@@ -167,7 +168,7 @@ def run_part(spec: ModelSpec, task: PartTask) -> PartResult:
     table = pa.Table.from_pandas(frame, preserve_index=False)
     table = table.replace_schema_metadata({**(table.schema.metadata or {}),
                                            PART_KEY: json.dumps(record).encode()})
-    with atomic_output(Path(task.out) / task.name) as tmp:
+    with atomic_path(check_output_file(Path(task.out) / task.name)) as tmp:
         pq.write_table(table, tmp)
     return PartResult(task.name, n, invalid, time.perf_counter() - began,
                       time.process_time() - began_cpu, _worker_name(), peak_rss_mb())

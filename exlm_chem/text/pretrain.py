@@ -28,13 +28,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from exlm_chem.data.batching import BatchStream
 from exlm_chem.data.corpus import (
-    BatchStream,
     TokenizedCorpus,
-    file_sha256,
     open_text,
     split_validation,
 )
+from exlm_chem.files.checksums import file_sha256
 from exlm_chem.text.tokenizer import TOKENIZER_FILE, TextTokenizer
 from exlm_chem.train.pretrain import Pretrainer, setup_distributed
 from exlm_chem.train.pretrain_args import PretrainArgs

@@ -16,7 +16,6 @@ exlm_chem[text]``); it is imported only when a tokenizer is built.
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -156,13 +155,12 @@ class TextTokenizer(SpecialTokenIds):
         The file is written to a temporary name and renamed, so a reader never sees
         half of it.
         """
+        from exlm_chem.files.safe_write import write_text_atomic
+
         target = Path(path)
         if target.is_dir():
             target = target / TOKENIZER_FILE
-        tmp = target.with_name(f".{target.name}.tmp{os.getpid()}")
-        tmp.write_text(self._backend.to_str(pretty=True), encoding="utf-8")
-        os.replace(tmp, target)
-        return target
+        return write_text_atomic(target, self.to_str())
 
     def to_str(self) -> str:
         """The ``tokenizer.json`` text."""

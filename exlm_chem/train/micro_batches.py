@@ -1,12 +1,10 @@
 """Bounded memory in CPU fine-tuning: a batch runs as micro-batches of at most so many tokens.
 
-Saved activations grow with the real tokens of a step, not with the batch size alone: the
-Table 8 batch of the 128 longest BBBP molecules holds 12.5k expanded tokens, and its step
-peaked at 12.3 GB resident on the padded encoder, 2.5 GB padding-free (about 160 kB of
-saved activations per token for exlm-small). Splitting the batch into micro-batches of at
-most :data:`STEP_TOKENS` real tokens and summing their gradients before the update keeps
-the optimiser step the same (the loss is the mean over the whole batch's labelled
-entries) while memory follows the budget: 1.1 GB for that step, in the same CPU time.
+Saved activations grow with the real tokens of a step, not with the batch size alone, so
+a batch of the paper's size made of long molecules can need more memory than a laptop
+has. Splitting the batch into micro-batches of at most :data:`STEP_TOKENS` real tokens and
+summing their gradients before the update keeps the optimiser step the same (the loss is
+the mean over the whole batch's labelled entries) while memory follows the budget.
 
 Shapes: B molecules in a batch.
 """

@@ -24,8 +24,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from exlm_chem.data.batching import BatchStream
 from exlm_chem.data.collate import SpecialIds
-from exlm_chem.data.corpus import BatchStream, split_validation, tokenize_corpus
+from exlm_chem.data.corpus import split_validation, tokenize_corpus
 from exlm_chem.data.tokenizer import SmilesTokenizer
 from exlm_chem.device import resolve_device
 from exlm_chem.model import ExLMConfig, ExLMModel

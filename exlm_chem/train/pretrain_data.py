@@ -20,9 +20,12 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
+from exlm_chem.data.batching import BatchStream
 from exlm_chem.data.collate import SpecialIds, collate_exlm, collate_mlm, mask_tokens
 from exlm_chem.data.collate_flat import collate_exlm_flat, collate_mlm_flat, mask_flat
-from exlm_chem.data.corpus import BatchStream, TokenizedCorpus, file_sha256, read_smiles_file
+from exlm_chem.data.corpus import TokenizedCorpus, read_smiles_file
+from exlm_chem.files.checksums import file_sha256
+from exlm_chem.files.safe_write import write_text_atomic
 
 logger = logging.getLogger(__name__)
 
@@ -164,9 +167,7 @@ def _apply_hygiene(smiles: list[str], checksums: dict, limit: int | None, summar
         cache.parent.mkdir(parents=True, exist_ok=True)
         payload = {"key": key, "summary": summary,
                    "removed_lines": np.flatnonzero(~report.keep).tolist()}
-        tmp = cache.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(json.dumps(payload))
-        os.replace(tmp, cache)
+        write_text_atomic(cache, json.dumps(payload))
     return [s for s, keep in zip(smiles, report.keep, strict=True) if keep]
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from exlm_chem.cli import main
 from exlm_chem.embed import embed
-from exlm_chem.files.atomic_files import default_file_mode
+from exlm_chem.files.safe_write import default_file_mode
 
 BAD_ROWS = {  # data row -> SMILES that must come out invalid
     2: "not_a_smiles",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -127,6 +128,13 @@ def test_prepared_splits_round_trip(tmp_path, moleculenet_dir):
         manifest = json.load(handle)
     assert manifest["vocab_size"] == len(tokenizer)
     assert manifest["smiles"] == "rdkit-canonical"
+    format2 = tmp_path / "format2"  # stored splits of format 2 hash vocab.txt's text
+    format2.mkdir()
+    text = "".join(f"{token}\n" for token in tokenizer.tokens)
+    (format2 / "manifest.json").write_text(json.dumps({
+        **manifest, "format": "exlm_chem-splits-2",
+        "vocab_sha256": hashlib.sha256(text.encode()).hexdigest()}))
+    PreparedSplits(format2).check_vocabulary(REPO / "models" / "exlm-small" / "vocab.txt")
     older = tmp_path / "older"  # splits of format 1 hold the SMILES as written
     older.mkdir()
     (older / "manifest.json").write_text(json.dumps({**manifest, "format": "exlm_chem-splits-1"}))

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 import safetensors.torch
 import torch
+from format1_reference import permute_qk_to_halves
 
 from exlm_chem.embed import embed
 from exlm_chem.errors import CheckpointError, CheckpointFilesMissingError
 from exlm_chem.model.checkpoint import FORMAT, load_checkpoint
 from exlm_chem.model.config import ExLMConfig
-from exlm_chem.model.rope_layout import permute_qk_to_halves
 from exlm_chem.sklearn.estimator import ExLMMoleculeClassifier
 
 KINDS = ["pretrained", "fitted"]

@@ -168,7 +168,7 @@ def test_debris_of_a_killed_save_is_swept_and_a_set_aside_model_restored(
     (half / "config.json").write_text("{")
     live = tmp_path / f".clf.tmp-{debris_names.HOST}.{os.getppid()}-qrstuvwx"  # a live writer
     live.mkdir()
-    with caplog.at_level(logging.INFO, logger="exlm_chem.files.debris"):
+    with caplog.at_level(logging.INFO, logger="exlm_chem.files.safe_write"):
         kept = safe_write.sweep_debris(target)
     assert kept == [live] and live.name in caplog.text and "restored" in caplog.text
     assert _snapshot(target) == saved

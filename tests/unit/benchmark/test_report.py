@@ -13,7 +13,6 @@ import pytest
 from exlm_chem.benchmark.records import CellRecord, ResultsFile
 from exlm_chem.benchmark.report import (
     TASKS,
-    _atomic_write,
     chart_data,
     markdown_report,
     paper_table,
@@ -271,20 +270,6 @@ def test_write_report_files(records, tmp_path):
     assert "- command: `exlm-chem benchmark`" in paths["markdown"].read_text("utf-8")
     assert paths["plot"].read_bytes()[:8] == PNG_MAGIC
     assert len(pd.read_csv(paths["cells_csv"])) == len(records)
-
-
-def test_atomic_write_keeps_old_file_on_failure(tmp_path: Path):
-    target = tmp_path / "report.md"
-    target.write_text("old", encoding="utf-8")
-
-    def broken(tmp: Path) -> None:
-        tmp.write_text("half", encoding="utf-8")
-        raise RuntimeError("disk full")
-
-    with pytest.raises(RuntimeError):
-        _atomic_write(target, broken)
-    assert target.read_text("utf-8") == "old"
-    assert [p.name for p in tmp_path.iterdir()] == ["report.md"]
 
 
 def test_empty_records_are_an_error():

@@ -9,9 +9,11 @@ import torch
 from exlm_chem.data.batching import (
     MAX_PADDING,
     POOL_BATCHES,
+    BatchStream,
     bucketed_batches,
     padding_share,
     sorted_batches,
+    token_budget_batches,
 )
 from exlm_chem.data.collate import SpecialIds
 from exlm_chem.data.finetune_data import encode_rows
@@ -116,3 +118,74 @@ def test_embed_predict_and_fine_tuning_batches_pad_little(tiny_checkpoint, molec
     spy.real = spy.slots = 0
     predict_batched(net, smiles, batch_size=64)
     assert spy.share < MAX_PADDING, spy.share
+
+
+# ------------------------------------------------------------------ pre-training batches
+def _rng(seed: int, epoch: int) -> np.random.Generator:
+    """The generator :class:`BatchStream` draws an epoch's pre-training batches from."""
+    return np.random.default_rng([seed, epoch])
+
+
+def test_token_budget_batches_cover_everything_once_within_budget():
+    lengths = np.random.default_rng(0).integers(5, 60, size=3000)
+    batches = token_budget_batches(lengths, 512, _rng(3, 0))
+    flat = np.concatenate(batches)
+    assert sorted(flat.tolist()) == list(range(3000))
+    for b in batches:
+        assert len(b) == 1 or lengths[b].max() * len(b) <= 512
+    # bucketing keeps padding low: < 15% of the padded tokens
+    padded = sum(lengths[b].max() * len(b) for b in batches)
+    assert lengths.sum() / padded > 0.85
+
+
+def test_token_budget_batches_depend_on_seed_and_epoch_only():
+    lengths = np.random.default_rng(1).integers(5, 40, size=500)
+    a = token_budget_batches(lengths, 256, _rng(0, 1))
+    b = token_budget_batches(lengths, 256, _rng(0, 1))
+    c = token_budget_batches(lengths, 256, _rng(0, 2))
+    d = token_budget_batches(lengths, 256, _rng(1, 1))
+    assert all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
+    assert not all(np.array_equal(x, y) for x, y in zip(a, c, strict=False))
+    assert not all(np.array_equal(x, y) for x, y in zip(a, d, strict=False))
+
+
+def test_stream_resumes_at_a_saved_position():
+    lengths = np.random.default_rng(2).integers(5, 40, size=200)
+    stream = BatchStream(lengths, 256, seed=0)
+    straight = [next(it) for it in [stream.iterate()] for _ in range(40)]
+    epoch, position, _ = straight[24]
+    resumed = stream.iterate(epoch, position)
+    for expected in straight[24:]:
+        got = next(resumed)
+        assert got[:2] == expected[:2] and np.array_equal(got[2], expected[2])
+
+
+def _batches_one_molecule_at_a_time(lengths, max_tokens, seed, epoch, bucket_size=100):
+    """The earlier per-molecule greedy loop, kept as the oracle of the bisection."""
+    rng = np.random.default_rng([seed, epoch])
+    order = rng.permutation(len(lengths))
+    window = max(1, bucket_size * max(1, max_tokens // max(1, int(np.median(lengths)))))
+    batches = []
+    for start in range(0, len(order), window):
+        chunk = order[start : start + window]
+        chunk = chunk[np.argsort(lengths[chunk], kind="stable")]
+        current, longest = [], 0
+        for i in chunk:
+            longest_next = max(longest, int(lengths[i]))
+            if current and longest_next * (len(current) + 1) > max_tokens:
+                batches.append(np.array(current))
+                current, longest_next = [], int(lengths[i])
+            current.append(int(i))
+            longest = longest_next
+        if current:
+            batches.append(np.array(current))
+    return [batches[i] for i in rng.permutation(len(batches))]
+
+
+def test_bisected_batches_equal_the_per_molecule_loop():
+    lengths = np.random.default_rng(4).integers(3, 300, size=5000)  # some over budget
+    for max_tokens, bucket in ((256, 100), (1024, 3), (64, 1)):
+        new = token_budget_batches(lengths, max_tokens, _rng(5, 2), pool_batches=bucket)
+        old = _batches_one_molecule_at_a_time(lengths, max_tokens, 5, 2, bucket)
+        assert len(new) == len(old)
+        assert all(np.array_equal(a, b) for a, b in zip(new, old, strict=True))

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 
 import numpy as np
 import pytest
 
 from exlm_chem.data.corpus import read_smiles_file, split_validation
-from exlm_chem.data.corpus_prepare import load_prepared, prepare_corpus, vocabulary_sha256
+from exlm_chem.data.corpus_prepare import load_prepared, prepare_corpus
 from exlm_chem.data.tokenizer import SmilesTokenizer
+from exlm_chem.files.checksums import vocab_sha256
 
 
 def _random_form(smiles: str, seed: int) -> str:
@@ -71,7 +73,7 @@ def test_manifest_counts_every_removal(prepared, source):
     assert hygiene["removed_by_task"] == {"bace": 1} and hygiene["heldout_molecules"]["bace"] > 300
     assert manifest["sources"][0]["lines"] == 123
     tok = SmilesTokenizer()
-    assert manifest["vocabulary"] == {"size": len(tok), "sha256": vocabulary_sha256(tok.tokens)}
+    assert manifest["vocabulary"] == {"size": len(tok), "sha256": vocab_sha256(tok.tokens)}
 
 
 def test_prepared_ids_are_the_tokenizer_s_ids_of_the_kept_molecules(prepared, source):
@@ -105,6 +107,13 @@ def test_loading_refuses_another_vocabulary_or_a_changed_file(prepared, tmp_path
     (copy / "manifest.json").write_text(json.dumps({**manifest, "format_version": 99}))
     with pytest.raises(ValueError, match="version 99"):
         load_prepared(copy, tokens)
+    # a stored corpus of format version 1 hashed its vocabulary otherwise: still read
+    version1 = hashlib.sha256("\n".join(tokens).encode()).hexdigest()
+    v1 = tmp_path / "v1"
+    shutil.copytree(out, v1)
+    (v1 / "manifest.json").write_text(json.dumps({
+        **manifest, "format_version": 1, "vocabulary": {"size": len(tokens), "sha256": version1}}))
+    assert len(load_prepared(v1, tokens).train) == len(load_prepared(out, tokens).train)
     with pytest.raises(FileNotFoundError, match="corpus prepare"):
         load_prepared(tmp_path, tokens)
 

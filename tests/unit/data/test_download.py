@@ -27,7 +27,7 @@ from exlm_chem.data.download import (
     read_verified,
 )
 from exlm_chem.data.moleculenet import DATASETS, load_moleculenet
-from exlm_chem.files.atomic_files import default_file_mode
+from exlm_chem.files.safe_write import default_file_mode
 
 BBBP_SHA256 = "d07a38487aeac5cee5508413e468043ef3097451d2a112701c2d60be9ec6b662"
 BBBP_MD5 = "66286cb9e6b148bd75d80c870df580fb"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from exlm_chem.data.tables import iter_chunks, open_table, read_table, table_kind
+from exlm_chem.data.tables import iter_chunks, open_table, read_table, stream_table, table_kind
 
 ROWS: list = [("CCO", "ethanol", "1"), ("C1CC", "broken ring", None), ("c1ccccc1", "benzene", "0")]
 
@@ -145,3 +145,14 @@ def test_numeric_looking_csv_cells_stay_as_written(tmp_path: Path):
     path.write_text("smiles,id\n1,007\nC,1e3\n", encoding="utf-8")
     frame = read_table(open_table(path), ["smiles", "id"])
     assert frame.values.tolist() == [["1", "007"], ["C", "1e3"]]
+
+
+def test_columns_read_as_written_keep_missing_looking_text(tmp_path: Path):
+    path = tmp_path / "na.csv"
+    path.write_text("smiles,label\nNA,NA\n,\nCCO,1\n", encoding="utf-8")
+    table = open_table(path)
+    frame = next(iter_chunks(table, ["smiles", "label"], as_written=["smiles"]))
+    assert frame["smiles"].tolist() == ["NA", None, "CCO"]
+    assert frame["label"].tolist() == [None, None, "1"]
+    streamed = next(stream_table(path, ["smiles"], chunk_size=2, as_written=["smiles"]))
+    assert streamed["smiles"].tolist() == ["NA", None]

@@ -52,8 +52,8 @@ def outputs(model):
     ids, po, pc, mask, state_index, lengths = batch()
     with torch.no_grad():
         hidden = model(ids, po, pc, mask)
-        logits = model.lm_logits(hidden)
-        log_e = model.transitions(hidden, state_index, lengths) \
+        logits = model.lm_head(hidden)
+        log_e = model.transition_head(hidden, state_index, lengths) \
             if model.transition_head is not None else None
     return hidden, logits, log_e
 

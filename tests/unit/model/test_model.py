@@ -13,7 +13,7 @@ import torch
 from exlm_chem.model.config import PRESETS, ExLMConfig
 from exlm_chem.model.encoder import ExLMEncoder, ExLMModel
 from exlm_chem.model.heads import ClassificationHead, TransitionHead
-from exlm_chem.model.rope import apply_2d_rope, rope_inv_freq
+from exlm_chem.model.rope import rope_inv_freq, rope_rotation, rotate_pairs
 
 V = 400  # a vocabulary size in the range of the real SMILES tokenizer
 PAD, BOS, EOS, MASK = 1, 0, 2, 4
@@ -124,13 +124,20 @@ def test_inv_freq_matches_paper_layout():
     assert f[0] == 1.0
 
 
+def rope_2d(x: torch.Tensor, pos_original: torch.Tensor, pos_copy: torch.Tensor,
+            base: float) -> torch.Tensor:
+    """2D RoPE on queries or keys [B, H, X, hd] as the encoder applies it: one rotation per
+    token (``rope_rotation``), the same for every head (``rotate_pairs``)."""
+    return rotate_pairs(x, rope_rotation(pos_original, pos_copy, x.shape[-1], base)[:, None])
+
+
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 def test_rope_matches_explicit_rotation(dtype):
     g = torch.Generator().manual_seed(0)
     x = torch.randn(2, 3, 7, 16, generator=g, dtype=dtype)
     pos_original = torch.tensor([[0, 0, 1, 2, 2, 3, 4], [0, 1, 1, 1, 2, 40, 41]])
     pos_copy = torch.tensor([[1, 2, 0, 1, 2, 0, 0], [0, 1, 2, 3, 0, 1, 2]])
-    got = apply_2d_rope(x, pos_original, pos_copy, 100.0)
+    got = rope_2d(x, pos_original, pos_copy, 100.0)
     assert got.dtype == dtype and got.shape == x.shape
     want = slow_2d_rope(x, pos_original, pos_copy, 100.0)
     # the angles are computed in float32, so even float64 inputs agree to ~1e-6
@@ -140,7 +147,7 @@ def test_rope_matches_explicit_rotation(dtype):
 def test_rope_second_half_follows_copy_index_only():
     x = torch.randn(1, 1, 2, 8)
     x[0, 0, 1] = x[0, 0, 0]  # the same vector at two tokens
-    out = apply_2d_rope(x, torch.tensor([[5, 9]]), torch.tensor([[2, 2]]), 10000.0)
+    out = rope_2d(x, torch.tensor([[5, 9]]), torch.tensor([[2, 2]]), 10000.0)
     assert not torch.allclose(out[..., 0, :4], out[..., 1, :4])
     torch.testing.assert_close(out[..., 0, 4:], out[..., 1, 4:])
 
@@ -153,8 +160,8 @@ def test_rope_relative_positions():
         both = torch.stack([q, k])[None, :, None]  # [1, 2, 1, hd]: q and k as two "heads"
         pos_o = torch.tensor([[p1]]), torch.tensor([[p2]])
         pos_c = torch.tensor([[c1]]), torch.tensor([[c2]])
-        rq = apply_2d_rope(both[:, :1], pos_o[0], pos_c[0], 10000.0)
-        rk = apply_2d_rope(both[:, 1:], pos_o[1], pos_c[1], 10000.0)
+        rq = rope_2d(both[:, :1], pos_o[0], pos_c[0], 10000.0)
+        rk = rope_2d(both[:, 1:], pos_o[1], pos_c[1], 10000.0)
         return float((rq * rk).sum())
 
     ref = score(3, 1, 7, 2)
@@ -168,9 +175,9 @@ def test_rope_relative_positions():
 def test_rope_keeps_low_precision_dtype():
     x = torch.randn(1, 2, 5, 8, dtype=torch.bfloat16)
     pos = torch.arange(5)[None]
-    out = apply_2d_rope(x, pos, torch.zeros_like(pos), 10000.0)
+    out = rope_2d(x, pos, torch.zeros_like(pos), 10000.0)
     assert out.dtype == torch.bfloat16
-    ref = apply_2d_rope(x.float(), pos, torch.zeros_like(pos), 10000.0)
+    ref = rope_2d(x.float(), pos, torch.zeros_like(pos), 10000.0)
     torch.testing.assert_close(out.float(), ref, atol=2e-2, rtol=2e-2)
 
 
@@ -360,7 +367,7 @@ def test_gradient_reaches_every_parameter():
     samples = [expand(s, 2) for s in SAMPLES]
     ids, po, pc, mask = pad_batch(samples)
     hidden = model(ids, po, pc, mask)
-    logits = model.lm_logits(hidden[mask])  # [real tokens, V]
+    logits = model.lm_head(hidden[mask])  # [real tokens, V]
     assert logits.shape == (int(mask.sum()), V)
     # states = expanded BOS/[MASK]/EOS positions of each sample, compacted
     is_state = (ids == BOS) | (ids == MASK) | (ids == EOS)
@@ -369,7 +376,7 @@ def test_gradient_reaches_every_parameter():
     for b in range(3):
         pos = is_state[b].nonzero().flatten()
         state_index[b, : len(pos)] = pos
-    log_e = model.transitions(hidden, state_index, lengths)
+    log_e = model.transition_head(hidden, state_index, lengths)
     loss = torch.log_softmax(logits, -1)[:, 5].sum() + log_e[torch.isfinite(log_e)].sum()
     loss.backward()
     for name, p in model.named_parameters():
@@ -381,18 +388,16 @@ def test_gradient_reaches_every_parameter():
 def test_mlm_objective_has_no_transition_head():
     model = ExLMModel(tiny(objective="mlm"))
     assert model.transition_head is None
-    with pytest.raises(RuntimeError, match="mlm"):
-        model.transitions(*transition_inputs())
 
 
-def test_lm_logits_use_tied_embedding():
+def test_lm_head_uses_tied_embedding():
     model = ExLMModel(tiny()).eval()
     h = torch.randn(4, 64)
     x = model.lm_head.ln(torch.nn.functional.gelu(model.lm_head.dense(h)))
     with torch.no_grad():
         model.lm_head.bias.fill_(0.5)
         want = x @ model.encoder.embed_tokens.weight.T + 0.5
-        torch.testing.assert_close(model.lm_logits(h), want)
+        torch.testing.assert_close(model.lm_head(h), want)
 
 
 def test_classification_head():

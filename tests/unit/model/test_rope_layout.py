@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import safetensors.torch
 import torch
-from format1_reference import downgrade, old_forward, raw_model
+from format1_reference import downgrade, old_forward, permute_qk_to_halves, raw_model
 
 from exlm_chem.data.collate import SpecialIds, expand_for_inference
 from exlm_chem.data.tokenizer import SmilesTokenizer
@@ -25,7 +25,6 @@ from exlm_chem.model.config import ExLMConfig
 from exlm_chem.model.encoder import ExLMModel
 from exlm_chem.model.rope_layout import (
     halves_to_interleaved_index,
-    permute_qk_to_halves,
     permute_qk_to_interleaved,
     to_current_layout,
 )
@@ -52,8 +51,8 @@ def assert_same_function(old_dir: Path):
             want = old_forward(reference, ids, po, pc, mask)
             got = converted(ids, po, pc, mask)
             torch.testing.assert_close(got[mask], want[mask], atol=1e-5, rtol=0)
-            torch.testing.assert_close(converted.lm_logits(got[mask]),
-                                       reference.lm_logits(want[mask]), atol=1e-5, rtol=0)
+            torch.testing.assert_close(converted.lm_head(got[mask]),
+                                       reference.lm_head(want[mask]), atol=1e-5, rtol=0)
     return reference, converted
 
 

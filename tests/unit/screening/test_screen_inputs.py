@@ -31,7 +31,7 @@ def three_formats(tmp_path):
 
 @pytest.mark.parametrize("name, fmt", [("x.smi", "smi"), ("x.SMI.GZ", "smi"),
                                        ("x.smiles", "smi"), ("x.csv.gz", "csv"),
-                                       ("x.parquet", "parquet")])
+                                       ("x.parquet", "parquet"), ("x.pq", "parquet")])
 def test_input_format(name, fmt):
     assert input_format(name) == fmt
 
