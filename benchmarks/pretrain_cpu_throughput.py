@@ -29,8 +29,8 @@ import torch
 from _provenance import git_commit, load_average, machine
 from pretrain_step import step_flops
 
-from exlm_chem.data.collate import SpecialIds
 from exlm_chem.data.batching import BatchStream
+from exlm_chem.data.collate import SpecialIds
 from exlm_chem.data.corpus_prepare import load_prepared
 from exlm_chem.data.tokenizer import SmilesTokenizer
 from exlm_chem.model import ExLMConfig, ExLMModel
