@@ -38,3 +38,9 @@ def test_every_public_name_resolves_to_what_its_module_defines():
             value = getattr(package, name)
             assert value is getattr(sys.modules[module], name), f"{package.__name__}.{name}"
             assert not isinstance(value, types.ModuleType), f"{package.__name__}.{name}"
+
+
+def test_package_import_loads_no_submodule_but_the_lazy_helper():
+    out = _fresh("import sys, exlm_chem\n"
+                 "print(sorted(m for m in sys.modules if m.startswith('exlm_chem.')))")
+    assert out == "['exlm_chem._lazy']"
