@@ -110,7 +110,8 @@ class Embedder:
     ) -> Embedder:
         """Load a checkpoint directory, or ``"default"``: ``$EXLM_CHEM_MODEL``, then
         ``<repo>/models/exlm-small`` (the estimators' rule, shared with them)."""
-        from exlm_chem.model.checkpoint import VOCAB_FILE, load_checkpoint
+        from exlm_chem.model.checkpoint import load_checkpoint
+        from exlm_chem.model.checkpoint_format import VOCAB_FILE
 
         directory = checkpoint_dir(path)
         model, config, metadata = load_checkpoint(directory)

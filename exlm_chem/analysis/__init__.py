@@ -5,8 +5,9 @@
   best path (paper, Figures 7, 10, 11).
 * :mod:`exlm_chem.analysis.entropy`: entropy of the predictions at masked positions for
   ExLM and MLM checkpoints at several mask ratios (paper, appendices E and Q.1).
-* :mod:`exlm_chem.analysis.repeated_mlm`: the Repeated MLM data transform and its
-  statistics (paper, section 3 and appendices C and E.1).
+* :mod:`exlm_chem.analysis.repeated_mlm`: the prediction entropy of Repeated MLM's fully
+  masked tokens (paper, appendix E.1); the transform and its statistics (section 3,
+  appendix C) are :mod:`exlm_chem.data.repeated_mlm`, exported here too.
 
 Attributes are imported lazily: importing this package imports neither torch nor
 matplotlib.
@@ -33,10 +34,10 @@ _LAZY = {
     "masked_entropy": "exlm_chem.analysis.entropy",
     "plot_entropy": "exlm_chem.analysis.entropy",
     "entropy_markdown": "exlm_chem.analysis.entropy",
-    "repeat_tokens": "exlm_chem.analysis.repeated_mlm",
-    "mask_repeated": "exlm_chem.analysis.repeated_mlm",
-    "repeated_mlm_collate": "exlm_chem.analysis.repeated_mlm",
-    "corruption_stats": "exlm_chem.analysis.repeated_mlm",
+    "repeat_tokens": "exlm_chem.data.repeated_mlm",
+    "mask_repeated": "exlm_chem.data.repeated_mlm",
+    "repeated_mlm_collate": "exlm_chem.data.repeated_mlm",
+    "corruption_stats": "exlm_chem.data.repeated_mlm",
     "fully_masked_entropy": "exlm_chem.analysis.repeated_mlm",
 }
 

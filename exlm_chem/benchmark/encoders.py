@@ -27,7 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from exlm_chem.benchmark.records import PROTOCOL_VERSION, Budget, MethodOutput, TaskData
+from exlm_chem.benchmark.records import PROTOCOL_VERSION, Budget, MethodOutput
+from exlm_chem.data.tasks import TaskData
 
 MODES = ("probe", "finetune", "estimator")
 POOLING = "bos"  # the paper's: the first BOS state
@@ -251,12 +252,8 @@ class EncoderMethod:
         from exlm_chem.benchmark.features import feature_settings, scaled_task_features
         from exlm_chem.device import resolve_device
         from exlm_chem.model.pretrained import load_backbone
-        from exlm_chem.train.finetune import (
-            LabelledSmiles,
-            build_finetune_net,
-            finetune,
-            predict_batched,
-        )
+        from exlm_chem.train.finetune import LabelledSmiles, finetune
+        from exlm_chem.train.finetune_net import build_finetune_net, predict_batched
 
         settings = cell_finetune_settings(data.name, budget)
         features = scaled_task_features(data, self.features) if self.features else None

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from exlm_chem.benchmark.records import TaskData
+from exlm_chem.data.tasks import TaskData
 
 __all__ = ["FORMAT", "MANIFEST", "PreparedSplits", "file_sha256", "prepare_splits",
            "vocab_sha256"]

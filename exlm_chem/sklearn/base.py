@@ -179,7 +179,8 @@ class ExLMEstimatorBase(UncertaintyMixin, PersistenceMixin, BaseEstimator):
         import torch
 
         from exlm_chem.model.pretrained import load_backbone
-        from exlm_chem.train.finetune import LabelledSmiles, build_finetune_net, finetune
+        from exlm_chem.train.finetune import LabelledSmiles, finetune
+        from exlm_chem.train.finetune_net import build_finetune_net
 
         settings = self._settings()
         kinds = feature_kinds(self.features)
@@ -329,7 +330,7 @@ class ExLMEstimatorBase(UncertaintyMixin, PersistenceMixin, BaseEstimator):
     def _outputs(self, X: Any, on_invalid: str, embed: bool = False) -> np.ndarray:
         """Outputs [N, n_tasks] float64 (see :meth:`_aggregate`) or embeddings [N, d]
         float32 (of the first member); NaN rows for bad SMILES."""
-        from exlm_chem.train.finetune import predict_batched
+        from exlm_chem.train.finetune_net import predict_batched
 
         valid = self._valid_rows(X, on_invalid, with_features=not embed)
         if embed:

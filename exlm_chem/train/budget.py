@@ -48,7 +48,7 @@ def read_budget(run_dir: str | Path) -> dict[str, Any] | None:
 
 
 def write_budget(run_dir: str | Path, record: dict[str, Any]) -> None:
-    from exlm_chem.model.checkpoint import write_json_atomic
+    from exlm_chem.files.safe_write import write_json_atomic
 
     write_json_atomic(Path(run_dir) / BUDGET_FILE, record)
 

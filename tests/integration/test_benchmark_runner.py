@@ -52,7 +52,7 @@ def test_rf_fits_its_training_set(moleculenet_dir):
     data = load_task("bbbp", "scaffold", 0, moleculenet_dir)
     rows = data.train[:200]
     overfit = data._replace(test=rows)
-    from exlm_chem.benchmark.runner import score_cell
+    from exlm_chem.benchmark.scoring import score_cell
 
     roc, _, _ = score_cell(overfit, small_rf(overfit, 0, Budget(), False))
     assert roc > 0.99

@@ -58,7 +58,8 @@ class _Spy:
 
 def _finetune_inputs(checkpoint) -> _Spy:
     from exlm_chem.model.pretrained import load_backbone
-    from exlm_chem.train.finetune import LabelledSmiles, build_finetune_net, finetune
+    from exlm_chem.train.finetune import LabelledSmiles, finetune
+    from exlm_chem.train.finetune_net import build_finetune_net
     from exlm_chem.train.finetune_settings import FinetuneSettings
 
     torch.manual_seed(0)

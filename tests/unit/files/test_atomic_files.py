@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from exlm_chem.files.atomic_files import atomic_path, current_umask, default_file_mode
-from exlm_chem.model.checkpoint import atomic_directory, write_json_atomic
+from exlm_chem.files.safe_write import atomic_directory, write_json_atomic
 
 
 @pytest.fixture

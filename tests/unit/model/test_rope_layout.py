@@ -19,8 +19,8 @@ from format1_reference import downgrade, old_forward, raw_model
 
 from exlm_chem.data.collate import SpecialIds, expand_for_inference
 from exlm_chem.data.tokenizer import SmilesTokenizer
-from exlm_chem.model.checkpoint import METADATA_FILE, WEIGHTS_FILE, load_checkpoint, save_checkpoint
-from exlm_chem.model.checkpoint_format import FORMAT_VERSION
+from exlm_chem.model.checkpoint import load_checkpoint, save_checkpoint
+from exlm_chem.model.checkpoint_format import FORMAT_VERSION, METADATA_FILE, WEIGHTS_FILE
 from exlm_chem.model.config import ExLMConfig
 from exlm_chem.model.encoder import ExLMModel
 from exlm_chem.model.rope_layout import (

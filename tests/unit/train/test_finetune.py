@@ -15,17 +15,19 @@ from exlm_chem.data.tokenizer import SmilesTokenizer
 from exlm_chem.metrics import mean_roc_auc
 from exlm_chem.model.checkpoint import load_checkpoint
 from exlm_chem.train.finetune import (
-    FinetuneSettings,
     LabelledSmiles,
     _fold_scaling,
-    build_finetune_net,
     finetune,
-    finetune_preset,
     lr_factor,
     masked_loss,
-    predict_batched,
 )
-from exlm_chem.train.finetune_settings import PRESETS_FILE, finetune_presets
+from exlm_chem.train.finetune_net import build_finetune_net, predict_batched
+from exlm_chem.train.finetune_settings import (
+    PRESETS_FILE,
+    FinetuneSettings,
+    finetune_preset,
+    finetune_presets,
+)
 
 # the paper's Table 8: epochs, batch size, lr, warm-up ratio, dropout, pooler dropout
 TABLE_8 = {
