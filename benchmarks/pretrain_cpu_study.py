@@ -50,7 +50,7 @@ def _tasks() -> dict:
 def probe_checkpoint(checkpoint: Path, tasks: dict) -> dict[str, dict]:
     """Pooling -> {task: test ROC-AUC, "mean": ...} of one checkpoint."""
     from exlm_chem.benchmark.encoders import PROBE_C
-    from exlm_chem.embed import as_embedder, embed
+    from exlm_chem.embedding import as_embedder, embed
     from exlm_chem.metrics import mean_roc_auc
     from exlm_chem.train.probe import probe_scores
 

@@ -1,6 +1,6 @@
 """The paper's analyses as tools: case-study figure, prediction entropy, Repeated MLM.
 
-* :mod:`exlm_chem.analysis.explain`: the transition matrix between the expanded states
+* :mod:`exlm_chem.analysis.explanation`: the transition matrix between the expanded states
   of a SMILES with ``[MASK]`` tokens, their top-k tokens, visit probabilities and the
   best path (paper, Figures 7, 10, 11).
 * :mod:`exlm_chem.analysis.entropy`: entropy of the predictions at masked positions for
@@ -23,11 +23,11 @@ from exlm_chem._lazy import lazy_attributes
 
 # public name -> module that defines it
 _LAZY = {
-    "Explanation": "exlm_chem.analysis.explain",
-    "StateInfo": "exlm_chem.analysis.explain",
-    "explain": "exlm_chem.analysis.explain",
-    "plot_explanation": "exlm_chem.analysis.explain",
-    "parse_masked_smiles": "exlm_chem.analysis.explain",
+    "Explanation": "exlm_chem.analysis.explanation",
+    "StateInfo": "exlm_chem.analysis.explanation",
+    "explain": "exlm_chem.analysis.explanation",
+    "plot_explanation": "exlm_chem.analysis.explanation",
+    "parse_masked_smiles": "exlm_chem.analysis.explanation",
     "EntropyRow": "exlm_chem.analysis.entropy",
     "TargetEntropies": "exlm_chem.analysis.entropy",
     "batch_entropies": "exlm_chem.analysis.entropy",

@@ -191,7 +191,7 @@ class EncoderMethod:
         cached = self.embedding_cache(data)
         if cached is not None and cached.is_file():
             return np.load(cached, allow_pickle=False)
-        from exlm_chem.embed import Embedder, embed
+        from exlm_chem.embedding import Embedder, embed
 
         if self._embedder is None:
             self._embedder = Embedder.from_checkpoint(self.path, device=self.device)

@@ -80,7 +80,7 @@ def test_probe_is_cached_and_deterministic(tmp_path, moleculenet_dir, tiny_check
 
     import importlib
 
-    embed_module = importlib.import_module("exlm_chem.embed")  # exlm_chem.embed is the function
+    embed_module = importlib.import_module("exlm_chem.embedding")
 
     def no_embedding(*args, **kwargs):
         raise AssertionError("the cached embeddings should have been used")

@@ -9,7 +9,7 @@ import pytest
 import safetensors.torch
 import torch
 
-from exlm_chem.embed import embed
+from exlm_chem.embedding import embed
 from exlm_chem.errors import CheckpointError, CheckpointFilesMissingError
 from exlm_chem.model.checkpoint import load_checkpoint
 from exlm_chem.model.checkpoint_format import FORMAT

@@ -73,7 +73,7 @@ def _finetune_inputs(checkpoint) -> _Spy:
 
 
 def _embed_inputs(checkpoint, one_per_batch: bool = True) -> _Spy:
-    from exlm_chem.embed import Embedder, embed
+    from exlm_chem.embedding import Embedder, embed
 
     embedder = Embedder.from_checkpoint(checkpoint, device="cpu")
     spy = _Spy(embedder.model.encoder)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from exlm_chem.analysis.explain import (
+from exlm_chem.analysis.explanation import (
     explain,
     explanation_from_dict,
     fixed_length_viterbi,

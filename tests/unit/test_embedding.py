@@ -1,4 +1,4 @@
-"""exlm_chem.embed: pooled encoder states, aligned with the input, NaN where invalid."""
+"""exlm_chem.embedding: pooled encoder states, aligned with the input, NaN where invalid."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import torch
 
 from exlm_chem.data.collate import SpecialIds, expand_for_inference
 from exlm_chem.data.tokenizer import SmilesTokenizer
-from exlm_chem.embed import Embedder, EmbeddingResult, embed, iter_embeddings
+from exlm_chem.embedding import Embedder, EmbeddingResult, embed, iter_embeddings
 from exlm_chem.model.checkpoint import load_checkpoint
 
 TOL = {"rtol": 1e-4, "atol": 1e-5}  # batched vs one-by-one forward: float32 rounding only
