@@ -26,7 +26,7 @@ _LAZY = {
     "Explanation": "exlm_chem.analysis.explanation",
     "StateInfo": "exlm_chem.analysis.explanation",
     "explain": "exlm_chem.analysis.explanation",
-    "plot_explanation": "exlm_chem.analysis.explanation",
+    "plot_explanation": "exlm_chem.analysis.explanation_plot",
     "parse_masked_smiles": "exlm_chem.analysis.explanation",
     "EntropyRow": "exlm_chem.analysis.entropy",
     "TargetEntropies": "exlm_chem.analysis.entropy",
