@@ -297,7 +297,7 @@ def explain(
     import torch
 
     from exlm_chem.analysis import load_model
-    from exlm_chem.data.collate import MaskedSample, SpecialIds, expand_states
+    from exlm_chem.data.collate import SpecialIds, expand_states
 
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
         raise ValueError(f"top_k must be a positive integer, got {top_k!r}")
@@ -309,9 +309,8 @@ def explain(
     masked = parse_masked_smiles(smiles_with_masks, tokenizer)
     special = SpecialIds(config.bos_id, config.pad_id, config.eos_id, config.mask_id)
     mask_positions = np.flatnonzero(masked.ids == config.mask_id)
-    sample = MaskedSample(masked.ids, mask_positions, np.zeros(len(mask_positions), np.int64))
-    expanded, pos_original, pos_copy, state_index, _ = expand_states(
-        sample, config.k_states, special)
+    expansion = expand_states(masked.ids, np.array([masked.ids.size]), config.k_states, special)
+    expanded, pos_original, pos_copy, _, state_index, _ = (row[0].numpy() for row in expansion)
 
     def tensor(a: np.ndarray) -> torch.Tensor:
         return torch.as_tensor(a, dtype=torch.long, device=device)[None]  # [1, ...]
