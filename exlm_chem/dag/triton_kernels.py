@@ -64,6 +64,8 @@ import torch
 import triton
 import triton.language as tl
 
+from exlm_chem.dag.inputs import check_inputs
+
 __all__ = [
     "SINGLE_TILE_MAX_STATES",
     "TRITON_MAX_STATES",
@@ -701,40 +703,15 @@ def _is_interpreted() -> bool:
     )
 
 
-def _check_inputs(
-    emissions: torch.Tensor,
-    log_transitions: torch.Tensor,
-    target_lengths: torch.Tensor,
-    state_lengths: torch.Tensor,
-    check_lengths: bool,
-) -> None:
-    if emissions.dim() != 3:
-        raise ValueError(f"emissions must be [B, T, S], got shape {tuple(emissions.shape)}")
-    B, T, S = emissions.shape
-    if tuple(log_transitions.shape) != (B, S, S):
-        raise ValueError(
-            f"log_transitions must be [B, S, S] = {(B, S, S)} to match emissions "
-            f"{(B, T, S)}, got {tuple(log_transitions.shape)}"
-        )
-    for name, lengths in (("target_lengths", target_lengths), ("state_lengths", state_lengths)):
-        if lengths.dim() != 1 or lengths.shape[0] != B:
-            raise ValueError(f"{name} must be [B] = [{B}], got shape {tuple(lengths.shape)}")
-        if (
-            lengths.dtype.is_floating_point
-            or lengths.dtype.is_complex
-            or lengths.dtype == torch.bool
-        ):
-            raise TypeError(f"{name} must be an integer tensor, got {lengths.dtype}")
+def _check_triton_inputs(emissions: torch.Tensor, log_transitions: torch.Tensor) -> None:
+    """What the kernels need beyond :func:`exlm_chem.dag.inputs.check_inputs`."""
     for name, x in (("emissions", emissions), ("log_transitions", log_transitions)):
         if x.dtype not in _SUPPORTED_DTYPES:
             raise TypeError(
                 f"{name} dtype {x.dtype} is not supported by the Triton path "
                 f"(float32, bfloat16, float16); use the torch reference"
             )
-    if log_transitions.device != emissions.device:
-        raise ValueError(
-            f"emissions on {emissions.device} but log_transitions on {log_transitions.device}"
-        )
+    S = emissions.shape[2]
     if S > TRITON_MAX_STATES:
         raise ValueError(
             f"S={S} states exceeds TRITON_MAX_STATES={TRITON_MAX_STATES}; use the torch reference"
@@ -745,16 +722,6 @@ def _check_inputs(
             "TRITON_INTERPRET=1 before triton and exlm_chem.dag.triton_kernels are first "
             "imported, or use the torch reference on CPU"
         )
-    if check_lengths and B > 0:
-        bad_t = (target_lengths < 1) | (target_lengths > T)
-        bad_s = (state_lengths < 1) | (state_lengths > S)
-        bad = (bad_t | bad_s.to(bad_t.device)).nonzero()
-        if bad.numel():
-            i = int(bad[0, 0])
-            raise ValueError(
-                f"sample {i}: target length {int(target_lengths[i])} must be in [1, {T}] and "
-                f"state length {int(state_lengths[i])} in [1, {S}]"
-            )
 
 
 def dag_logprob_triton(
@@ -793,7 +760,8 @@ def dag_logprob_triton(
         Bad shapes, dtypes or lengths; ``S > TRITON_MAX_STATES``; CPU tensors without
         Triton's interpreter.
     """
-    _check_inputs(emissions, log_transitions, target_lengths, state_lengths, check_lengths)
+    check_inputs(emissions, log_transitions, target_lengths, state_lengths, check_lengths)
+    _check_triton_inputs(emissions, log_transitions)
     device = emissions.device
     tlen = target_lengths.to(device=device, dtype=torch.int32).contiguous()
     slen = state_lengths.to(device=device, dtype=torch.int32).contiguous()

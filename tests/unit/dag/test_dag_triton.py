@@ -321,7 +321,7 @@ def test_low_precision_inputs(dtype):
 def test_bad_inputs_are_rejected_with_a_reason():
     emissions, log_e, tlen, slen = make_inputs([3, 2], [5, 4], seed=10)
     f = triton_kernels.dag_logprob_triton
-    with pytest.raises(ValueError, match=r"log_transitions must be \[B, S, S\]"):
+    with pytest.raises(ValueError, match=r"log_transitions must have shape \[B, S, S\]"):
         f(emissions, log_e[:, :4, :4], tlen, slen)
     with pytest.raises(ValueError, match="emissions must be"):
         f(emissions[0], log_e, tlen, slen)
