@@ -26,6 +26,7 @@ from exlm_chem.data.descriptors import (
 )
 from exlm_chem.data.featurize import check_smiles, raise_for_invalid, warn_unknown_tokens
 from exlm_chem.device import resolve_device
+from exlm_chem.model.pooling import POOLINGS
 from exlm_chem.sklearn.inputs import (
     Targets,
     as_smiles_list,
@@ -40,7 +41,6 @@ from exlm_chem.uncertainty.params import uncertainty_problems
 
 _FIT_POLICIES = ("raise", "drop")
 _PREDICT_POLICIES = ("nan", "raise")
-_POOLINGS = ("bos", "mean")
 
 
 class ValidRows(NamedTuple):
@@ -133,8 +133,8 @@ class ExLMEstimatorBase(UncertaintyMixin, PersistenceMixin, BaseEstimator):
         if self.on_invalid not in _FIT_POLICIES:
             problems.append(f"on_invalid must be one of {_FIT_POLICIES} in fit (predict "
                             f"methods take on_invalid='nan'|'raise'), got {self.on_invalid!r}")
-        if self.pooling not in _POOLINGS:
-            problems.append(f"pooling must be one of {_POOLINGS}, got {self.pooling!r}")
+        if self.pooling not in POOLINGS:
+            problems.append(f"pooling must be one of {POOLINGS}, got {self.pooling!r}")
         vf = self.validation_fraction
         if not isinstance(vf, int | float) or isinstance(vf, bool) or not 0 <= vf < 1:
             problems.append(f"validation_fraction must be in [0, 1), got {vf!r}")

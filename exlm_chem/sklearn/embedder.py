@@ -21,7 +21,8 @@ from typing import Any, Self
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
-from exlm_chem.embedding import DEFAULT_BATCH_SIZE, ON_INVALID, POOLINGS, Embedder, cached_embedder
+from exlm_chem.embedding import DEFAULT_BATCH_SIZE, ON_INVALID, Embedder, cached_embedder
+from exlm_chem.model.pooling import POOLINGS
 from exlm_chem.sklearn.inputs import as_smiles_list
 
 __all__ = ["ExLMEmbedder"]

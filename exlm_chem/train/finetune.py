@@ -33,7 +33,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from exlm_chem.data.augment import EpochViews
-from exlm_chem.data.finetune_data import EncodedSet, autocast
+from exlm_chem.data.finetune_data import EncodedSet
+from exlm_chem.device import autocast
 from exlm_chem.metrics import mean_rmse, mean_roc_auc
 from exlm_chem.train.epoch_loop import EpochRecord, LoopSettings, Step, run_epochs, shuffled_batches
 from exlm_chem.train.finetune_net import FinetuneNet, predict_encoded
