@@ -358,7 +358,7 @@ def test_dispatcher_routes_to_these_kernels():
 _COMPILE_SCRIPT = """
 import json, warnings
 warnings.simplefilter("ignore")
-from exlm_chem.dag.triton_kernels import compile_for_gpu
+from exlm_chem.dag.triton_compile import compile_for_gpu
 print(json.dumps([r._asdict() for S in (20, 100, 160, 308) for r in compile_for_gpu(S, "fp32")]))
 """
 
