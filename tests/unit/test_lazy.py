@@ -42,8 +42,9 @@ def test_no_public_name_is_the_name_of_a_submodule():
 def test_every_public_name_resolves_to_what_its_module_defines():
     import exlm_chem
     import exlm_chem.analysis
+    import exlm_chem.model
 
-    for package in (exlm_chem, exlm_chem.analysis):
+    for package in (exlm_chem, exlm_chem.analysis, exlm_chem.model):
         for name, module in package._LAZY.items():
             value = getattr(package, name)
             assert value is getattr(sys.modules[module], name), f"{package.__name__}.{name}"
