@@ -296,7 +296,8 @@ def render(rows: list[Row], env: dict[str, str], args: argparse.Namespace, check
 
 def ptxas_report() -> str:
     """Registers and spills of every kernel configuration, compiled for sm_90 here."""
-    from exlm_chem.dag.triton_kernels import compile_for_gpu, kernel_config
+    from exlm_chem.dag.triton_compile import compile_for_gpu
+    from exlm_chem.dag.triton_kernels import kernel_config
 
     lines = [
         "| S | path | BLOCK_S | BLOCK_U | dtype | kernel | warps | regs | spill bytes |",

@@ -2,7 +2,7 @@
 
 Both models are built in one process (random weights: the FLOPs, and so the speed, do not
 depend on them) and timed in alternating rounds over the same batches (see
-``_side_by_side.py``): the ExLM side is ``exlm_chem.embed.Embedder.pooled_batch`` (expand
+``_side_by_side.py``): the ExLM side is ``exlm_chem.embedding.Embedder.pooled_batch`` (expand
 BOS/EOS, forward, BOS pooling), the RoBERTa side a ``transformers.RobertaModel`` with the
 same layers, width, heads, FFN and vocabulary (ChemBERTa's architecture) on the very same
 token ids, its ``<s>`` state pooled. Batches are formed by token length as ``embed`` does.
@@ -41,7 +41,7 @@ def build(spec: dict) -> tuple[dict, list, list[int]]:
     from exlm_chem.data.batching import sorted_batches
     from exlm_chem.data.inference_inputs import inference_expansion
     from exlm_chem.data.tokenizer import SmilesTokenizer
-    from exlm_chem.embed import Embedder
+    from exlm_chem.embedding import Embedder
     from exlm_chem.model import ExLMConfig, ExLMModel
 
     torch.manual_seed(0)

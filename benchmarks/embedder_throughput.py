@@ -37,7 +37,7 @@ from _side_by_side import alternate, provenance, read_smiles, shared_data, summa
 def build(model: str, batch_size: int, with_load: bool) -> dict:
     """Runners ``name -> f(smiles) -> [N, d]``, all on ``model`` on the CPU."""
     from exlm_chem import ExLMEmbedder
-    from exlm_chem.embed import cached_embedder, embed
+    from exlm_chem.embedding import cached_embedder, embed
 
     loaded = cached_embedder(model, "cpu")  # the one the transformer's cache hands out
 

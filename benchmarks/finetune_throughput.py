@@ -3,7 +3,7 @@
 One optimiser step per batch of BBBP molecules, both models built in one process and
 timed in alternating rounds over the same batches (see ``_side_by_side.py``):
 
-* ExLM: BOS/EOS expansion of the token ids (``collate.expand_for_inference``), the
+* ExLM: BOS/EOS expansion of the token ids (``inference_inputs.inference_inputs``), the
   encoder, the first-BOS pooling and the classification head (``exlm_chem.train.finetune``'s
   network), binary cross-entropy, backward, clipping at 1.0, AdamW;
 * RoBERTa: ``transformers.RobertaForSequenceClassification`` of the same layers, width,
@@ -64,7 +64,8 @@ def build(spec: dict) -> tuple[dict, list, list[int]]:
     import torch
     import torch.nn.functional as F
 
-    from exlm_chem.data.collate import SpecialIds, expand_for_inference
+    from exlm_chem.data.collate import SpecialIds
+    from exlm_chem.data.inference_inputs import inference_inputs
     from exlm_chem.data.tokenizer import SmilesTokenizer
     from exlm_chem.model import ExLMConfig
     from exlm_chem.train.finetune_net import build_finetune_net
@@ -98,8 +99,8 @@ def build(spec: dict) -> tuple[dict, list, list[int]]:
         exlm_opt = optimiser(net)
 
         def exlm(batch):
-            tensors = expand_for_inference([ids[i, : lengths[i]] for i in batch],
-                                           config.k_states, special)
+            tensors = inference_inputs([ids[i, : lengths[i]] for i in batch],
+                                        config.k_states, special)
             hidden = net.encoder(*tensors)  # [B, X, d]
             return step(net, exlm_opt, net.head(hidden[:, 0]), batch)
 

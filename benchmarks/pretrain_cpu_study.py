@@ -51,8 +51,8 @@ def pooled_both(embedder, smiles: list[str], batch_size: int = 128) -> dict[str,
     """BOS and mean pooling [n, d] of canonical ``smiles`` from one forward pass per batch
     (what ``embed`` gives for each pooling, at half the cost of two calls)."""
     from exlm_chem.data.batching import sorted_batches
-    from exlm_chem.data.featurize import pool
     from exlm_chem.data.inference_inputs import inference_inputs
+    from exlm_chem.model.pooling import pool
 
     encoded = embedder.tokenizer.batch_encode(smiles, max_length=256)
     rows = [r[:n].copy() for r, n in zip(encoded.input_ids, encoded.lengths, strict=True)]
@@ -71,7 +71,7 @@ def pooled_both(embedder, smiles: list[str], batch_size: int = 128) -> dict[str,
 def probe_checkpoint(checkpoint: Path, tasks: dict) -> dict[str, dict]:
     """Pooling -> {task: test ROC-AUC, "mean": ..., "mean4": ...} of one checkpoint."""
     from exlm_chem.benchmark.encoders import PROBE_C
-    from exlm_chem.embed import as_embedder
+    from exlm_chem.embedding import as_embedder
     from exlm_chem.metrics import mean_roc_auc
     from exlm_chem.train.probe import probe_scores
 

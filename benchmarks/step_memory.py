@@ -33,20 +33,22 @@ def main() -> None:
 
     import exlm_chem.train.finetune as ft
     from exlm_chem.data.moleculenet import load_moleculenet
-    from exlm_chem.sklearn.persistence import load_backbone
+    from exlm_chem.model.pretrained import load_backbone
+    from exlm_chem.train.finetune_net import build_finetune_net
+    from exlm_chem.train.finetune_settings import FinetuneSettings
 
     torch.set_num_threads(1)
     ft.STEP_TOKENS = None if args.step_tokens == "none" else int(args.step_tokens)
     data = load_moleculenet("bbbp", args.data)
     torch.manual_seed(0)
     backbone = load_backbone(args.model, preset="", dropout=0.1)
-    net = ft.build_finetune_net(backbone.config, backbone.tokenizer, 1,
-                                backbone.encoder_state, 0.1, "bos", 256)
+    net = build_finetune_net(backbone.config, backbone.tokenizer, 1,
+                             backbone.encoder_state, 0.1, "bos", 256)
     longest = np.argsort([len(s) for s in data.smiles], kind="stable")[-128:]
     train = ft.LabelledSmiles([data.smiles[i] for i in longest], data.labels[longest])
     tokens = int(net.encode(train.smiles).lengths.sum())
     before, cpu = hwm_mib(), time.process_time()
-    ft.finetune(net, train, ft.FinetuneSettings(epochs=1, batch_size=128))
+    ft.finetune(net, train, FinetuneSettings(epochs=1, batch_size=128))
     print(f"step tokens {args.step_tokens}: {tokens} real tokens, VmHWM {before:.0f} MiB "
           f"before, {hwm_mib():.0f} MiB after, {time.process_time() - cpu:.1f} CPU s")
 

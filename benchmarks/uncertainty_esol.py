@@ -57,7 +57,7 @@ def main() -> None:
     import torch
 
     from exlm_chem.data.splits import scaffold_split
-    from exlm_chem.embed import embed
+    from exlm_chem.embedding import embed
 
     torch.set_num_threads(1)
     frame = pd.read_csv(args.csv)

@@ -32,7 +32,7 @@ from exlm_chem.uncertainty.scores import probability_scores
 
 def proba(net, smiles: list[str], tta: int, seed: int) -> np.ndarray:
     """Probabilities [n, T] on the given SMILES (tta 0) or averaged over tta views."""
-    from exlm_chem.train.finetune import predict_batched
+    from exlm_chem.train.finetune_net import predict_batched
 
     views = tta_views(smiles, tta, seed) if tta else [smiles]
     return np.mean([expit(predict_batched(net, v, 64).astype(np.float64)) for v in views], 0)
@@ -41,8 +41,9 @@ def proba(net, smiles: list[str], tta: int, seed: int) -> np.ndarray:
 def run_cell(task: str, seed: int, augment: int, args, data) -> tuple[dict, dict]:
     import torch
 
-    from exlm_chem.sklearn.persistence import load_backbone
-    from exlm_chem.train.finetune import LabelledSmiles, build_finetune_net, finetune
+    from exlm_chem.model.pretrained import load_backbone
+    from exlm_chem.train.finetune import LabelledSmiles, finetune
+    from exlm_chem.train.finetune_net import build_finetune_net
 
     settings = cell_finetune_settings(task, Budget(max_epochs=args.epochs))
 

@@ -33,13 +33,13 @@ class Embeddings:
     """BOS embeddings of SMILES strings, cached on disk per (task, name)."""
 
     def __init__(self, model: str, work: Path) -> None:
-        from exlm_chem.embed import Embedder
+        from exlm_chem.embedding import Embedder
 
         self.embedder = Embedder.from_checkpoint(model, device="cpu")
         self.work = work
 
     def __call__(self, task: str, name: str, smiles: list[str]) -> np.ndarray:
-        from exlm_chem.embed import embed
+        from exlm_chem.embedding import embed
 
         path = self.work / f"{task}_{name}.npy"
         if path.is_file():

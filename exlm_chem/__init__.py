@@ -7,7 +7,6 @@ imported only when the object that needs them is first used (PEP 562 lazy attrib
 from __future__ import annotations
 
 from exlm_chem._lazy import lazy_attributes
-from exlm_chem._moved import install as _install_moved_paths
 
 __version__ = "0.1.0"
 
@@ -33,9 +32,9 @@ _LAZY = {
     "finetune_preset": "exlm_chem.train.finetune_settings",
     "mean_roc_auc": "exlm_chem.metrics",
     "mean_prc_auc": "exlm_chem.metrics",
-    "embed": "exlm_chem.embed",
-    "iter_embeddings": "exlm_chem.embed",
-    "Embedder": "exlm_chem.embed",
+    "embed": "exlm_chem.embedding",
+    "iter_embeddings": "exlm_chem.embedding",
+    "Embedder": "exlm_chem.embedding",
     "explain": "exlm_chem.analysis",
     "masked_entropy": "exlm_chem.analysis",
     "screen": "exlm_chem.screening.run",
@@ -43,7 +42,5 @@ _LAZY = {
 
 __all__ = ["__version__", *_LAZY]
 
-
-_install_moved_paths()  # old flat paths such as exlm_chem.estimator still import
 
 __getattr__, __dir__ = lazy_attributes("exlm_chem", _LAZY, globals())

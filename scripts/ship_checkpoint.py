@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parents[1]
 def run_probe(model_dir: Path, names: list[str]) -> dict:
     from exlm_chem.data.moleculenet import load_moleculenet
     from exlm_chem.data.splits import scaffold_split
-    from exlm_chem.embed import Embedder, embed
+    from exlm_chem.embedding import Embedder, embed
     from exlm_chem.train.probe import probe_dataset
 
     embedder = Embedder.from_checkpoint(model_dir, device="cpu")

@@ -15,7 +15,7 @@ import safetensors.torch
 import torch
 import torch.nn.functional as F
 
-from exlm_chem.model.checkpoint import METADATA_FILE, WEIGHTS_FILE
+from exlm_chem.model.checkpoint_format import METADATA_FILE, WEIGHTS_FILE
 from exlm_chem.model.config import ExLMConfig
 from exlm_chem.model.encoder import ExLMModel
 from exlm_chem.model.rope_layout import halves_to_interleaved_index

@@ -1,12 +1,13 @@
 """The paper's analyses as tools: case-study figure, prediction entropy, Repeated MLM.
 
-* :mod:`exlm_chem.analysis.explain`: the transition matrix between the expanded states
+* :mod:`exlm_chem.analysis.explanation`: the transition matrix between the expanded states
   of a SMILES with ``[MASK]`` tokens, their top-k tokens, visit probabilities and the
   best path (paper, Figures 7, 10, 11).
 * :mod:`exlm_chem.analysis.entropy`: entropy of the predictions at masked positions for
   ExLM and MLM checkpoints at several mask ratios (paper, appendices E and Q.1).
-* :mod:`exlm_chem.analysis.repeated_mlm`: the Repeated MLM data transform and its
-  statistics (paper, section 3 and appendices C and E.1).
+* :mod:`exlm_chem.analysis.repeated_mlm`: the prediction entropy of Repeated MLM's fully
+  masked tokens (paper, appendix E.1); the transform and its statistics (section 3,
+  appendix C) are :mod:`exlm_chem.data.repeated_mlm`, exported here too.
 
 Attributes are imported lazily: importing this package imports neither torch nor
 matplotlib.
@@ -22,21 +23,21 @@ from exlm_chem._lazy import lazy_attributes
 
 # public name -> module that defines it
 _LAZY = {
-    "Explanation": "exlm_chem.analysis.explain",
-    "StateInfo": "exlm_chem.analysis.explain",
-    "explain": "exlm_chem.analysis.explain",
-    "plot_explanation": "exlm_chem.analysis.explain",
-    "parse_masked_smiles": "exlm_chem.analysis.explain",
+    "Explanation": "exlm_chem.analysis.explanation",
+    "StateInfo": "exlm_chem.analysis.explanation",
+    "explain": "exlm_chem.analysis.explanation",
+    "plot_explanation": "exlm_chem.analysis.explanation_plot",
+    "parse_masked_smiles": "exlm_chem.analysis.explanation",
     "EntropyRow": "exlm_chem.analysis.entropy",
     "TargetEntropies": "exlm_chem.analysis.entropy",
     "batch_entropies": "exlm_chem.analysis.entropy",
     "masked_entropy": "exlm_chem.analysis.entropy",
     "plot_entropy": "exlm_chem.analysis.entropy",
     "entropy_markdown": "exlm_chem.analysis.entropy",
-    "repeat_tokens": "exlm_chem.analysis.repeated_mlm",
-    "mask_repeated": "exlm_chem.analysis.repeated_mlm",
-    "repeated_mlm_collate": "exlm_chem.analysis.repeated_mlm",
-    "corruption_stats": "exlm_chem.analysis.repeated_mlm",
+    "repeat_tokens": "exlm_chem.data.repeated_mlm",
+    "mask_repeated": "exlm_chem.data.repeated_mlm",
+    "repeated_mlm_collate": "exlm_chem.data.repeated_mlm",
+    "corruption_stats": "exlm_chem.data.repeated_mlm",
     "fully_masked_entropy": "exlm_chem.analysis.repeated_mlm",
 }
 

@@ -106,6 +106,7 @@ def batch_entropies(model: Any, batch: Any, base: float = 2.0) -> TargetEntropie
 
     from exlm_chem.dag import dag_best_alignment
     from exlm_chem.data.collate import IGNORE_INDEX, ExLMBatch
+    from exlm_chem.train.objectives import state_emissions
 
     with torch.inference_mode():
         hidden = model(batch.input_ids, batch.pos_original, batch.pos_copy, batch.padding_mask)
@@ -117,13 +118,9 @@ def batch_entropies(model: Any, batch: Any, base: float = 2.0) -> TargetEntropie
             per_sample = np.split(flat, np.cumsum(counts)[:-1])
             return TargetEntropies(per_sample, per_sample, np.ones(len(counts), dtype=bool))
 
-        index = batch.state_index.unsqueeze(-1).expand(-1, -1, hidden.size(-1))
-        states = torch.gather(hidden, 1, index)  # [B, S, d]
-        log_probs = F.log_softmax(model.lm_head(states).float(), dim=-1)  # [B, S, V]
+        log_probs, emissions = state_emissions(model, hidden, batch)  # [B, S, V], [B, T, S]
         entropy = _entropy(log_probs, base).double().cpu().numpy()  # [B, S]
         n_states = log_probs.size(1)
-        target_index = batch.targets.unsqueeze(1).expand(-1, n_states, -1)  # [B, S, T]
-        emissions = torch.gather(log_probs, 2, target_index).transpose(1, 2)  # [B, T, S]
         log_e = model.transition_head(hidden, batch.state_index, batch.state_lengths)
         best = dag_best_alignment(emissions, log_e, batch.target_lengths, batch.state_lengths)
     state_ids = torch.gather(batch.input_ids, 1, batch.state_index).cpu().numpy()  # [B, S]

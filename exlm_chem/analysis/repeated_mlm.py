@@ -1,7 +1,7 @@
 """Repeated MLM's fully masked tokens and their prediction entropy (appendix E.1).
 
 The data transform itself (repeat every token k times, mask each copy, collate) is
-:mod:`exlm_chem.data.repeated_mlm`, which pre-training uses; its names are re-exported here.
+:mod:`exlm_chem.data.repeated_mlm`, which pre-training uses.
 """
 
 from __future__ import annotations
@@ -11,27 +11,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from exlm_chem.data.repeated_mlm import (
-    CorruptionStats,
-    RepeatedBatch,
-    RepeatedSample,
-    corruption_stats,
-    mask_repeated,
-    repeat_tokens,
-    repeated_mlm_collate,
-)
+from exlm_chem.data.repeated_mlm import RepeatedBatch
 
-__all__ = [
-    "CorruptionStats",
-    "FullyMaskedEntropy",
-    "RepeatedBatch",
-    "RepeatedSample",
-    "corruption_stats",
-    "fully_masked_entropy",
-    "mask_repeated",
-    "repeat_tokens",
-    "repeated_mlm_collate",
-]
+__all__ = ["FullyMaskedEntropy", "fully_masked_entropy"]
 
 
 class FullyMaskedEntropy(NamedTuple):

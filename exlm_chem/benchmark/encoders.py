@@ -27,7 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from exlm_chem.benchmark.records import PROTOCOL_VERSION, Budget, MethodOutput, TaskData
+from exlm_chem.benchmark.records import PROTOCOL_VERSION, Budget, MethodOutput
+from exlm_chem.data.tasks import TaskData
 from exlm_chem.files.checksums import file_sha256
 from exlm_chem.files.safe_write import atomic_path
 
@@ -188,7 +189,7 @@ class EncoderMethod:
         cached = self.embedding_cache(data)
         if cached is not None and cached.is_file():
             return np.load(cached, allow_pickle=False)
-        from exlm_chem.embed import Embedder, embed
+        from exlm_chem.embedding import Embedder, embed
 
         if self._embedder is None:
             self._embedder = Embedder.from_checkpoint(self.path, device=self.device)
@@ -247,12 +248,8 @@ class EncoderMethod:
         from exlm_chem.benchmark.features import feature_settings, scaled_task_features
         from exlm_chem.device import resolve_device
         from exlm_chem.model.pretrained import load_backbone
-        from exlm_chem.train.finetune import (
-            LabelledSmiles,
-            build_finetune_net,
-            finetune,
-            predict_batched,
-        )
+        from exlm_chem.train.finetune import LabelledSmiles, finetune
+        from exlm_chem.train.finetune_net import build_finetune_net, predict_batched
 
         settings = cell_finetune_settings(data.name, budget)
         features = scaled_task_features(data, self.features) if self.features else None

@@ -18,8 +18,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from exlm_chem.benchmark.records import RESULTS_FILE, Budget, CellRecord, ResultsFile, TaskData
+from exlm_chem.benchmark.records import RESULTS_FILE, Budget, CellRecord, ResultsFile
 from exlm_chem.benchmark.runner import Cell, MethodSpec, describe, pending_cells, run_cell
+from exlm_chem.data.tasks import TaskData
 
 __all__ = ["CellsJob", "DryRun", "all_records", "merge_parts", "plan", "run_parallel"]
 

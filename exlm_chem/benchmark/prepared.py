@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from exlm_chem.benchmark.records import TaskData
+from exlm_chem.data.tasks import TaskData
 from exlm_chem.files.checksums import file_sha256, vocab_sha256
 from exlm_chem.files.safe_write import atomic_path, write_text_atomic
 

@@ -23,8 +23,6 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from exlm_chem.data.tasks import TaskData  # noqa: F401  (re-exported: benchmark records hold it)
-
 RESULTS_FILE = "results.jsonl"
 
 #: Bump when a code change alters what a cell measures with unchanged settings, so that

@@ -3,7 +3,9 @@
 Input is the list of :class:`~.records.CellRecord` rows from ``results.jsonl``
 (``ResultsFile(path).records()``). One report row is one ``label``; its cells are the
 (label, task) groups, averaged over seeds. The ExLM paper's Table 1 is shown beside our
-rows as quoted numbers (``exlm_chem/data/paper_table1.json``), never mixed with ours.
+rows as quoted numbers (:func:`~exlm_chem.benchmark.report_summary.paper_table`), never
+mixed with ours. The per-(label, task) table is
+:func:`~exlm_chem.benchmark.report_summary.summarize`.
 
 pandas and matplotlib are imported inside the functions that need them, so importing this
 module costs only numpy.
@@ -15,47 +17,33 @@ import json
 import math
 import os
 from collections.abc import Sequence
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from exlm_chem.benchmark.records import Budget, CellRecord
+from exlm_chem.benchmark.records import CellRecord
+from exlm_chem.benchmark.report_summary import TASKS, joined, paper_table, summarize
 from exlm_chem.files.safe_write import atomic_path, write_text_atomic
 
 __all__ = [
     "PAPER_PLOT_ROWS",
-    "TASKS",
     "TASK_TITLES",
     "chart_data",
     "markdown_report",
-    "paper_table",
     "plot_report",
-    "summarize",
     "write_cells_csv",
     "write_csv",
     "write_report",
 ]
 
-# Column order of the paper's Table 1, so our table reads side by side with it
-TASKS: tuple[str, ...] = ("bace", "bbbp", "tox21", "sider", "muv", "clintox", "toxcast")
 TASK_TITLES: dict[str, str] = {
     "bace": "BACE", "bbbp": "BBBP", "tox21": "Tox21", "sider": "SIDER", "muv": "MUV",
     "clintox": "ClinTox", "toxcast": "ToxCast",
 }
 # Quoted rows drawn on the chart: the method itself and its same-data MLM twin
 PAPER_PLOT_ROWS: tuple[str, ...] = ("EXLM", "SMILES-BERT*")
-_PAPER_FILE = "data/paper_table1.json"
 _MISSING = "–"
-
-SUMMARY_COLUMNS = [
-    "label", "method", "mode", "model", "task", "split", "n_seeds", "seeds",
-    "roc_auc_mean", "roc_auc_std", "prc_auc_mean", "prc_auc_std",
-    "rmse_mean", "rmse_std", "mae_mean", "mae_std",  # regression tasks only (else NaN)
-    "wall_s_mean", "wall_s_max", "epochs_mean", "n_stopped_early", "budget",
-    "commit", "machine",
-]
 
 _SEEDS_SCAFFOLD = (
     "The scaffold split is deterministic, so a seed changes only model initialisation and "
@@ -83,136 +71,6 @@ _FOOTNOTE = (
 def _footnote(splits: Sequence[str]) -> str:
     scaffold_only = all("scaffold" in split for split in splits)
     return _FOOTNOTE.format(seeds=_SEEDS_SCAFFOLD if scaffold_only else _SEEDS_OTHER)
-
-
-# ----------------------------------------------------------------------------- paper
-def paper_table() -> dict[str, Any]:
-    """The ExLM paper's Table 1, quoted (ROC-AUC in percent as printed).
-
-    Returns
-    -------
-    dict
-        ``{"_source": {...}, "rows": {name: {task: float | None, ..., "mean": ...}}}``;
-        row names as printed (``"EXLM"``, ``"SMILES-BERT*"``, ...), task keys lower case,
-        ``None`` where the paper prints "-".
-    """
-    text = resources.files("exlm_chem").joinpath(_PAPER_FILE).read_text("utf-8")
-    return json.loads(text)
-
-
-# ----------------------------------------------------------------------------- summary
-def _joined(values: Sequence[Any]) -> str:
-    """Unique non-empty values, first-appearance order, comma separated."""
-    seen: dict[str, None] = {}
-    for value in values:
-        if value is None or value == "":
-            continue
-        seen.setdefault(str(value), None)
-    return ", ".join(seen)
-
-
-def _budget_text(budget: dict[str, Any]) -> str:
-    limits = Budget(max_epochs=budget.get("max_epochs"), max_minutes=budget.get("max_minutes"))
-    if limits.max_epochs is None and limits.max_minutes is None:
-        return "none"
-    return limits.describe()
-
-
-def _mean_std(values: Sequence[float]) -> tuple[float, float, int]:
-    """Mean and sample std of the finite values; std is NaN below two values."""
-    finite = np.asarray([v for v in values if v is not None and math.isfinite(v)], float)
-    if finite.size == 0:
-        return math.nan, math.nan, 0
-    std = float(np.std(finite, ddof=1)) if finite.size > 1 else math.nan
-    return float(np.mean(finite)), std, int(finite.size)
-
-
-def _groups(records: Sequence[CellRecord]) -> dict[tuple[str, str], list[CellRecord]]:
-    """(label, task) -> records; labels in first-appearance order, tasks in Table 1 order."""
-    labels: dict[str, None] = {}
-    by_key: dict[tuple[str, str], list[CellRecord]] = {}
-    for record in records:
-        labels.setdefault(record.label, None)
-        by_key.setdefault((record.label, record.task), []).append(record)
-
-    def task_rank(task: str) -> int:
-        return TASKS.index(task) if task in TASKS else len(TASKS)
-
-    ordered: dict[tuple[str, str], list[CellRecord]] = {}
-    for label in labels:
-        tasks = [task for (lab, task) in by_key if lab == label]
-        for task in sorted(tasks, key=task_rank):  # stable: unknown tasks keep their order
-            ordered[(label, task)] = by_key[(label, task)]
-    return ordered
-
-
-def summarize(records: Sequence[CellRecord]) -> Any:
-    """One row per (label, task), aggregated over seeds.
-
-    Parameters
-    ----------
-    records
-        Finished cells, e.g. ``ResultsFile(path).records()``.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns :data:`SUMMARY_COLUMNS`. Metrics stay fractions (0-1); ``*_std`` is the
-        sample std (ddof=1) over seeds, NaN for a single seed; non-finite metrics are left
-        out of mean and std. ``n_seeds`` counts cells, ``seeds`` lists them ("0 1 2").
-
-    Raises
-    ------
-    ValueError
-        If one (label, task) mixes splits, or holds the same seed twice (e.g. two budgets
-        under one label): such a group is not one experiment.
-    """
-    import pandas as pd
-
-    rows = []
-    for (label, task), group in _groups(records).items():
-        splits = sorted({r.split for r in group})
-        if len(splits) > 1:
-            raise ValueError(f"label {label!r}, task {task!r}: cells use different splits "
-                             f"{splits}; a report compares one split")
-        seeds = [int(r.seed) for r in group]
-        repeated = sorted({s for s in seeds if seeds.count(s) > 1})
-        if repeated:
-            raise ValueError(f"label {label!r}, task {task!r}: seed(s) {repeated} appear "
-                             "more than once (different budgets or models under one "
-                             "label?); filter the records or give them distinct labels")
-        roc_mean, roc_std, _ = _mean_std([r.roc_auc for r in group])
-        prc_mean, prc_std, _ = _mean_std([r.prc_auc for r in group])
-        rmse_mean, rmse_std, _ = _mean_std([r.rmse for r in group])
-        mae_mean, mae_std, _ = _mean_std([r.mae for r in group])
-        walls = np.asarray([r.wall_s for r in group], float)
-        epochs = [r.epochs for r in group if r.epochs is not None]
-        rows.append({
-            "label": label,
-            "method": _joined([r.method for r in group]),
-            "mode": _joined([r.mode for r in group]),
-            "model": _joined([r.model for r in group]),
-            "task": task,
-            "split": splits[0],
-            "n_seeds": len(group),
-            "seeds": " ".join(str(s) for s in sorted(seeds)),
-            "roc_auc_mean": roc_mean,
-            "roc_auc_std": roc_std,
-            "prc_auc_mean": prc_mean,
-            "prc_auc_std": prc_std,
-            "rmse_mean": rmse_mean,
-            "rmse_std": rmse_std,
-            "mae_mean": mae_mean,
-            "mae_std": mae_std,
-            "wall_s_mean": float(walls.mean()),
-            "wall_s_max": float(walls.max()),
-            "epochs_mean": float(np.mean(epochs)) if epochs else math.nan,
-            "n_stopped_early": sum(bool(r.stopped_early) for r in group),
-            "budget": _joined([_budget_text(r.budget) for r in group]),
-            "commit": _joined([r.commit for r in group]),
-            "machine": _joined([r.machine for r in group]),
-        })
-    return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
 
 
 # ----------------------------------------------------------------------------- markdown
@@ -298,14 +156,14 @@ def markdown_report(records: Sequence[CellRecord], title: str = "MoleculeNet ben
         split_text += " (MIXED: rows on different splits are not comparable)"
     lines += [f"- split: {split_text}",
               f"- seeds: {' '.join(str(s) for s in seeds)}",
-              f"- machine(s): {_joined(list(summary['machine']))}",
-              f"- commit(s): {_joined(list(summary['commit']))}"]
+              f"- machine(s): {joined(list(summary['machine']))}",
+              f"- commit(s): {joined(list(summary['commit']))}"]
     if command:
         lines.append(f"- command: `{command}`")
     lines.append("- budget per row:")
     for label in labels:
         part = summary[summary["label"] == label]
-        lines.append(f"  - {label}: {_joined(list(part['budget']))}")
+        lines.append(f"  - {label}: {joined(list(part['budget']))}")
     lines.append("")
 
     from exlm_chem.benchmark.report_regression import regression_markdown, regression_records
@@ -415,14 +273,14 @@ def chart_data(records: Sequence[CellRecord], include_paper: bool = True) -> Any
                                            for v in values]))
     seeds = " ".join(str(s) for s in sorted({int(r.seed) for r in records}))
     subtitle = (f"split {', '.join(dict.fromkeys(summary['split']))} · seeds {seeds} · "
-                f"commit {_joined(list(summary['commit']))} · "
-                f"{_joined(list(summary['machine']))}")
+                f"commit {joined(list(summary['commit']))} · "
+                f"{joined(list(summary['machine']))}")
     return ChartData([TASK_TITLES[t] for t in TASKS], rows, quoted,
                      "MoleculeNet test ROC-AUC, mean ± std over seeds", subtitle)
 
 
 def _budget_label(budgets: Sequence[str]) -> str:
-    text = _joined(budgets)
+    text = joined(budgets)
     return "no limit" if text in ("", "none") else text
 
 
@@ -459,9 +317,9 @@ def write_report(records: Sequence[CellRecord], out_dir: str | os.PathLike[str],
         paths["plot"] = plot_report(records, out / "report.png")
     if regression:
         seeds = " ".join(str(s) for s in sorted({int(r.seed) for r in regression}))
-        subtitle = (f"split {_joined([r.split for r in regression])} · seeds {seeds} · "
-                    f"commit {_joined([r.commit for r in regression])} · "
-                    f"{_joined([r.machine for r in regression])}")
+        subtitle = (f"split {joined([r.split for r in regression])} · seeds {seeds} · "
+                    f"commit {joined([r.commit for r in regression])} · "
+                    f"{joined([r.machine for r in regression])}")
         paths["regression_plot"] = plot_regression(regression,
                                                    out / "report_regression.png", subtitle)
     return paths

@@ -18,7 +18,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from exlm_chem.benchmark.records import Budget, MethodOutput, TaskData
+from exlm_chem.benchmark.records import Budget, MethodOutput
+from exlm_chem.data.tasks import TaskData
 
 
 @dataclass(frozen=True)

@@ -25,15 +25,12 @@ from exlm_chem.benchmark.records import (
     CellRecord,
     MethodOutput,
     ResultsFile,
-    TaskData,
     cell_key,
     cell_protocol,
 )
 from exlm_chem.benchmark.scoring import score_cell, score_intervals, score_regression
-from exlm_chem.data.tasks import load_task, split_depends_on_seed, task_sha256
+from exlm_chem.data.tasks import TaskData, load_task, split_depends_on_seed, task_sha256
 from exlm_chem.uncertainty.scores import calibration_scores
-
-__all__ = ["score_cell", "score_regression"]  # re-exported: callers import them from here
 
 logger = logging.getLogger(__name__)
 

@@ -40,7 +40,8 @@ class ExplainCommand(Subcommand):
 
     @classmethod
     def run(cls, args: argparse.Namespace) -> int:
-        from exlm_chem.analysis.explain import explain, plot_explanation
+        from exlm_chem.analysis.explanation import explain
+        from exlm_chem.analysis.explanation_plot import plot_explanation
 
         explanation = explain(args.smiles, model=args.model, top_k=args.top_k,
                               device=args.device)

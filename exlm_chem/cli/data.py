@@ -21,7 +21,7 @@ class DataSummaryCommand(Subcommand):
 
     @classmethod
     def run(cls, args: argparse.Namespace) -> int:
-        from exlm_chem.data.summary import format_summary, summarize_datasets
+        from exlm_chem.benchmark.data_summary import format_summary, summarize_datasets
 
         rows = summarize_datasets(args.datasets)
         print(format_summary(rows))

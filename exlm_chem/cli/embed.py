@@ -65,7 +65,7 @@ def export_embeddings(
     out : path
         Output file; its suffix picks the format (see the module docstring).
     model, pooling, batch_size, max_length, device
-        As in :func:`exlm_chem.embed.embed`.
+        As in :func:`exlm_chem.embedding.embed`.
     chunk_size : int, optional
         Rows read, embedded and written at a time (default 8192).
     keep_columns : sequence of str
@@ -89,7 +89,7 @@ def export_embeddings(
         output_format,
     )
     from exlm_chem.cli.tally import RowTally
-    from exlm_chem.embed import DEFAULT_BATCH_SIZE, DEFAULT_CHUNK_SIZE, Embedder
+    from exlm_chem.embedding import DEFAULT_BATCH_SIZE, DEFAULT_CHUNK_SIZE, Embedder
     from exlm_chem.files.safe_write import atomic_path
 
     out = Path(out)

@@ -2,8 +2,7 @@
 
 ``embed``, ``fit``, ``predict``, ``explain`` and ``entropy`` open their input through
 :func:`open_input`, which checks the file and the named columns (:mod:`exlm_chem.data.tables`)
-before any model is loaded. The table reading itself lives in :mod:`exlm_chem.data.tables`; its
-names stay importable from here.
+before any model is loaded. The table reading itself lives in :mod:`exlm_chem.data.tables`.
 """
 
 from __future__ import annotations
@@ -14,17 +13,13 @@ from typing import Any, NamedTuple
 
 from exlm_chem.data.tables import (
     DEFAULT_CHUNK_SIZE,
-    SMI_COLUMNS,
     TableInput,
     iter_chunks,
     open_table,
     read_table,
-    table_kind,
 )
 
-__all__ = ["DEFAULT_CHUNK_SIZE", "SMI_COLUMNS", "CliInput", "TableInput", "add_input_arguments",
-           "iter_chunks", "open_input", "open_table", "read_table", "smiles_cells",
-           "table_kind"]
+__all__ = ["CliInput", "add_input_arguments", "open_input", "smiles_cells"]
 
 
 class CliInput(NamedTuple):

@@ -1,4 +1,4 @@
-"""Public entry point of the states-alignment op: validation and backend choice.
+"""Public entry point of the states-alignment op: the backend choice.
 
 Backends: ``"reference"`` (torch, :mod:`exlm_chem.dag.reference`) and ``"triton"``
 (:mod:`exlm_chem.dag.triton_kernels`, imported lazily so that importing this package never
@@ -17,6 +17,7 @@ from types import ModuleType
 import torch
 from torch import Tensor
 
+from exlm_chem.dag.inputs import check_inputs
 from exlm_chem.dag.reference import dag_logprob_reference
 
 __all__ = ["BACKENDS", "ENV_VAR", "dag_logprob", "select_backend"]
@@ -122,63 +123,6 @@ def select_backend(
     return "triton"
 
 
-def _validate(
-    emissions: Tensor,
-    log_transitions: Tensor,
-    target_lengths: Tensor,
-    state_lengths: Tensor,
-    check_lengths: bool = True,
-) -> None:
-    if not isinstance(emissions, Tensor) or emissions.dim() != 3:
-        shape = tuple(emissions.shape) if isinstance(emissions, Tensor) else type(emissions)
-        raise ValueError(f"emissions must be a 3-D tensor [B, T, S], got {shape}")
-    batch, t_max, s_max = emissions.shape
-    if batch == 0 or t_max == 0 or s_max == 0:
-        raise ValueError(
-            f"emissions [B, T, S] must have no empty dimension, got {(batch, t_max, s_max)}"
-        )
-    if not isinstance(log_transitions, Tensor) or tuple(log_transitions.shape) != (
-        batch,
-        s_max,
-        s_max,
-    ):
-        shape = (
-            tuple(log_transitions.shape)
-            if isinstance(log_transitions, Tensor)
-            else type(log_transitions)
-        )
-        raise ValueError(
-            f"log_transitions must have shape [B, S, S] = {(batch, s_max, s_max)} to match "
-            f"emissions {tuple(emissions.shape)}, got {shape}"
-        )
-    for name, tensor in (("emissions", emissions), ("log_transitions", log_transitions)):
-        if not tensor.is_floating_point():
-            raise TypeError(f"{name} must be a floating-point tensor, got {tensor.dtype}")
-    if log_transitions.device != emissions.device:
-        raise ValueError(
-            f"log_transitions is on {log_transitions.device} but emissions on {emissions.device}"
-        )
-    for name, lengths, bound in (
-        ("target_lengths", target_lengths, t_max),
-        ("state_lengths", state_lengths, s_max),
-    ):
-        if not isinstance(lengths, Tensor) or lengths.dim() != 1 or lengths.numel() != batch:
-            shape = tuple(lengths.shape) if isinstance(lengths, Tensor) else type(lengths)
-            raise ValueError(f"{name} must be a 1-D tensor of size B={batch}, got {shape}")
-        if lengths.is_floating_point() or lengths.is_complex() or lengths.dtype == torch.bool:
-            raise TypeError(f"{name} must be an integer tensor, got {lengths.dtype}")
-        if not check_lengths:
-            continue
-        # One host sync per call; cheap next to the DP and it catches silent misindexing.
-        low, high = int(lengths.min()), int(lengths.max())
-        if low < 1 or high > bound:
-            bad = int(torch.nonzero((lengths < 1) | (lengths > bound))[0, 0])
-            raise ValueError(
-                f"{name}[{bad}] = {int(lengths[bad])} is outside [1, {bound}] "
-                f"(the padded size of that dimension)"
-            )
-
-
 def dag_logprob(
     emissions: Tensor,
     log_transitions: Tensor,
@@ -216,7 +160,7 @@ def dag_logprob(
     Tensor [B], float32 (float64 for float64 inputs, which "auto" keeps on the reference)
         ``-inf`` (with zero gradient) for samples that have no valid path.
     """
-    _validate(emissions, log_transitions, target_lengths, state_lengths, check_lengths)
+    check_inputs(emissions, log_transitions, target_lengths, state_lengths, check_lengths)
     chosen = select_backend(
         backend,
         emissions.device,

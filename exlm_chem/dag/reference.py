@@ -1,19 +1,31 @@
-"""Torch reference of the states-alignment log-likelihood over the DAG of expanded states.
+"""The states-alignment log-likelihood over the DAG of expanded states, in torch.
 
-Shapes used throughout: B samples, T target positions (BOS + masked tokens + EOS), S
-expanded states (DAG nodes). For a sample with ``T_b`` targets and ``L_b`` states, a path
-visits exactly ``T_b`` states ``0 = s_0 < s_1 < ... < s_{T_b-1} = L_b - 1`` and scores
-``sum_t emis[t, s_t] + sum_t logE[s_{t-1}, s_t]``; ``log P(Y)`` is the log-sum-exp over all
-such paths (implementation notes, section C; paper, appendices H and I).
+This is where the paper's dynamic programme (appendices H and I) is written out. Shapes:
+B samples, T target positions (BOS + masked tokens + EOS), S expanded states (DAG nodes).
+For a sample with ``T_b`` targets and ``L_b`` states, a path visits exactly ``T_b`` states
+``0 = s_0 < s_1 < ... < s_{T_b-1} = L_b - 1`` and scores
+``sum_t emis[t, s_t] + sum_t logE[s_{t-1}, s_t]``; ``log P(Y)`` is the log-sum-exp over
+all such paths. The forward recursion computes it:
 
-Two implementations of the same op live here:
+    alpha[0, v] = emis[0, 0] if v == 0 else -inf
+    alpha[t, v] = logsumexp_{u < v}(alpha[t-1, u] + logE[u, v]) + emis[t, v]
+    log P(Y)    = alpha[T_b - 1, L_b - 1]
 
-* :func:`dag_logprob_reference`: a custom ``autograd.Function`` whose backward runs the
-  mirror (beta) recursion and applies the closed-form gradients. Memory is O(B*T*S) for
-  alpha plus O(B*S*S) for the transition gradient; no [B, T, S, S] tensor is built.
-* :func:`dag_logprob_autograd`: the forward recursion written plainly and differentiated by
-  autograd. It keeps every step's [B, S, S] intermediate alive, so it is slower and larger;
-  it serves as a test oracle.
+Read in this order:
+
+* :func:`dag_logprob_autograd`: the recursion above, written plainly and differentiated by
+  autograd. It keeps every step's [B, S, S] intermediate alive (memory O(B*T*S*S)), so
+  the tests use it as the oracle of the other implementations.
+* :func:`dag_logprob_reference`: the same value with a hand-written backward, a custom
+  ``autograd.Function`` that runs the mirror (beta) recursion and applies the closed-form
+  gradients
+
+      dlogZ/demis[t, v] = exp(alpha[t, v] + beta[t, v] - emis[t, v] - logZ)
+      dlogZ/dlogE[u, v] = sum_t exp(alpha[t, u] + logE[u, v] + beta[t+1, v] - logZ)
+
+  Memory is O(B*T*S) for alpha plus O(B*S*S) for the transition gradient; no
+  [B, T, S, S] tensor is built. This is the CPU path; :mod:`exlm_chem.dag.triton_kernels`
+  is the same backward as GPU kernels.
 
 Both mask padding (``t >= T_b``, ``s >= L_b``) and non-edges (``v <= u``) themselves, so the
 values stored there may be anything, NaN included, and receive exactly zero gradient. A
@@ -80,6 +92,57 @@ def masked_inputs(
     return emis, log_e, emis_mask, edge_mask
 
 
+def _gather_end(table: Tensor, t_len: Tensor, s_len: Tensor) -> Tensor:
+    """``table[b, T_b - 1, L_b - 1]`` for each sample, shape [B]."""
+    rows = torch.arange(table.shape[0], device=table.device)
+    return table[rows, t_len - 1, s_len - 1]
+
+
+# ---------------------------------------------------------------------- the recursion
+def _safe_logsumexp(x: Tensor, dim: int) -> Tensor:
+    """logsumexp whose gradient is 0 (not NaN) where every reduced entry is -inf."""
+    peak = x.amax(dim=dim, keepdim=True).detach()
+    peak = torch.where(torch.isfinite(peak), peak, 0.0)
+    total = torch.exp(x - peak).sum(dim=dim)
+    nonzero = total > 0
+    # log() only ever sees positive numbers, so its gradient stays finite everywhere.
+    logged = torch.log(torch.where(nonzero, total, 1.0)) + peak.squeeze(dim)
+    return torch.where(nonzero, logged, _NEG_INF)
+
+
+def dag_logprob_autograd(
+    emissions: Tensor,
+    log_transitions: Tensor,
+    target_lengths: Tensor,
+    state_lengths: Tensor,
+) -> Tensor:
+    """log P(Y) by the forward recursion of the module docstring, differentiated by autograd.
+
+    ``alpha[t]`` is ``steps[t]`` below: step t adds one edge ``u -> v`` (u < v) to every
+    path and the emission of target t at its new end v.
+
+    Parameters and return value are those of :func:`dag_logprob_reference` (shapes
+    emissions [B, T, S], log_transitions [B, S, S], lengths [B]; returns [B]). Autograd
+    stores every step's [B, S, S] scores, so memory is O(B*T*S*S): the tests use it as the
+    oracle.
+    """
+    emis, log_e, _, _ = masked_inputs(emissions, log_transitions, target_lengths, state_lengths)
+    t_len = target_lengths.to(device=emis.device, dtype=torch.long)
+    s_len = state_lengths.to(device=emis.device, dtype=torch.long)
+    s_max = emis.shape[2]
+    first = torch.full_like(emis[:, 0], _NEG_INF)
+    start = torch.arange(s_max, device=emis.device) == 0
+    steps = [torch.where(start[None, :], emis[:, 0], first)]  # each [B, S]
+    for t in range(1, emis.shape[1]):
+        scores = steps[-1][:, :, None] + log_e  # [B, S(u), S(v)]
+        steps.append(_safe_logsumexp(scores, dim=1) + emis[:, t])
+    alpha = torch.stack(steps, dim=1)  # [B, T, S]
+    log_z = _gather_end(alpha, t_len, s_len)
+    # Cut the gradient of path-less samples: d(-inf)/d(emission) would otherwise be 1.
+    return torch.where(torch.isfinite(log_z), log_z, _NEG_INF)
+
+
+# ---------------------------------------------------------------------- the hand-written backward
 def _alpha_table(emis: Tensor, log_e: Tensor) -> Tensor:
     """Forward table ``alpha[b, t, v]`` (log space), shape [B, T, S]."""
     batch, t_max, s_max = emis.shape
@@ -91,12 +154,6 @@ def _alpha_table(emis: Tensor, log_e: Tensor) -> Tensor:
         scores = alpha[:, t - 1, :, None] + log_e
         alpha[:, t] = torch.logsumexp(scores, dim=1) + emis[:, t]
     return alpha
-
-
-def _gather_end(table: Tensor, t_len: Tensor, s_len: Tensor) -> Tensor:
-    """``table[b, T_b - 1, L_b - 1]`` for each sample, shape [B]."""
-    rows = torch.arange(table.shape[0], device=table.device)
-    return table[rows, t_len - 1, s_len - 1]
 
 
 class _DagLogProb(torch.autograd.Function):
@@ -206,42 +263,3 @@ def dag_logprob_reference(
     if _accumulation_dtype(emissions, log_transitions) == torch.float64:
         return out
     return out.float()
-
-
-def _safe_logsumexp(x: Tensor, dim: int) -> Tensor:
-    """logsumexp whose gradient is 0 (not NaN) where every reduced entry is -inf."""
-    peak = x.amax(dim=dim, keepdim=True).detach()
-    peak = torch.where(torch.isfinite(peak), peak, 0.0)
-    total = torch.exp(x - peak).sum(dim=dim)
-    nonzero = total > 0
-    # log() only ever sees positive numbers, so its gradient stays finite everywhere.
-    logged = torch.log(torch.where(nonzero, total, 1.0)) + peak.squeeze(dim)
-    return torch.where(nonzero, logged, _NEG_INF)
-
-
-def dag_logprob_autograd(
-    emissions: Tensor,
-    log_transitions: Tensor,
-    target_lengths: Tensor,
-    state_lengths: Tensor,
-) -> Tensor:
-    """Same op as :func:`dag_logprob_reference`, differentiated by plain autograd.
-
-    Parameters and return value are those of :func:`dag_logprob_reference` (shapes
-    emissions [B, T, S], log_transitions [B, S, S], lengths [B]; returns [B]). Autograd
-    stores every step's [B, S, S] scores, so memory is O(B*T*S*S): use it as an oracle.
-    """
-    emis, log_e, _, _ = masked_inputs(emissions, log_transitions, target_lengths, state_lengths)
-    t_len = target_lengths.to(device=emis.device, dtype=torch.long)
-    s_len = state_lengths.to(device=emis.device, dtype=torch.long)
-    s_max = emis.shape[2]
-    first = torch.full_like(emis[:, 0], _NEG_INF)
-    start = torch.arange(s_max, device=emis.device) == 0
-    steps = [torch.where(start[None, :], emis[:, 0], first)]  # each [B, S]
-    for t in range(1, emis.shape[1]):
-        scores = steps[-1][:, :, None] + log_e  # [B, S(u), S(v)]
-        steps.append(_safe_logsumexp(scores, dim=1) + emis[:, t])
-    alpha = torch.stack(steps, dim=1)  # [B, T, S]
-    log_z = _gather_end(alpha, t_len, s_len)
-    # Cut the gradient of path-less samples: d(-inf)/d(emission) would otherwise be 1.
-    return torch.where(torch.isfinite(log_z), log_z, _NEG_INF)

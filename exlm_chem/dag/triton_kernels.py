@@ -43,8 +43,9 @@ by the caller. A sample with no valid path returns ``-inf`` and exactly zero gra
 CPU: kernels run under Triton's interpreter only, which is chosen when ``@triton.jit`` runs
 (for triton's own helpers at triton's import), so ``TRITON_INTERPRET=1`` must be in the
 environment before triton is first imported. The interpreter is slow (it executes each
-program in Python); it is for tests. :func:`compile_for_gpu` compiles the kernels for an
-NVIDIA target without a GPU, which catches what the interpreter does not check.
+program in Python); it is for tests. :func:`exlm_chem.dag.triton_compile.compile_for_gpu`
+compiles the kernels for an NVIDIA target without a GPU, which catches what the
+interpreter does not check.
 
 Triton 3.6's interpreter (the GPU image's version) turns a runtime loop bound into a Python
 int with ``int(array)`` on a one-element 1-d array, which NumPy >= 2.4 rejects
@@ -64,13 +65,13 @@ import torch
 import triton
 import triton.language as tl
 
+from exlm_chem.dag.inputs import check_inputs
+
 __all__ = [
     "SINGLE_TILE_MAX_STATES",
     "TRITON_MAX_STATES",
-    "CompiledKernelInfo",
     "DagLogProbTriton",
     "KernelConfig",
-    "compile_for_gpu",
     "dag_logprob_triton",
     "kernel_config",
 ]
@@ -572,105 +573,6 @@ class DagLogProbTriton(torch.autograd.Function):
         )
 
 
-class CompiledKernelInfo(NamedTuple):
-    """Resource usage of one kernel compiled ahead of time (see :func:`compile_for_gpu`)."""
-
-    kernel: str
-    num_states: int
-    dtype: str
-    num_warps: int
-    registers: int | None  # per thread; None when cuobjdump is unavailable
-    stack_bytes: int | None  # local memory per thread: > 0 means register spills
-    shared_bytes: int | None
-
-
-_TENSOR_ARGS = ("emis_ptr", "logE_ptr", "gemis_ptr", "glogE_ptr")
-
-
-def compile_for_gpu(
-    num_states: int, dtype: str = "fp32", arch: int = 90
-) -> list[CompiledKernelInfo]:
-    """Compile the kernels that ``num_states`` selects for an NVIDIA GPU, without a GPU.
-
-    Catches what the interpreter cannot (constexpr rules, loop-carried types) and reports
-    registers and spills from the cubin. Uses Triton's compiler API (``ASTSource``,
-    ``GPUTarget``) and the ``cuobjdump`` shipped in Triton's NVIDIA backend. Must run in a
-    process where ``TRITON_INTERPRET`` is off.
-
-    Parameters
-    ----------
-    num_states : int
-        S; picks the path and block sizes through :func:`kernel_config`.
-    dtype : {"fp32", "bf16", "fp16"}
-        Dtype of emissions, log_transitions and their gradients.
-    arch : int
-        Compute capability as an integer (90 = H100/H200).
-
-    Returns
-    -------
-    list of CompiledKernelInfo
-        One record per kernel of the selected path.
-    """
-    import re
-    import subprocess
-    import tempfile
-    from pathlib import Path
-
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-
-    if any(type(fn).__name__ == "InterpretedFunction" for fn in (_fwd_tiled_kernel, tl.max)):
-        raise RuntimeError("compile_for_gpu needs TRITON_INTERPRET unset in this process")
-    cfg = kernel_config(num_states)
-    if cfg.tiled:
-        blocks = {"BLOCK_S": cfg.block_s, "BLOCK_U": cfg.block_u}
-        plan = [
-            (_fwd_tiled_kernel, blocks, cfg.fwd_warps),
-            (_bwd_beta_tiled_kernel, blocks, cfg.bwd_warps),
-            (_bwd_trans_tiled_kernel, blocks, cfg.bwd_warps),
-        ]
-    else:
-        plan = [
-            (_fwd_single_tile_kernel, {"BLOCK_S": cfg.block_s, "STORE_ALPHA": True}, cfg.fwd_warps),
-            (_bwd_single_tile_kernel, {"BLOCK_S": cfg.block_s}, cfg.bwd_warps),
-        ]
-    cuobjdump = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
-    records = []
-    for kernel, constexprs, warps in plan:
-        signature = {}
-        for name in kernel.arg_names:
-            if name in constexprs:
-                signature[name] = "constexpr"
-            elif name in ("T", "S"):
-                signature[name] = "i32"
-            elif name in ("tlen_ptr", "slen_ptr"):
-                signature[name] = "*i32"
-            else:
-                signature[name] = f"*{dtype}" if name in _TENSOR_ARGS else "*fp32"
-        compiled = triton.compile(
-            ASTSource(kernel, signature, constexprs=constexprs),
-            target=GPUTarget("cuda", arch, 32),
-            options={"num_warps": warps},
-        )
-        usage = None
-        if cuobjdump.exists() and "cubin" in compiled.asm:
-            with tempfile.NamedTemporaryFile(suffix=".cubin") as handle:
-                handle.write(compiled.asm["cubin"])
-                handle.flush()
-                dump = subprocess.run(
-                    [str(cuobjdump), "--dump-resource-usage", handle.name],
-                    capture_output=True,
-                    text=True,
-                    check=False,
-                ).stdout
-            usage = re.search(r"REG:(\d+).*?STACK:(\d+).*?SHARED:(\d+)", dump, re.S)
-        regs, stack, shared = (int(x) for x in usage.groups()) if usage else (None,) * 3
-        records.append(
-            CompiledKernelInfo(kernel.fn.__name__, num_states, dtype, warps, regs, stack, shared)
-        )
-    return records
-
-
 # what triton 3.6's interpreter raises under NumPy >= 2.4 (see the module docstring)
 _NUMPY_SCALAR_ERROR = "only 0-dimensional arrays can be converted to Python scalars"
 
@@ -701,40 +603,15 @@ def _is_interpreted() -> bool:
     )
 
 
-def _check_inputs(
-    emissions: torch.Tensor,
-    log_transitions: torch.Tensor,
-    target_lengths: torch.Tensor,
-    state_lengths: torch.Tensor,
-    check_lengths: bool,
-) -> None:
-    if emissions.dim() != 3:
-        raise ValueError(f"emissions must be [B, T, S], got shape {tuple(emissions.shape)}")
-    B, T, S = emissions.shape
-    if tuple(log_transitions.shape) != (B, S, S):
-        raise ValueError(
-            f"log_transitions must be [B, S, S] = {(B, S, S)} to match emissions "
-            f"{(B, T, S)}, got {tuple(log_transitions.shape)}"
-        )
-    for name, lengths in (("target_lengths", target_lengths), ("state_lengths", state_lengths)):
-        if lengths.dim() != 1 or lengths.shape[0] != B:
-            raise ValueError(f"{name} must be [B] = [{B}], got shape {tuple(lengths.shape)}")
-        if (
-            lengths.dtype.is_floating_point
-            or lengths.dtype.is_complex
-            or lengths.dtype == torch.bool
-        ):
-            raise TypeError(f"{name} must be an integer tensor, got {lengths.dtype}")
+def _check_triton_inputs(emissions: torch.Tensor, log_transitions: torch.Tensor) -> None:
+    """What the kernels need beyond :func:`exlm_chem.dag.inputs.check_inputs`."""
     for name, x in (("emissions", emissions), ("log_transitions", log_transitions)):
         if x.dtype not in _SUPPORTED_DTYPES:
             raise TypeError(
                 f"{name} dtype {x.dtype} is not supported by the Triton path "
                 f"(float32, bfloat16, float16); use the torch reference"
             )
-    if log_transitions.device != emissions.device:
-        raise ValueError(
-            f"emissions on {emissions.device} but log_transitions on {log_transitions.device}"
-        )
+    S = emissions.shape[2]
     if S > TRITON_MAX_STATES:
         raise ValueError(
             f"S={S} states exceeds TRITON_MAX_STATES={TRITON_MAX_STATES}; use the torch reference"
@@ -745,16 +622,6 @@ def _check_inputs(
             "TRITON_INTERPRET=1 before triton and exlm_chem.dag.triton_kernels are first "
             "imported, or use the torch reference on CPU"
         )
-    if check_lengths and B > 0:
-        bad_t = (target_lengths < 1) | (target_lengths > T)
-        bad_s = (state_lengths < 1) | (state_lengths > S)
-        bad = (bad_t | bad_s.to(bad_t.device)).nonzero()
-        if bad.numel():
-            i = int(bad[0, 0])
-            raise ValueError(
-                f"sample {i}: target length {int(target_lengths[i])} must be in [1, {T}] and "
-                f"state length {int(state_lengths[i])} in [1, {S}]"
-            )
 
 
 def dag_logprob_triton(
@@ -793,7 +660,8 @@ def dag_logprob_triton(
         Bad shapes, dtypes or lengths; ``S > TRITON_MAX_STATES``; CPU tensors without
         Triton's interpreter.
     """
-    _check_inputs(emissions, log_transitions, target_lengths, state_lengths, check_lengths)
+    check_inputs(emissions, log_transitions, target_lengths, state_lengths, check_lengths)
+    _check_triton_inputs(emissions, log_transitions)
     device = emissions.device
     tlen = target_lengths.to(device=device, dtype=torch.int32).contiguous()
     slen = state_lengths.to(device=device, dtype=torch.int32).contiguous()

@@ -10,7 +10,10 @@ masked (every selected token becomes [MASK], no 80/10/10), then, for ExLM, BOS, 
     pos_copy   [1,2,3, 0, 1,2,3, 0, 1,2,3, 1,2,3, 0, 1,2,3]
 
 The expanded copies are the DAG's states (S of them); the targets are
-``[BOS, masked tokens in order, EOS]`` (T of them). The MLM twin sees the very same
+``[BOS, masked tokens in order, EOS]`` (T of them). :func:`expand_states` does the
+expansion for a whole batch at once (pre-training, the vectorised collate of
+:mod:`exlm_chem.data.collate_flat`, and the unmasked inputs of
+:mod:`exlm_chem.data.inference_inputs`). The MLM twin sees the very same
 masked ids, unexpanded, with cross-entropy labels on the masked positions.
 
 Shapes: B batch, N tokens, X expanded tokens, S states, T targets.
@@ -103,24 +106,88 @@ def mask_tokens(
     return MaskedSample(masked, positions.astype(np.int64), ids[positions])
 
 
-def expand_states(sample: MaskedSample, k: int, special: SpecialIds):
-    """Expand BOS, each [MASK] and EOS of one sample to ``k`` copies.
+class Expansion(NamedTuple):
+    """A batch with BOS, every [MASK] and EOS expanded, pad-filled (the first six fields of
+    :class:`ExLMBatch`)."""
 
-    Returns numpy arrays ``(expanded_ids [X], pos_original [X], pos_copy [X],
-    state_index [S], targets [T])``.
+    input_ids: torch.Tensor  # [B, X]
+    pos_original: torch.Tensor  # [B, X]
+    pos_copy: torch.Tensor  # [B, X]
+    padding_mask: torch.Tensor  # [B, X] bool
+    state_index: torch.Tensor  # [B, S]
+    state_lengths: torch.Tensor  # [B]
+
+
+def segments(lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Segment id and rank inside the segment of every flat element, each [sum(lengths)]."""
+    starts = np.cumsum(lengths) - lengths  # [B]
+    segment = np.repeat(np.arange(lengths.size), lengths)
+    return segment, np.arange(int(lengths.sum())) - starts[segment]
+
+
+def scatter_padded(flat_index: np.ndarray, values: np.ndarray | int, shape: tuple[int, int],
+                   fill: int) -> torch.Tensor:
+    """A [rows, cols] int64 tensor of ``fill`` with ``values`` at row-major ``flat_index``."""
+    out = np.full(shape[0] * shape[1], fill, dtype=np.int64)
+    out[flat_index] = values
+    return torch.from_numpy(out.reshape(shape))
+
+
+def _row_major(rows: np.ndarray, lengths: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """Index into a [len(lengths), width] matrix of each element of the rows laid end to end
+    (rows[i] is the row of element i; each row's elements consecutive), and its column."""
+    starts = np.cumsum(lengths) - lengths
+    col = np.arange(rows.size) - starts[rows]
+    return rows * width + col, col
+
+
+def expand_states(ids: np.ndarray, lengths: np.ndarray, k: int, special: SpecialIds) -> Expansion:
+    """Expand BOS, each [MASK] and EOS to ``k`` copies: the one states expansion.
+
+    Parameters
+    ----------
+    ids : numpy.ndarray
+        [F] int64, the batch's molecules back to back (masked or not).
+    lengths : numpy.ndarray
+        [B] int64, tokens per molecule.
+    k : int
+        Copies per expanded token; copy indices 1..k, 0 for ordinary tokens.
+    special : SpecialIds
+
+    Returns
+    -------
+    Expansion
+        Pad-filled [B, X] (and [B, S]) tensors, as in the module docstring's example.
     """
-    ids = sample.input_ids
+    ids = np.asarray(ids, dtype=np.int64)
+    lengths = np.asarray(lengths, dtype=np.int64)
+    n_rows = lengths.size
+    segment, position = segments(lengths)  # [F]
     expand = (ids == special.bos) | (ids == special.mask) | (ids == special.eos)
-    repeats = np.where(expand, k, 1)  # [N]
-    expanded_ids = np.repeat(ids, repeats)  # [X]
-    pos_original = np.repeat(np.arange(ids.size), repeats)  # [X]
-    # copy index 1..k within each expanded group, 0 for ordinary tokens
-    starts = np.repeat(np.cumsum(repeats) - repeats, repeats)  # [X] start of each group
-    pos_copy = np.arange(expanded_ids.size) - starts + 1
-    pos_copy = np.where(np.repeat(expand, repeats), pos_copy, 0)
-    state_index = np.flatnonzero(pos_copy > 0)  # [S]
-    targets = np.concatenate(([special.bos], sample.masked_targets, [special.eos]))
-    return expanded_ids, pos_original, pos_copy, state_index, targets
+    repeats = np.where(expand, k, 1)  # [F]
+    group_end = np.cumsum(repeats)  # [F]
+    source = np.repeat(np.arange(ids.size), repeats)  # [E] token each expanded slot copies
+    row = segment[source]  # [E]
+    # copy index 1..k inside an expanded group, 0 for ordinary tokens
+    copy = np.arange(source.size) - (group_end - repeats)[source] + 1
+    copy[~expand[source]] = 0
+    width = np.bincount(row, minlength=n_rows)  # [B] expanded length
+    shape = (n_rows, int(width.max()))
+    where, col = _row_major(row, width, shape[1])
+    state = copy > 0
+    n_states = np.bincount(row[state], minlength=n_rows)  # [B]
+    state_shape = (n_rows, int(n_states.max()))
+    state_where, _ = _row_major(row[state], n_states, state_shape[1])
+    mask = np.zeros(shape[0] * shape[1], dtype=bool)
+    mask[where] = True
+    return Expansion(
+        input_ids=scatter_padded(where, ids[source], shape, special.pad),
+        pos_original=scatter_padded(where, position[source], shape, 0),
+        pos_copy=scatter_padded(where, copy, shape, 0),
+        padding_mask=torch.from_numpy(mask.reshape(shape)),
+        state_index=scatter_padded(state_where, col[state], state_shape, 0),
+        state_lengths=torch.from_numpy(n_states.astype(np.int64)),
+    )
 
 
 def _pad(rows: Sequence[np.ndarray], value: int) -> torch.Tensor:
@@ -133,16 +200,11 @@ def _pad(rows: Sequence[np.ndarray], value: int) -> torch.Tensor:
 
 def collate_exlm(samples: Sequence[MaskedSample], k: int, special: SpecialIds) -> ExLMBatch:
     """Batch masked samples for the ExLM objective (expanded, with DAG bookkeeping)."""
-    parts = [expand_states(s, k, special) for s in samples]
-    ids, pos_o, pos_c, states, targets = zip(*parts, strict=True)
-    input_ids = _pad(ids, special.pad)
+    expansion = expand_states(np.concatenate([s.input_ids for s in samples]),
+                              np.array([s.input_ids.size for s in samples]), k, special)
+    targets = [np.concatenate(([special.bos], s.masked_targets, [special.eos])) for s in samples]
     return ExLMBatch(
-        input_ids=input_ids,
-        pos_original=_pad(pos_o, 0),
-        pos_copy=_pad(pos_c, 0),
-        padding_mask=_pad([np.ones(len(x), dtype=np.int64) for x in ids], 0).bool(),
-        state_index=_pad(states, 0),
-        state_lengths=torch.tensor([len(s) for s in states], dtype=torch.long),
+        *expansion,
         targets=_pad(targets, special.pad),
         target_lengths=torch.tensor([len(t) for t in targets], dtype=torch.long),
     )
@@ -162,27 +224,4 @@ def collate_mlm(samples: Sequence[MaskedSample], special: SpecialIds) -> MLMBatc
         pos_copy=torch.zeros_like(input_ids),
         padding_mask=_pad([np.ones(s.input_ids.size, dtype=np.int64) for s in samples], 0).bool(),
         labels=_pad(labels, IGNORE_INDEX),
-    )
-
-
-def expand_for_inference(
-    ids_list: Sequence[np.ndarray], k: int, special: SpecialIds
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Fine-tuning/embedding input: ``[BOS] SMILES [EOS]`` with BOS and EOS expanded.
-
-    Nothing is masked, so only BOS and EOS get ``k`` copies, as in pre-training. Returns
-    ``(input_ids, pos_original, pos_copy, padding_mask)``, each [B, X]; the first BOS copy
-    sits at position 0 of every row.
-    """
-    empty = np.zeros(0, dtype=np.int64)
-    parts = [
-        expand_states(MaskedSample(np.asarray(ids, dtype=np.int64), empty, empty), k, special)
-        for ids in ids_list
-    ]
-    ids, pos_o, pos_c, _, _ = zip(*parts, strict=True)
-    return (
-        _pad(ids, special.pad),
-        _pad(pos_o, 0),
-        _pad(pos_c, 0),
-        _pad([np.ones(len(x), dtype=np.int64) for x in ids], 0).bool(),
     )

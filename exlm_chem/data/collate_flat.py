@@ -1,9 +1,10 @@
-"""Masking, states expansion and batching of a whole batch at once, with NumPy.
+"""Masking and batching of a whole batch at once, with NumPy.
 
 The per-molecule functions of :mod:`exlm_chem.data.collate` (``mask_tokens``, then
 ``collate_exlm`` or ``collate_mlm``) are the reference; these functions give exactly
 the same batch for the same generator, without a Python step per molecule, so a
-DataLoader worker collates a 64K-token batch in milliseconds.
+DataLoader worker collates a 64K-token batch in milliseconds. Both expand the states with
+the one :func:`~exlm_chem.data.collate.expand_states`.
 
 A batch travels flat: the molecules' ids back to back plus their lengths. Shapes:
 B molecules, F flat tokens (sum of lengths), E flat expanded tokens, X, S, T as in
@@ -23,6 +24,9 @@ from exlm_chem.data.collate import (
     ExLMBatch,
     MLMBatch,
     SpecialIds,
+    expand_states,
+    scatter_padded,
+    segments,
 )
 
 
@@ -33,13 +37,6 @@ class MaskedFlat(NamedTuple):
     original: np.ndarray  # [F] int64, the ids before masking
     masked: np.ndarray  # [F] bool, True where a token was masked
     lengths: np.ndarray  # [B] int64, tokens per molecule (BOS and EOS included)
-
-
-def _segments(lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Segment id and rank inside the segment of every flat element, each [sum(lengths)]."""
-    starts = np.cumsum(lengths) - lengths  # [B]
-    segment = np.repeat(np.arange(lengths.size), lengths)
-    return segment, np.arange(int(lengths.sum())) - starts[segment]
 
 
 def mask_flat(
@@ -66,7 +63,7 @@ def mask_flat(
                         n_ordinary)
     is_priority = np.ones(draws.size, dtype=bool)
     is_priority[first] = False
-    molecule, rank = _segments(n_ordinary)  # per ordinary token
+    molecule, rank = segments(n_ordinary)  # per ordinary token
     priority = (draws[is_priority] * PRIORITY_SCALE).astype(np.int64)
     # sort (molecule, priority) at once; stable, so ties keep the earlier token first
     order = np.argsort((molecule << 40) | priority, kind="stable")
@@ -76,27 +73,12 @@ def mask_flat(
     return MaskedFlat(np.where(masked, special.mask, ids), ids, masked, lengths)
 
 
-def _padded(flat_index: np.ndarray, values, shape: tuple[int, int], fill: int) -> torch.Tensor:
-    """A [rows, cols] int64 tensor of ``fill`` with ``values`` at row-major ``flat_index``."""
-    out = np.full(shape[0] * shape[1], fill, dtype=np.int64)
-    out[flat_index] = values
-    return torch.from_numpy(out.reshape(shape))
-
-
-def _row_major(rows: np.ndarray, lengths: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
-    """Index into a [len(lengths), width] matrix of each element of the rows laid end to end
-    (rows[i] is the row of element i; each row's elements consecutive), and its column."""
-    starts = np.cumsum(lengths) - lengths
-    col = np.arange(rows.size) - starts[rows]
-    return rows * width + col, col
-
-
 def _targets(batch: MaskedFlat, special: SpecialIds) -> tuple[torch.Tensor, torch.Tensor]:
     """``[BOS, masked originals in order, EOS]`` per molecule, pad-filled [B, T]; and T_b."""
-    segment, _ = _segments(batch.lengths)
+    segment, _ = segments(batch.lengths)
     owner = segment[batch.masked]  # [M] molecule of each masked token, in order
     counts = np.bincount(owner, minlength=batch.lengths.size)
-    _, slot = _segments(counts)
+    _, slot = segments(counts)
     n_rows = batch.lengths.size
     targets = np.full((n_rows, int(counts.max()) + 2), special.pad, dtype=np.int64)
     targets[owner, slot + 1] = batch.original[batch.masked]
@@ -107,53 +89,26 @@ def _targets(batch: MaskedFlat, special: SpecialIds) -> tuple[torch.Tensor, torc
 
 def collate_exlm_flat(batch: MaskedFlat, k: int, special: SpecialIds) -> ExLMBatch:
     """:func:`~exlm_chem.data.collate.collate_exlm` of a flat masked batch, vectorised."""
-    ids, lengths, n_rows = batch.input_ids, batch.lengths, batch.lengths.size
-    segment, position = _segments(lengths)  # [F]
-    expand = (ids == special.bos) | (ids == special.mask) | (ids == special.eos)
-    repeats = np.where(expand, k, 1)  # [F]
-    group_end = np.cumsum(repeats)  # [F]
-    source = np.repeat(np.arange(ids.size), repeats)  # [E] token each expanded slot copies
-    row = segment[source]  # [E]
-    # copy index 1..k inside an expanded group, 0 for ordinary tokens
-    copy = np.arange(source.size) - (group_end - repeats)[source] + 1
-    copy[~expand[source]] = 0
-    width = np.bincount(row, minlength=n_rows)  # [B] expanded length
-    shape = (n_rows, int(width.max()))
-    where, col = _row_major(row, width, shape[1])
-    state = copy > 0
-    n_states = np.bincount(row[state], minlength=n_rows)  # [B]
-    state_shape = (n_rows, int(n_states.max()))
-    state_where, _ = _row_major(row[state], n_states, state_shape[1])
     targets, target_lengths = _targets(batch, special)
-    mask = np.zeros(shape[0] * shape[1], dtype=bool)
-    mask[where] = True
-    return ExLMBatch(
-        input_ids=_padded(where, ids[source], shape, special.pad),
-        pos_original=_padded(where, position[source], shape, 0),
-        pos_copy=_padded(where, copy, shape, 0),
-        padding_mask=torch.from_numpy(mask.reshape(shape)),
-        state_index=_padded(state_where, col[state], state_shape, 0),
-        state_lengths=torch.from_numpy(n_states.astype(np.int64)),
-        targets=targets,
-        target_lengths=target_lengths.long(),
-    )
+    return ExLMBatch(*expand_states(batch.input_ids, batch.lengths, k, special),
+                     targets=targets, target_lengths=target_lengths.long())
 
 
 def collate_mlm_flat(batch: MaskedFlat, special: SpecialIds) -> MLMBatch:
     """:func:`~exlm_chem.data.collate.collate_mlm` of a flat masked batch, vectorised."""
-    row, col = _segments(batch.lengths)
+    row, col = segments(batch.lengths)
     shape = (batch.lengths.size, int(batch.lengths.max()))
     where = row * shape[1] + col
     labels = np.where(batch.masked, batch.original, IGNORE_INDEX)
-    input_ids = _padded(where, batch.input_ids, shape, special.pad)
+    input_ids = scatter_padded(where, batch.input_ids, shape, special.pad)
     mask = np.zeros(shape[0] * shape[1], dtype=bool)
     mask[where] = True
     return MLMBatch(
         input_ids=input_ids,
-        pos_original=_padded(where, col, shape, 0),
+        pos_original=scatter_padded(where, col, shape, 0),
         pos_copy=torch.zeros_like(input_ids),
         padding_mask=torch.from_numpy(mask.reshape(shape)),
-        labels=_padded(where, labels, shape, IGNORE_INDEX),
+        labels=scatter_padded(where, labels, shape, IGNORE_INDEX),
     )
 
 

@@ -1,6 +1,7 @@
-"""From user SMILES to pooled encoder states: input checks, batching, pooling.
+"""User SMILES checked and tokenised, one reason per bad row.
 
-Shared by fine-tuning, the estimators and embedding export. Bad rows are never dropped:
+Shared by fine-tuning, the estimators and embedding export (the pooling of their encoder
+states is :mod:`exlm_chem.model.pooling`). Bad rows are never dropped:
 :func:`check_smiles` returns a mask and a reason per row so that callers can keep their
 outputs aligned with their inputs.
 """
@@ -13,7 +14,6 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
-import torch
 
 from exlm_chem.data.rdkit_reasons import canonical_or_failure
 from exlm_chem.data.tokenizer import SmilesTokenizer
@@ -99,27 +99,3 @@ def raise_for_invalid(smiles: Sequence[Any], checked: CheckedSmiles) -> None:
     if not checked.valid.all():
         bad = np.flatnonzero(~checked.valid)
         raise InvalidSmilesError([InvalidRow(int(i), smiles[i], checked.reasons[i]) for i in bad])
-
-
-def pool(hidden: torch.Tensor, padding_mask: torch.Tensor, pooling: str) -> torch.Tensor:
-    """``bos``: the first BOS copy (position 0); ``mean``: mean over real tokens."""
-    if pooling == "bos":
-        return hidden[:, 0]
-    if pooling == "mean":
-        weights = padding_mask.unsqueeze(-1).to(hidden.dtype)  # [B, X, 1]
-        return (hidden * weights).sum(1) / weights.sum(1).clamp_min(1.0)
-    raise ValueError(f"pooling must be 'bos' or 'mean', got {pooling!r}")
-
-
-def pooled_states(model: torch.nn.Module, input_ids: torch.Tensor, pos_original: torch.Tensor,
-                  pos_copy: torch.Tensor, padding_mask: torch.Tensor,
-                  pooling: str) -> torch.Tensor:
-    """Pooled encoder states [B, d] of an expanded batch (each input [B, X]).
-
-    ``bos`` asks the encoder for position 0 alone (``first_only``), so its last block
-    skips every other row; ``mean`` pools all real tokens.
-    """
-    if pooling == "bos":
-        return model(input_ids, pos_original, pos_copy, padding_mask, first_only=True)
-    return pool(model(input_ids, pos_original, pos_copy, padding_mask), padding_mask, pooling)
-

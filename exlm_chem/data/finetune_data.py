@@ -9,7 +9,6 @@ per step (the widths come from ``lengths``, kept on the host).
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -19,7 +18,7 @@ import torch
 from exlm_chem.data.collate import SpecialIds
 from exlm_chem.data.inference_inputs import inference_inputs
 
-__all__ = ["EncodedSet", "autocast", "encode_rows"]
+__all__ = ["EncodedSet", "encode_rows"]
 
 
 class EncodedSet(NamedTuple):
@@ -76,10 +75,3 @@ def encode_rows(rows: Sequence[np.ndarray], k: int, special: SpecialIds,
     input_ids, pos_original, pos_copy, padding_mask = inference_inputs(rows, k, special)
     lengths = padding_mask.sum(1).numpy().astype(np.int64)  # [N]
     return EncodedSet(input_ids, pos_original, pos_copy, padding_mask, lengths, features)
-
-
-def autocast(device: torch.device) -> contextlib.AbstractContextManager:
-    """bf16 autocast on CUDA; on other devices nothing changes (fp32, results as before)."""
-    if device.type == "cuda":
-        return torch.autocast("cuda", dtype=torch.bfloat16)
-    return contextlib.nullcontext()

@@ -4,7 +4,7 @@ Nothing is masked there, so the input is ``[BOS] SMILES [EOS]``. How BOS and EOS
 must match what the checkpoint saw in pre-training:
 
 * ``objective: exlm``: BOS and EOS expanded to ``k = config.k_states`` copies with copy
-  indices 1..k (:func:`~exlm_chem.data.collate.expand_for_inference`).
+  indices 1..k (:func:`~exlm_chem.data.collate.expand_states`).
 * ``objective: mlm`` (the twin): nothing expanded, one BOS and one EOS, copy index 0
   everywhere, exactly the twin's pre-training input (:func:`~exlm_chem.data.collate.collate_mlm`),
   whatever ``k_states`` its config carries.
@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from exlm_chem.data.collate import SpecialIds, expand_for_inference
+from exlm_chem.data.collate import SpecialIds, expand_states
 
 __all__ = ["UNEXPANDED", "inference_expansion", "inference_inputs"]
 
@@ -75,7 +75,9 @@ def inference_inputs(
     ``pos_copy`` is all zeros; otherwise BOS and EOS get ``k`` copies (indices 1..k). The
     first BOS copy sits at position 0 of every row either way.
     """
-    input_ids, pos_original, pos_copy, padding_mask = expand_for_inference(ids_list, k, special)
+    rows = [np.asarray(ids, dtype=np.int64) for ids in ids_list]
+    input_ids, pos_original, pos_copy, padding_mask, _, _ = expand_states(
+        np.concatenate(rows), np.array([row.size for row in rows]), k, special)
     if k == UNEXPANDED:
         pos_copy = torch.zeros_like(pos_copy)  # the twin never saw a copy index
     return input_ids, pos_original, pos_copy, padding_mask

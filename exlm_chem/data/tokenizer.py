@@ -18,11 +18,13 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from importlib import resources
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
+
+from exlm_chem.data.tokenizer_batch import CHUNK, CodeTable, as_smiles_list, scatter_rows
+from exlm_chem.data.vocabulary import read_vocabulary
 
 __all__ = [
     "SCHWALLER_PATTERN",
@@ -53,24 +55,6 @@ SPECIAL_TOKENS = ("[CLS]", "[PAD]", "[SEP]", "[UNK]", "[MASK]")
 
 _TOKEN_RE = re.compile(TOKEN_PATTERN, re.DOTALL)
 
-# Batch fast path. The batch is joined with newlines into one string; every
-# multi-character token is replaced by ONE character whose code point is 128 + its id
-# (bracket atoms and %nn ring closures by one regex pass, then "Cl" and "Br" by
-# str.replace, which is safe once the brackets are gone because the replacement
-# characters are not ASCII). What is left are single-character tokens, so one NumPy
-# lookup table over code points gives all ids at once. The bracket class excludes the
-# newline so that an unclosed "[" cannot swallow the next molecule. The path is taken
-# only for pure-ASCII batches without embedded newlines (no input character can then
-# collide with a replacement character), which makes the result identical to tokenising
-# each SMILES on its own; tests check both paths against each other.
-_BRACKET_RE = re.compile(r"\[[^\]\n]+]|%[0-9]{2}")
-_CODE_BASE = 128  # replacement code point = _CODE_BASE + token id
-_MAX_FAST_VOCAB = 0xD800 - _CODE_BASE  # keeps every replacement one UTF-16 code unit
-_CHUNK = 1024  # molecules per fast-path pass inside batch_encode
-_SEP_SENTINEL = -1  # lookup-table value of the newline that separates molecules
-_UNK_SENTINEL = -2  # lookup-table value of an ASCII character missing from the vocabulary
-
-_PACKAGED_VOCAB = "data/vocab.txt"
 
 
 def tokenize_smiles(smiles: str) -> list[str]:
@@ -137,14 +121,7 @@ class SmilesTokenizer(SpecialTokenIds):
     """
 
     def __init__(self, vocab_file: str | Path | None = None) -> None:
-        if vocab_file is None:
-            text = resources.files("exlm_chem").joinpath(_PACKAGED_VOCAB).read_text("utf-8")
-            source = f"exlm_chem/{_PACKAGED_VOCAB}"
-        else:
-            path = _vocab_path(vocab_file)
-            text = path.read_text(encoding="utf-8")
-            source = str(path)
-        self._setup(_parse_vocab(text, source), source)
+        self._setup(*read_vocabulary(vocab_file, SPECIAL_TOKENS))
         self.unknown_token_counts: Counter[str] = Counter()
 
     # ------------------------------------------------------------------ construction
@@ -163,15 +140,7 @@ class SmilesTokenizer(SpecialTokenIds):
         }
         self._encode_getitem = self._encode_map.__getitem__
         self._id_to_token = tuple(self.tokens)
-        self._code_of = {
-            tok: chr(_CODE_BASE + i) for tok, i in self._encode_map.items() if len(tok) > 1
-        }
-        lut = np.full(_CODE_BASE + self.vocab_size, _UNK_SENTINEL, dtype=np.int64)
-        for code in range(_CODE_BASE):
-            lut[code] = self._encode_map.get(chr(code), _UNK_SENTINEL)
-        lut[ord("\n")] = _SEP_SENTINEL
-        lut[_CODE_BASE:] = np.arange(self.vocab_size)
-        self._code_lut = lut
+        self._codes = CodeTable(self._encode_map, self.vocab_size, self.unk_id)
 
     @classmethod
     def from_file(cls, path: str | Path) -> SmilesTokenizer:
@@ -298,7 +267,7 @@ class SmilesTokenizer(SpecialTokenIds):
         EncodedBatch
             ``input_ids`` int64 [B, N] and ``lengths`` int64 [B].
         """
-        smiles = _as_smiles_list(smiles_list)
+        smiles = as_smiles_list(smiles_list)
         limit = _content_limit(max_length, add_special_tokens)
         if pad_to_multiple_of is not None and (
             not isinstance(pad_to_multiple_of, (int, np.integer))
@@ -311,8 +280,8 @@ class SmilesTokenizer(SpecialTokenIds):
         found: Counter[str] = Counter()
         # chunks keep the temporaries small (cache-resident) for large batches
         pieces = [
-            self._batch_ids(smiles[start : start + _CHUNK], found)
-            for start in range(0, len(smiles), _CHUNK)
+            self._batch_ids(smiles[start : start + CHUNK], found)
+            for start in range(0, len(smiles), CHUNK)
         ]
         self._record_unknown(found, strict, where="the batch")
 
@@ -327,7 +296,7 @@ class SmilesTokenizer(SpecialTokenIds):
         first_row = 0
         for flat, piece_counts in pieces:
             rows = input_ids[first_row : first_row + piece_counts.size]
-            _scatter(rows, flat, piece_counts, limit, offset)
+            scatter_rows(rows, flat, piece_counts, limit, offset)
             first_row += piece_counts.size
         if add_special_tokens:
             input_ids[:, 0] = self.bos_id
@@ -339,10 +308,10 @@ class SmilesTokenizer(SpecialTokenIds):
 
         An empty string has share 0. ``unknown_token_counts`` is not updated.
         """
-        smiles = _as_smiles_list(smiles_list)
+        smiles = as_smiles_list(smiles_list)
         share = np.zeros(len(smiles), dtype=np.float64)
-        for start in range(0, len(smiles), _CHUNK):
-            flat, counts = self._batch_ids(smiles[start : start + _CHUNK], Counter())
+        for start in range(0, len(smiles), CHUNK):
+            flat, counts = self._batch_ids(smiles[start : start + CHUNK], Counter())
             owner = np.repeat(np.arange(counts.size), counts)  # [T] molecule of each token
             unknown = np.bincount(owner, weights=flat == self.unk_id, minlength=counts.size)
             share[start : start + counts.size] = unknown / np.maximum(counts, 1)
@@ -393,55 +362,20 @@ class SmilesTokenizer(SpecialTokenIds):
 
     def _batch_ids(self, smiles: list[str], found: Counter[str]) -> tuple[np.ndarray, np.ndarray]:
         """Token ids of all molecules, concatenated (int64 [T]), and per-molecule counts [B]."""
-        joined = "\n".join(smiles)
-        if (
-            not smiles
-            or self.vocab_size > _MAX_FAST_VOCAB
-            or not joined.isascii()
-            or joined.count("\n") != len(smiles) - 1
-        ):
-            # rare inputs (non-ASCII characters, embedded newlines): one SMILES at a time
-            rows = []
-            for text in smiles:
-                ids, unknown = self._lookup(_TOKEN_RE.findall(text))
-                found.update(unknown)
-                rows.append(ids)
-            counts = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
-            flat = np.fromiter(
-                (i for row in rows for i in row), dtype=np.int64, count=int(counts.sum())
-            )
-            return flat, counts
-
-        code_of = self._code_of
-        unk_char = chr(_CODE_BASE + self.unk_id)
-
-        def replace(match: re.Match[str]) -> str:
-            tok = match.group()
-            char = code_of.get(tok)
-            if char is None:
-                found[tok] += 1
-                return unk_char
-            return char
-
-        coded = _BRACKET_RE.sub(replace, joined)
-        for pair in ("Cl", "Br"):
-            char = code_of.get(pair)
-            if char is None:
-                seen = coded.count(pair)
-                if not seen:
-                    continue
-                found[pair] += seen
-                char = unk_char
-            coded = coded.replace(pair, char)
-        ids = self._code_lut[np.frombuffer(coded.encode("utf-16-le"), dtype=np.uint16)]
-        unknown = ids == _UNK_SENTINEL
-        if unknown.any():
-            found.update(coded[pos] for pos in np.flatnonzero(unknown).tolist())
-            ids[unknown] = self.unk_id
-        is_sep = ids == _SEP_SENTINEL
-        bounds = np.flatnonzero(is_sep)  # [B - 1] separator positions
-        counts = np.diff(bounds, prepend=-1, append=ids.size) - 1
-        return ids[~is_sep], counts
+        fast = self._codes.batch_ids(smiles, found)
+        if fast is not None:
+            return fast
+        # rare inputs (non-ASCII characters, embedded newlines): one SMILES at a time
+        rows = []
+        for text in smiles:
+            ids, unknown = self._lookup(_TOKEN_RE.findall(text))
+            found.update(unknown)
+            rows.append(ids)
+        counts = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+        flat = np.fromiter(
+            (i for row in rows for i in row), dtype=np.int64, count=int(counts.sum())
+        )
+        return flat, counts
 
     def _checked_ids(self, ids: Iterable[int]) -> list[int]:
         values = ids.tolist() if hasattr(ids, "tolist") else list(ids)
@@ -487,71 +421,9 @@ class SmilesTokenizer(SpecialTokenIds):
 
 
 # ---------------------------------------------------------------------- helpers
-def _vocab_path(vocab_file: str | Path) -> Path:
-    path = Path(vocab_file)
-    if path.is_dir():
-        path = path / "vocab.txt"
-    if not path.is_file():
-        raise FileNotFoundError(f"vocabulary file not found: {path}")
-    return path
-
-
-def _parse_vocab(text: str, source: str) -> list[str]:
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()  # the final newline
-    seen: dict[str, int] = {}
-    for number, token in enumerate(lines, start=1):
-        if token == "" or token != token.strip():
-            raise ValueError(f"{source}, line {number}: empty token or surrounding whitespace")
-        if token in seen:
-            raise ValueError(
-                f"{source}, line {number}: duplicate token {token!r} (first on line {seen[token]})"
-            )
-        seen[token] = number
-    head = tuple(lines[: len(SPECIAL_TOKENS)])
-    if head != SPECIAL_TOKENS:
-        raise ValueError(
-            f"{source}: the first lines must be the special tokens {list(SPECIAL_TOKENS)} "
-            f"in this order, found {list(head)}"
-        )
-    return lines
-
-
-def _scatter(
-    rows: np.ndarray, flat: np.ndarray, counts: np.ndarray, limit: int | None, offset: int
-) -> None:
-    """Write each molecule's ids (``flat``, concatenated) into its row, from column ``offset``.
-
-    ``rows`` is a C-contiguous [b, N] block; ``counts`` [b] holds the token count of each
-    molecule; tokens at position ``limit`` or later within their molecule are dropped.
-    """
-    batch, width = rows.shape
-    # flat index of token j: j - (index of its molecule's first token) + row start + offset
-    starts = np.arange(batch) * width + offset  # [b]
-    firsts = np.cumsum(counts) - counts  # [b]
-    dest = np.arange(flat.size) + np.repeat(starts - firsts, counts)  # [T]
-    if limit is not None:
-        keep = dest - np.repeat(starts, counts) < limit
-        dest, flat = dest[keep], flat[keep]
-    np.put(rows, dest, flat)  # flat indices into rows, written in place
-
-
 def _check_str(smiles: object) -> None:
     if not isinstance(smiles, str):
         raise TypeError(f"SMILES must be a str, got {type(smiles).__name__}: {smiles!r}")
-
-
-def _as_smiles_list(smiles_list: object) -> list[str]:
-    if isinstance(smiles_list, (str, bytes)):
-        raise TypeError("batch_encode expects a sequence of SMILES strings, got a single str")
-    smiles = smiles_list.tolist() if hasattr(smiles_list, "tolist") else list(smiles_list)
-    for row, value in enumerate(smiles):
-        if not isinstance(value, str):
-            raise TypeError(
-                f"row {row}: SMILES must be a str, got {type(value).__name__}: {value!r}"
-            )
-    return smiles
 
 
 def _content_limit(max_length: int | None, add_special_tokens: bool) -> int | None:

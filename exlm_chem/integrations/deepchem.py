@@ -3,7 +3,7 @@
 DeepChem featurizes through ``dc.feat.MolecularFeaturizer`` (``featurizer(smiles)``,
 ``dc.data.CSVLoader(..., featurizer=...)``). DeepChem's own ``featurize`` calls
 ``_featurize`` one molecule at a time; this one overrides ``featurize`` so that a whole
-shard goes through :meth:`exlm_chem.embed.Embedder.embed_rows`, length-bucketed batches
+shard goes through :meth:`exlm_chem.embedding.Embedder.embed_rows`, length-bucketed batches
 of ``batch_size`` molecules per forward pass, with the same rows as
 :func:`exlm_chem.embed`.
 
@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from deepchem.feat import MolecularFeaturizer
 
-from exlm_chem.embed import DEFAULT_BATCH_SIZE, cached_embedder
+from exlm_chem.embedding import DEFAULT_BATCH_SIZE, cached_embedder
 
 __all__ = ["ExLMFeaturizer"]
 

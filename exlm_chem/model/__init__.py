@@ -19,8 +19,6 @@ _LAZY = {
     "ClassificationHead": "exlm_chem.model.heads",
     "save_checkpoint": "exlm_chem.model.checkpoint",
     "load_checkpoint": "exlm_chem.model.checkpoint",
-    "write_json_atomic": "exlm_chem.model.checkpoint",
-    "atomic_directory": "exlm_chem.model.checkpoint",
 }
 
 __all__ = list(_LAZY)

@@ -20,7 +20,7 @@ from typing import Any
 import safetensors.torch
 import torch
 
-from exlm_chem.files.safe_write import atomic_directory, write_json_atomic
+from exlm_chem.files.safe_write import atomic_directory
 from exlm_chem.model.checkpoint_format import (
     CONFIG_FILE,
     FORMAT,
@@ -33,10 +33,7 @@ from exlm_chem.model.checkpoint_format import (
 )
 from exlm_chem.model.config import ExLMConfig
 
-__all__ = [
-    "CONFIG_FILE", "FORMAT", "METADATA_FILE", "VOCAB_FILE", "WEIGHTS_FILE",
-    "atomic_directory", "load_checkpoint", "save_checkpoint", "write_json_atomic",
-]  # fmt: skip
+__all__ = ["load_checkpoint", "save_checkpoint"]
 
 _SHIP_DTYPES = {torch.float32, torch.float16, torch.bfloat16}
 

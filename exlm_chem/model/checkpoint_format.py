@@ -138,10 +138,11 @@ def read_metadata(directory: Path, kind: str) -> tuple[dict[str, Any], int]:
 
 
 def _read_vocab(path: Path, config: ExLMConfig) -> list[str]:
-    from exlm_chem.data.tokenizer import SPECIAL_TOKENS, SpecialTokenIds, _parse_vocab
+    from exlm_chem.data.tokenizer import SPECIAL_TOKENS, SpecialTokenIds
+    from exlm_chem.data.vocabulary import parse_vocab
 
     try:
-        tokens = _parse_vocab(path.read_text(encoding="utf-8"), str(path))
+        tokens = parse_vocab(path.read_text(encoding="utf-8"), str(path), SPECIAL_TOKENS)
     except (UnicodeDecodeError, ValueError) as err:
         raise CheckpointError(f"{path} is not a valid vocabulary: {err}") from err
     if len(tokens) != config.vocab_size:

@@ -107,7 +107,7 @@ def screen(
     smiles_column : str
         SMILES column of CSV and Parquet inputs.
     pooling, max_length
-        Embedding options (see :func:`exlm_chem.embed.embed`).
+        Embedding options (see :func:`exlm_chem.embedding.embed`).
     batch_size : int, optional
         Molecules per forward pass (default: the embedder's, or the estimator's own).
     device : str

@@ -72,7 +72,7 @@ def load_model(spec: ModelSpec) -> Any:
 
 def _load(spec: ModelSpec) -> Any:
     if spec.mode == EMBED:
-        from exlm_chem.embed import Embedder
+        from exlm_chem.embedding import Embedder
 
         return Embedder.from_checkpoint(spec.path, device=spec.device)
     from exlm_chem.sklearn.prediction import load_estimator
@@ -91,7 +91,7 @@ def compute(spec: ModelSpec, smiles: list[str]) -> Any:
 
     model = load_model(spec)
     if spec.mode == EMBED:
-        from exlm_chem.embed import DEFAULT_BATCH_SIZE
+        from exlm_chem.embedding import DEFAULT_BATCH_SIZE
 
         chunk = model.embed_rows(smiles, spec.pooling, spec.batch_size or DEFAULT_BATCH_SIZE,
                                  spec.max_length)

@@ -26,6 +26,7 @@ from exlm_chem.data.descriptors import (
 )
 from exlm_chem.data.featurize import check_smiles, raise_for_invalid, warn_unknown_tokens
 from exlm_chem.device import resolve_device
+from exlm_chem.model.pooling import POOLINGS
 from exlm_chem.sklearn.inputs import (
     Targets,
     as_smiles_list,
@@ -40,7 +41,6 @@ from exlm_chem.uncertainty.params import uncertainty_problems
 
 _FIT_POLICIES = ("raise", "drop")
 _PREDICT_POLICIES = ("nan", "raise")
-_POOLINGS = ("bos", "mean")
 
 
 class ValidRows(NamedTuple):
@@ -133,8 +133,8 @@ class ExLMEstimatorBase(UncertaintyMixin, PersistenceMixin, BaseEstimator):
         if self.on_invalid not in _FIT_POLICIES:
             problems.append(f"on_invalid must be one of {_FIT_POLICIES} in fit (predict "
                             f"methods take on_invalid='nan'|'raise'), got {self.on_invalid!r}")
-        if self.pooling not in _POOLINGS:
-            problems.append(f"pooling must be one of {_POOLINGS}, got {self.pooling!r}")
+        if self.pooling not in POOLINGS:
+            problems.append(f"pooling must be one of {POOLINGS}, got {self.pooling!r}")
         vf = self.validation_fraction
         if not isinstance(vf, int | float) or isinstance(vf, bool) or not 0 <= vf < 1:
             problems.append(f"validation_fraction must be in [0, 1), got {vf!r}")
@@ -179,7 +179,8 @@ class ExLMEstimatorBase(UncertaintyMixin, PersistenceMixin, BaseEstimator):
         import torch
 
         from exlm_chem.model.pretrained import load_backbone
-        from exlm_chem.train.finetune import LabelledSmiles, build_finetune_net, finetune
+        from exlm_chem.train.finetune import LabelledSmiles, finetune
+        from exlm_chem.train.finetune_net import build_finetune_net
 
         settings = self._settings()
         kinds = feature_kinds(self.features)
@@ -329,7 +330,7 @@ class ExLMEstimatorBase(UncertaintyMixin, PersistenceMixin, BaseEstimator):
     def _outputs(self, X: Any, on_invalid: str, embed: bool = False) -> np.ndarray:
         """Outputs [N, n_tasks] float64 (see :meth:`_aggregate`) or embeddings [N, d]
         float32 (of the first member); NaN rows for bad SMILES."""
-        from exlm_chem.train.finetune import predict_batched
+        from exlm_chem.train.finetune_net import predict_batched
 
         valid = self._valid_rows(X, on_invalid, with_features=not embed)
         if embed:

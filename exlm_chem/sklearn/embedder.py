@@ -3,7 +3,7 @@
 It puts :func:`exlm_chem.embed` into a ``Pipeline`` or ``ColumnTransformer``: one row of
 pooled encoder states per SMILES, NaN rows for invalid SMILES (or an error naming them).
 The estimator holds only its parameters; the weights live in a per-process cache
-(:func:`exlm_chem.embed.cached_embedder`), so cloning, pickling and grid searches copy a
+(:func:`exlm_chem.embedding.cached_embedder`), so cloning, pickling and grid searches copy a
 checkpoint name, never the model, and a process loads each checkpoint once.
 
 Examples
@@ -21,7 +21,8 @@ from typing import Any, Self
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
-from exlm_chem.embed import DEFAULT_BATCH_SIZE, ON_INVALID, POOLINGS, Embedder, cached_embedder
+from exlm_chem.embedding import DEFAULT_BATCH_SIZE, ON_INVALID, Embedder, cached_embedder
+from exlm_chem.model.pooling import POOLINGS
 from exlm_chem.sklearn.inputs import as_smiles_list
 
 __all__ = ["ExLMEmbedder"]

@@ -1,7 +1,5 @@
 """Where the estimators' weights come from and go to.
 
-* :func:`resolve_pretrained` / :func:`load_backbone` (defined in
-  :mod:`exlm_chem.model.pretrained`): the pre-trained encoder to start from.
 * :func:`save_finetuned` / :func:`load_finetuned`: a fitted estimator as a directory of
   config.json, model.safetensors (encoder and head), vocab.txt and metadata.json,
   written atomically and read back without unpickling.
@@ -39,24 +37,12 @@ from exlm_chem.model.checkpoint_format import (
     validate,
 )
 from exlm_chem.model.config import ExLMConfig
-from exlm_chem.model.pretrained import (
-    MODEL_ENV,
-    Backbone,
-    default_model_dir,
-    load_backbone,
-    resolve_pretrained,
-)
 from exlm_chem.model.rope_layout import to_current_layout
 from exlm_chem.train.finetune_net import FinetuneNet, build_finetune_net
 from exlm_chem.uncertainty.state import member_file, restore_uncertainty, uncertainty_metadata
 
-# the pretrained-model names are re-exported: they were part of
-# exlm_chem.estimator_io, which now resolves to this module (exlm_chem/_moved.py)
-__all__ = [
-    "ESTIMATOR_FORMAT", "MODEL_ENV", "Backbone", "PersistenceMixin", "default_model_dir",
-    "load_backbone", "load_finetuned", "net_from_bytes", "net_to_bytes", "resolve_device",
-    "resolve_pretrained", "save_finetuned",
-]  # fmt: skip
+__all__ = ["PersistenceMixin", "load_finetuned", "net_from_bytes", "net_to_bytes",
+           "save_finetuned"]
 
 # entries of metadata.json "fitted" that every estimator writes and load reads
 _FITTED_KEYS = ("n_tasks_", "multitask_", "task_names_", "best_epoch_", "best_score_",
@@ -254,7 +240,7 @@ class PersistenceMixin:
 
     def _restore_fitted(self, fitted: dict[str, Any]) -> None:
         """The fitted attributes other than the network, from metadata.json."""
-        from exlm_chem.train.finetune import EpochRecord
+        from exlm_chem.train.epoch_loop import EpochRecord
 
         for name in ("n_tasks_", "multitask_", "task_names_", "best_epoch_",
                      "selection_metric_", "stopped_early_", "pretrained_source_"):

@@ -232,7 +232,8 @@ def load_text_checkpoint(
     checkpoint's ``tokenizer.json`` (or the run directory's); its tokens must equal the
     checkpoint's ``vocab.txt``.
     """
-    from exlm_chem.model.checkpoint import VOCAB_FILE, load_checkpoint
+    from exlm_chem.model.checkpoint import load_checkpoint
+    from exlm_chem.model.checkpoint_format import VOCAB_FILE
 
     directory = _checkpoint_dir(path)
     candidates = [directory / TOKENIZER_FILE, directory.parent / TOKENIZER_FILE]

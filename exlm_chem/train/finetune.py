@@ -33,23 +33,15 @@ import torch.nn.functional as F
 from torch import nn
 
 from exlm_chem.data.augment import EpochViews
-from exlm_chem.data.finetune_data import EncodedSet, autocast
+from exlm_chem.data.finetune_data import EncodedSet
+from exlm_chem.device import autocast
 from exlm_chem.metrics import mean_rmse, mean_roc_auc
 from exlm_chem.train.epoch_loop import EpochRecord, LoopSettings, Step, run_epochs, shuffled_batches
-from exlm_chem.train.finetune_net import (
-    FinetuneNet,
-    build_finetune_net,
-    predict_batched,
-    predict_encoded,
-)
-from exlm_chem.train.finetune_settings import FinetuneSettings, finetune_preset
+from exlm_chem.train.finetune_net import FinetuneNet, predict_encoded
+from exlm_chem.train.finetune_settings import FinetuneSettings
 from exlm_chem.train.micro_batches import STEP_TOKENS, micro_batches
 
-__all__ = [
-    "EpochRecord", "FinetuneNet", "FinetuneResult", "FinetuneSettings", "LabelledSmiles",
-    "build_finetune_net", "finetune", "finetune_preset", "masked_mean_loss", "predict_batched",
-    "predict_encoded",
-]  # fmt: skip
+__all__ = ["FinetuneResult", "LabelledSmiles", "finetune", "masked_mean_loss"]
 
 logger = logging.getLogger(__name__)
 

@@ -10,12 +10,13 @@ from torch import nn
 
 from exlm_chem.data.batching import sorted_batches
 from exlm_chem.data.collate import SpecialIds
-from exlm_chem.data.featurize import pooled_states
-from exlm_chem.data.finetune_data import EncodedSet, autocast, encode_rows
+from exlm_chem.data.finetune_data import EncodedSet, encode_rows
 from exlm_chem.data.inference_inputs import inference_expansion
 from exlm_chem.data.tokenizer import SmilesTokenizer
+from exlm_chem.device import autocast
 from exlm_chem.model.config import ExLMConfig
 from exlm_chem.model.heads import ClassificationHead
+from exlm_chem.model.pooling import pooled_states
 
 __all__ = ["FinetuneNet", "build_finetune_net", "predict_batched", "predict_encoded"]
 

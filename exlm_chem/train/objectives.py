@@ -34,6 +34,16 @@ def _gather_states(hidden: torch.Tensor, state_index: torch.Tensor) -> torch.Ten
     return torch.gather(hidden, 1, index)
 
 
+def state_emissions(model, hidden: torch.Tensor,
+                    batch: ExLMBatch) -> tuple[torch.Tensor, torch.Tensor]:
+    """The states' LM log-probabilities [B, S, V] (float32) and the DAG's emissions
+    ``log P_s(y_t)`` [B, T, S] of the batch's targets, from its hidden states [B, X, d]."""
+    states = _gather_states(hidden, batch.state_index)  # [B, S, d]
+    log_probs = F.log_softmax(model.lm_head(states).float(), dim=-1)  # [B, S, V]
+    target_index = batch.targets.unsqueeze(1).expand(-1, log_probs.size(1), -1)  # [B, S, T]
+    return log_probs, torch.gather(log_probs, 2, target_index).transpose(1, 2)
+
+
 def encode(model, batch: ExLMBatch | MLMBatch) -> torch.Tensor:
     """Hidden states [B, X, d] of a pre-training batch."""
     return model(batch.input_ids, batch.pos_original, batch.pos_copy, batch.padding_mask)
@@ -57,12 +67,8 @@ def exlm_loss(model, batch: ExLMBatch, with_accuracy: bool = False,
     the batch's states when the caller has computed them already.
     """
     hidden = encode(model, batch) if hidden is None else hidden
-    states = _gather_states(hidden, batch.state_index)  # [B, S, d]
-    log_probs = F.log_softmax(model.lm_head(states).float(), dim=-1)  # [B, S, V]
-    n_states = log_probs.size(1)
+    log_probs, emissions = state_emissions(model, hidden, batch)  # [B, S, V], [B, T, S]
     n_targets = batch.targets.size(1)
-    target_index = batch.targets.unsqueeze(1).expand(-1, n_states, -1)  # [B, S, T]
-    emissions = torch.gather(log_probs, 2, target_index).transpose(1, 2)  # [B, T, S]
     log_transitions = model.transition_head(hidden, batch.state_index, batch.state_lengths)
     # collate builds the lengths, so the range check (a host sync per call) is skipped
     logprob = dag_logprob(emissions, log_transitions, batch.target_lengths, batch.state_lengths,

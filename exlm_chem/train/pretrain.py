@@ -29,8 +29,9 @@ from exlm_chem.data.collate import SpecialIds
 from exlm_chem.data.corpus import split_validation, tokenize_corpus
 from exlm_chem.data.tokenizer import SmilesTokenizer
 from exlm_chem.device import resolve_device
+from exlm_chem.files.safe_write import atomic_directory
 from exlm_chem.model import ExLMConfig, ExLMModel
-from exlm_chem.model.checkpoint import atomic_directory, save_checkpoint
+from exlm_chem.model.checkpoint import save_checkpoint
 from exlm_chem.train.objectives import descriptor_loss, encode, exlm_loss, mlm_loss
 from exlm_chem.train.pretrain_args import PretrainArgs, check_args, learning_rate
 from exlm_chem.train.pretrain_data import (

@@ -31,7 +31,7 @@ class UncertaintyMixin:
         """Raw outputs [members, views, n, n_tasks] float64 of valid SMILES: every member
         on the given SMILES, or with ``tta`` on the canonical + ``tta`` randomized views.
         ``features`` [n, F] are the molecules' scaled features, the same for every view."""
-        from exlm_chem.train.finetune import predict_batched
+        from exlm_chem.train.finetune_net import predict_batched
 
         tta = self.tta
         if isinstance(tta, bool) or not isinstance(tta, int | np.integer) or tta < 0:

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from exlm_chem.analysis.entropy import masked_entropy
-from exlm_chem.analysis.explain import explain
+from exlm_chem.analysis.explanation import explain
 from exlm_chem.cli import main
 from exlm_chem.data.corpus import read_smiles_file
 from exlm_chem.data.tokenizer import SmilesTokenizer

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from exlm_chem.cli import main
-from exlm_chem.embed import embed
+from exlm_chem.embedding import embed
 from exlm_chem.files.safe_write import default_file_mode
 
 BAD_ROWS = {  # data row -> SMILES that must come out invalid

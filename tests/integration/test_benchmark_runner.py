@@ -52,7 +52,7 @@ def test_rf_fits_its_training_set(moleculenet_dir):
     data = load_task("bbbp", "scaffold", 0, moleculenet_dir)
     rows = data.train[:200]
     overfit = data._replace(test=rows)
-    from exlm_chem.benchmark.runner import score_cell
+    from exlm_chem.benchmark.scoring import score_cell
 
     roc, _, _ = score_cell(overfit, small_rf(overfit, 0, Budget(), False))
     assert roc > 0.99
@@ -80,7 +80,7 @@ def test_probe_is_cached_and_deterministic(tmp_path, moleculenet_dir, tiny_check
 
     import importlib
 
-    embed_module = importlib.import_module("exlm_chem.embed")  # exlm_chem.embed is the function
+    embed_module = importlib.import_module("exlm_chem.embedding")
 
     def no_embedding(*args, **kwargs):
         raise AssertionError("the cached embeddings should have been used")

@@ -247,7 +247,7 @@ def test_auxiliary_descriptor_objective_trains_and_ships_its_scaler(prepared_wit
                                                                      tmp_path):
     import numpy as np
 
-    from exlm_chem.embed import embed
+    from exlm_chem.embedding import embed
     from exlm_chem.model.checkpoint import load_checkpoint
 
     out = tmp_path / "aux"

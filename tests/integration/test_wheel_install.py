@@ -96,7 +96,7 @@ def test_installed_wheel_runs_outside_the_repo(installed, moleculenet_dir, tmp_p
     env.pop("PYTHONPATH", None)  # nothing may point back at the source tree
     run = {"cwd": tmp_path, "env": env}
     where = _run([str(installed / "python"), "-c", "import exlm_chem, json; "
-                  "from exlm_chem.benchmark.report import paper_table; "
+                  "from exlm_chem.benchmark.report_summary import paper_table; "
                   "from exlm_chem.train.finetune_settings import finetune_preset; "
                   "finetune_preset('bbbp'); paper_table(); print(exlm_chem.__file__)"], **run)
     assert where.stdout.strip().startswith(str(installed.parent))

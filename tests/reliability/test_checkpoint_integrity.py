@@ -10,9 +10,10 @@ import safetensors.torch
 import torch
 from format1_reference import permute_qk_to_halves
 
-from exlm_chem.embed import embed
+from exlm_chem.embedding import embed
 from exlm_chem.errors import CheckpointError, CheckpointFilesMissingError
-from exlm_chem.model.checkpoint import FORMAT, load_checkpoint
+from exlm_chem.model.checkpoint import load_checkpoint
+from exlm_chem.model.checkpoint_format import FORMAT
 from exlm_chem.model.config import ExLMConfig
 from exlm_chem.sklearn.estimator import ExLMMoleculeClassifier
 

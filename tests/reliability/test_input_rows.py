@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from exlm_chem.data.featurize import UnknownTokensWarning, check_smiles
-from exlm_chem.embed import embed
+from exlm_chem.embedding import embed
 from exlm_chem.errors import InvalidSmilesError
 from exlm_chem.sklearn.estimator import ExLMMoleculeClassifier, ExLMMoleculeRegressor
 from exlm_chem.train.finetune import target_scaling

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from exlm_chem.benchmark import records
-from exlm_chem.benchmark.records import Budget, MethodOutput, ResultsFile, TaskData
+from exlm_chem.benchmark.records import Budget, MethodOutput, ResultsFile
 from exlm_chem.benchmark.runner import MethodSpec, run_benchmark
+from exlm_chem.data.tasks import TaskData
 
 BASE = {
     "model": "toy@000000000000",

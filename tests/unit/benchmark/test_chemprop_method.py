@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from exlm_chem.benchmark.records import Budget, TaskData
+from exlm_chem.benchmark.records import Budget
+from exlm_chem.data.tasks import TaskData
 
 chemprop = pytest.importorskip("chemprop", reason="chemprop v2 is not installed "
                                "(pip install 'exlm_chem[baselines]')")

@@ -12,17 +12,15 @@ import pytest
 
 from exlm_chem.benchmark.records import CellRecord, ResultsFile
 from exlm_chem.benchmark.report import (
-    TASKS,
     chart_data,
     markdown_report,
-    paper_table,
     plot_report,
-    summarize,
     write_cells_csv,
     write_csv,
     write_report,
 )
 from exlm_chem.benchmark.report_plot import CHANCE, y_floor
+from exlm_chem.benchmark.report_summary import TASKS, paper_table, summarize
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 EXLM = "ExLM tiny (finetune)"

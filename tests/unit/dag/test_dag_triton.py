@@ -321,7 +321,7 @@ def test_low_precision_inputs(dtype):
 def test_bad_inputs_are_rejected_with_a_reason():
     emissions, log_e, tlen, slen = make_inputs([3, 2], [5, 4], seed=10)
     f = triton_kernels.dag_logprob_triton
-    with pytest.raises(ValueError, match=r"log_transitions must be \[B, S, S\]"):
+    with pytest.raises(ValueError, match=r"log_transitions must have shape \[B, S, S\]"):
         f(emissions, log_e[:, :4, :4], tlen, slen)
     with pytest.raises(ValueError, match="emissions must be"):
         f(emissions[0], log_e, tlen, slen)
@@ -358,7 +358,7 @@ def test_dispatcher_routes_to_these_kernels():
 _COMPILE_SCRIPT = """
 import json, warnings
 warnings.simplefilter("ignore")
-from exlm_chem.dag.triton_kernels import compile_for_gpu
+from exlm_chem.dag.triton_compile import compile_for_gpu
 print(json.dumps([r._asdict() for S in (20, 100, 160, 308) for r in compile_for_gpu(S, "fp32")]))
 """
 

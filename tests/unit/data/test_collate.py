@@ -8,10 +8,9 @@ from exlm_chem.data.collate import (
     SpecialIds,
     collate_exlm,
     collate_mlm,
-    expand_for_inference,
-    expand_states,
     mask_tokens,
 )
+from exlm_chem.data.inference_inputs import inference_inputs
 
 SPECIAL = SpecialIds(bos=0, pad=1, eos=2, mask=4)
 BOS, EOS, M = 0, 2, 4
@@ -21,7 +20,8 @@ def test_expansion_matches_the_worked_example_k3():
     # [BOS, a, M, b, M, M, c, EOS] with a=10, b=11, c=12 and masked originals 20, 21, 22
     ids = np.array([BOS, 10, M, 11, M, M, 12, EOS])
     sample = MaskedSample(ids, np.array([2, 4, 5]), np.array([20, 21, 22]))
-    expanded, pos_o, pos_c, states, targets = expand_states(sample, 3, SPECIAL)
+    batch = collate_exlm([sample], 3, SPECIAL)  # one row: no padding
+    expanded, pos_o, pos_c, states, targets = (batch[i][0] for i in (0, 1, 2, 4, 6))
     assert expanded.tolist() == [BOS] * 3 + [10] + [M] * 3 + [11] + [M] * 6 + [12] + [EOS] * 3
     assert pos_o.tolist() == [0, 0, 0, 1, 2, 2, 2, 3, 4, 4, 4, 5, 5, 5, 6, 7, 7, 7]
     assert pos_c.tolist() == [1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 1, 2, 3, 0, 1, 2, 3]
@@ -91,7 +91,7 @@ def test_collate_mlm_labels_only_masked_positions():
 
 
 def test_inference_expansion_keeps_first_bos_copy_at_zero():
-    ids, pos_o, pos_c, mask = expand_for_inference(
+    ids, pos_o, pos_c, mask = inference_inputs(
         [np.array([BOS, 10, 11, EOS]), np.array([BOS, 12, EOS])], 2, SPECIAL
     )
     assert ids.tolist() == [[BOS, BOS, 10, 11, EOS, EOS], [BOS, BOS, 12, EOS, EOS, 1]]

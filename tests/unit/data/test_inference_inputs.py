@@ -58,7 +58,8 @@ class _Spy:
 
 def _finetune_inputs(checkpoint) -> _Spy:
     from exlm_chem.model.pretrained import load_backbone
-    from exlm_chem.train.finetune import LabelledSmiles, build_finetune_net, finetune
+    from exlm_chem.train.finetune import LabelledSmiles, finetune
+    from exlm_chem.train.finetune_net import build_finetune_net
     from exlm_chem.train.finetune_settings import FinetuneSettings
 
     torch.manual_seed(0)
@@ -72,7 +73,7 @@ def _finetune_inputs(checkpoint) -> _Spy:
 
 
 def _embed_inputs(checkpoint, one_per_batch: bool = True) -> _Spy:
-    from exlm_chem.embed import Embedder, embed
+    from exlm_chem.embedding import Embedder, embed
 
     embedder = Embedder.from_checkpoint(checkpoint, device="cpu")
     spy = _Spy(embedder.model.encoder)

@@ -52,7 +52,7 @@ def test_splitter_and_input_check_give_the_same_reason() -> None:
 
 
 def _touch_every_rdkit_reader() -> None:
-    from exlm_chem.analysis.explain import _rdkit_valid
+    from exlm_chem.analysis.explanation import _rdkit_valid
     from exlm_chem.data.augment import _mol
     from exlm_chem.data.featurize import check_smiles
     from exlm_chem.data.fragments import fragment_token_groups

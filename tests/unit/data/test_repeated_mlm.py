@@ -8,16 +8,16 @@ import numpy as np
 import pytest
 import torch
 
-from exlm_chem.analysis.repeated_mlm import (
+from exlm_chem.analysis.repeated_mlm import fully_masked_entropy
+from exlm_chem.data.collate import IGNORE_INDEX, SpecialIds
+from exlm_chem.data.corpus import read_smiles_file
+from exlm_chem.data.repeated_mlm import (
     RepeatedBatch,
     corruption_stats,
-    fully_masked_entropy,
     mask_repeated,
     repeat_tokens,
     repeated_mlm_collate,
 )
-from exlm_chem.data.collate import IGNORE_INDEX, SpecialIds
-from exlm_chem.data.corpus import read_smiles_file
 from exlm_chem.data.tokenizer import SmilesTokenizer
 from exlm_chem.model import ExLMConfig, ExLMModel
 from exlm_chem.train.objectives import exlm_loss, mlm_loss

@@ -14,7 +14,7 @@ dc = pytest.importorskip("deepchem")
 
 from rdkit import Chem  # noqa: E402
 
-from exlm_chem.embed import Embedder, embed  # noqa: E402
+from exlm_chem.embedding import Embedder, embed  # noqa: E402
 from exlm_chem.integrations.deepchem import ExLMFeaturizer  # noqa: E402
 
 BAD = ["C1CC", "not a smiles"]

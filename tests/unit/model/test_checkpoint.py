@@ -11,16 +11,9 @@ import torch
 from torch import nn
 
 from exlm_chem.errors import OutputPathError
-from exlm_chem.model.checkpoint import (
-    CONFIG_FILE,
-    METADATA_FILE,
-    VOCAB_FILE,
-    WEIGHTS_FILE,
-    atomic_directory,
-    load_checkpoint,
-    save_checkpoint,
-    write_json_atomic,
-)
+from exlm_chem.files.safe_write import atomic_directory, write_json_atomic
+from exlm_chem.model.checkpoint import load_checkpoint, save_checkpoint
+from exlm_chem.model.checkpoint_format import CONFIG_FILE, METADATA_FILE, VOCAB_FILE, WEIGHTS_FILE
 from exlm_chem.model.config import ExLMConfig
 from exlm_chem.model.encoder import ExLMModel
 

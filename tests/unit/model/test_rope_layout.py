@@ -17,10 +17,11 @@ import safetensors.torch
 import torch
 from format1_reference import downgrade, old_forward, permute_qk_to_halves, raw_model
 
-from exlm_chem.data.collate import SpecialIds, expand_for_inference
+from exlm_chem.data.collate import SpecialIds
+from exlm_chem.data.inference_inputs import inference_inputs
 from exlm_chem.data.tokenizer import SmilesTokenizer
-from exlm_chem.model.checkpoint import METADATA_FILE, WEIGHTS_FILE, load_checkpoint, save_checkpoint
-from exlm_chem.model.checkpoint_format import FORMAT_VERSION
+from exlm_chem.model.checkpoint import load_checkpoint, save_checkpoint
+from exlm_chem.model.checkpoint_format import FORMAT_VERSION, METADATA_FILE, WEIGHTS_FILE
 from exlm_chem.model.config import ExLMConfig
 from exlm_chem.model.encoder import ExLMModel
 from exlm_chem.model.rope_layout import (
@@ -39,7 +40,7 @@ def inputs(directory: Path, smiles):
     special = SpecialIds(tok.bos_id, tok.pad_id, tok.eos_id, tok.mask_id)
     ids = [np.asarray(tok.encode(s)) for s in smiles]
     k = ExLMConfig.from_json(directory / "config.json").k_states
-    return expand_for_inference(ids, k, special)
+    return inference_inputs(ids, k, special)
 
 
 def assert_same_function(old_dir: Path):

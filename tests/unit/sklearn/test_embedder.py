@@ -23,7 +23,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.utils import estimator_checks
 
 from exlm_chem import ExLMEmbedder, embed, load_moleculenet, scaffold_split
-from exlm_chem.embed import _LOADED, cached_embedder
+from exlm_chem.embedding import _LOADED, cached_embedder
 from exlm_chem.errors import InvalidSmilesError
 
 TOL = {"rtol": 1e-4, "atol": 1e-5}  # other batch compositions: float32 rounding only

@@ -13,7 +13,7 @@ from sklearn.model_selection import GridSearchCV
 from exlm_chem.data.augment import tta_views
 from exlm_chem.model.pretrained import MODEL_ENV
 from exlm_chem.sklearn.estimator import ExLMMoleculeClassifier, ExLMMoleculeRegressor
-from exlm_chem.train.finetune import predict_batched
+from exlm_chem.train.finetune_net import predict_batched
 
 BAD = ["", "C1CC", None]
 

@@ -10,22 +10,25 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from exlm_chem.data.collate import SpecialIds, expand_for_inference
+from exlm_chem.data.collate import SpecialIds
+from exlm_chem.data.inference_inputs import inference_inputs
 from exlm_chem.data.tokenizer import SmilesTokenizer
 from exlm_chem.metrics import mean_roc_auc
 from exlm_chem.model.checkpoint import load_checkpoint
 from exlm_chem.train.finetune import (
-    FinetuneSettings,
     LabelledSmiles,
     _fold_scaling,
-    build_finetune_net,
     finetune,
-    finetune_preset,
     lr_factor,
     masked_loss,
-    predict_batched,
 )
-from exlm_chem.train.finetune_settings import PRESETS_FILE, finetune_presets
+from exlm_chem.train.finetune_net import build_finetune_net, predict_batched
+from exlm_chem.train.finetune_settings import (
+    PRESETS_FILE,
+    FinetuneSettings,
+    finetune_preset,
+    finetune_presets,
+)
 
 # the paper's Table 8: epochs, batch size, lr, warm-up ratio, dropout, pooler dropout
 TABLE_8 = {
@@ -102,7 +105,7 @@ def test_bos_pooling_reads_the_first_bos_copy(tiny_checkpoint):
     smiles = ["CCO", "c1ccccc1C(=O)N", "CC(C)(C)Cl"]
     ids = [np.asarray(tok.encode(s)) for s in smiles]
     special = SpecialIds(tok.bos_id, tok.pad_id, tok.eos_id, tok.mask_id)
-    input_ids, pos_o, pos_c, mask = expand_for_inference(ids, net.k_states, special)
+    input_ids, pos_o, pos_c, mask = inference_inputs(ids, net.k_states, special)
     assert (input_ids[:, : net.k_states] == tok.bos_id).all()
     with torch.no_grad():
         hidden = net.encoder(input_ids, pos_o, pos_c, mask)  # [B, X, d]

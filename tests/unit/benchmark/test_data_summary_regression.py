@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from exlm_chem.data.summary import format_summary, summarize_datasets
+from exlm_chem.benchmark.data_summary import format_summary, summarize_datasets
 
 
 def test_regression_rows(moleculenet_dir) -> None:

@@ -1,4 +1,4 @@
-"""exlm_chem.embed: pooled encoder states, aligned with the input, NaN where invalid."""
+"""exlm_chem.embedding: pooled encoder states, aligned with the input, NaN where invalid."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ import pandas as pd
 import pytest
 import torch
 
-from exlm_chem.data.collate import SpecialIds, expand_for_inference
+from exlm_chem.data.collate import SpecialIds
+from exlm_chem.data.inference_inputs import inference_inputs
 from exlm_chem.data.tokenizer import SmilesTokenizer
-from exlm_chem.embed import Embedder, EmbeddingResult, embed, iter_embeddings
+from exlm_chem.embedding import Embedder, EmbeddingResult, embed, iter_embeddings
 from exlm_chem.model.checkpoint import load_checkpoint
 
 TOL = {"rtol": 1e-4, "atol": 1e-5}  # batched vs one-by-one forward: float32 rounding only
@@ -43,7 +44,7 @@ def _direct(checkpoint, smiles: list[str], pooling: str) -> np.ndarray:
     with torch.no_grad():
         for s in smiles:
             ids = np.asarray(tok.encode(Chem.MolToSmiles(Chem.MolFromSmiles(s)), max_length=256))
-            input_ids, pos_o, pos_c, mask = expand_for_inference([ids], config.k_states, special)
+            input_ids, pos_o, pos_c, mask = inference_inputs([ids], config.k_states, special)
             assert input_ids[0, 0] == tok.bos_id and mask.all()  # one row: no padding
             hidden = model(input_ids, pos_o, pos_c, mask)[0]  # [X, d]
             rows.append((hidden[0] if pooling == "bos" else hidden.mean(0)).numpy())

@@ -1,4 +1,4 @@
-"""The table behind ``exlm-chem data summary``."""
+"""The table behind ``exlm-chem data summary``: the benchmark datasets and their splits."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The case-study figure (paper, Figures 7, 10 and 11) for a SMILES with ``[MASK]`` tokens.
+"""The case study (paper, Figures 7, 10 and 11) of a SMILES with ``[MASK]`` tokens, as numbers.
 
 What is computed, for an input such as ``"CC(=O)[MASK]c1ccccc1[MASK]"``:
 
@@ -32,17 +32,25 @@ What is computed, for an input such as ``"CC(=O)[MASK]c1ccccc1[MASK]"``:
 7. The one-token-per-mask reading: the best path (same score) through exactly
    ``masks + 2`` states, whose t-th interior state fills the t-th ``[MASK]``, which is
    how pre-training aligns targets to states.
+
+Steps 4, 5 and 7 are :mod:`exlm_chem.analysis.explanation_paths`; the figure is drawn by
+:func:`exlm_chem.analysis.explanation_plot.plot_explanation`.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
+
+from exlm_chem.analysis.explanation_paths import (
+    fixed_length_viterbi,
+    transition_viterbi,
+    visit_probabilities,
+)
 
 MASK_TEXT = "[MASK]"
 
@@ -53,11 +61,7 @@ __all__ = [
     "StateInfo",
     "explain",
     "explanation_from_dict",
-    "fixed_length_viterbi",
     "parse_masked_smiles",
-    "plot_explanation",
-    "transition_viterbi",
-    "visit_probabilities",
 ]
 
 
@@ -231,117 +235,6 @@ def parse_masked_smiles(smiles_with_masks: str, tokenizer: Any) -> MaskedInput:
     return MaskedInput(np.asarray(ids, dtype=np.int64), pieces, tokens)
 
 
-# ---------------------------------------------------------------------- DAG passes
-def _logsumexp(x: np.ndarray, axis: int) -> np.ndarray:
-    peak = np.max(x, axis=axis, keepdims=True)
-    peak = np.where(np.isfinite(peak), peak, 0.0)
-    with np.errstate(divide="ignore"):
-        return np.log(np.sum(np.exp(x - peak), axis=axis)) + np.squeeze(peak, axis=axis)
-
-
-def visit_probabilities(log_e: np.ndarray) -> tuple[np.ndarray, float]:
-    """Probability that a path 0 -> S-1 weighted by ``prod E`` visits each state.
-
-    Parameters
-    ----------
-    log_e : numpy.ndarray
-        [S, S] log transition matrix; entries with ``v <= u`` are ignored.
-
-    Returns
-    -------
-    visit : numpy.ndarray
-        [S] in [0, 1]; ``visit[0] = visit[S-1] = 1`` when a path exists.
-    log_partition : float
-        Log of the total weight of all paths (0 when every non-final row sums to 1).
-    """
-    n = log_e.shape[0]
-    log_e = np.where(np.triu(np.ones((n, n), dtype=bool), 1), log_e.astype(np.float64), -np.inf)
-    alpha = np.full(n, -np.inf)
-    beta = np.full(n, -np.inf)
-    alpha[0] = 0.0
-    beta[n - 1] = 0.0
-    for v in range(1, n):
-        alpha[v] = _logsumexp(alpha[:v] + log_e[:v, v], axis=0)
-    for u in range(n - 2, -1, -1):
-        beta[u] = _logsumexp(log_e[u, u + 1 :] + beta[u + 1 :], axis=0)
-    log_z = float(alpha[n - 1])
-    if not np.isfinite(log_z):
-        raise ValueError("no path from the first to the last state has positive weight")
-    visit = np.exp(alpha + beta - log_z)
-    return np.clip(visit, 0.0, 1.0), log_z
-
-
-def transition_viterbi(log_e: np.ndarray, log_node: np.ndarray) -> tuple[list[int], float]:
-    """Max-product path from state 0 to state S-1.
-
-    Score of a path ``s_0 < ... < s_m``: ``sum_i log_e[s_{i-1}, s_i] + sum_i log_node[s_i]``
-    (both ends included). Ties go to the lowest predecessor.
-
-    Parameters
-    ----------
-    log_e : numpy.ndarray
-        [S, S] log transitions (``v <= u`` ignored).
-    log_node : numpy.ndarray
-        [S] log weight of visiting each state.
-
-    Returns
-    -------
-    path : list of int
-    log_score : float
-    """
-    n = log_e.shape[0]
-    log_e = np.where(np.triu(np.ones((n, n), dtype=bool), 1), log_e.astype(np.float64), -np.inf)
-    score = np.full(n, -np.inf)
-    back = np.zeros(n, dtype=np.int64)
-    score[0] = log_node[0]
-    for v in range(1, n):
-        cand = score[:v] + log_e[:v, v]  # [v]: best path ending in u, then u -> v
-        back[v] = int(np.argmax(cand))
-        score[v] = cand[back[v]] + log_node[v]
-    if not np.isfinite(score[n - 1]):
-        raise ValueError("no path from the first to the last state has positive weight")
-    path = [n - 1]
-    while path[-1] != 0:
-        path.append(int(back[path[-1]]))
-    return path[::-1], float(score[n - 1])
-
-
-def fixed_length_viterbi(
-    log_e: np.ndarray, log_node: np.ndarray, n_visits: int
-) -> tuple[list[int], float]:
-    """Max-product path from state 0 to state S-1 that visits exactly ``n_visits`` states.
-
-    Same score as :func:`transition_viterbi`; with ``n_visits = masks + 2`` this is the
-    path shape of pre-training, where every ``[MASK]`` hides exactly one token and the
-    t-th interior state of the path emits the t-th masked token.
-
-    Returns
-    -------
-    path : list of int
-        ``n_visits`` states.
-    log_score : float
-    """
-    n = log_e.shape[0]
-    if not 2 <= n_visits <= n:
-        raise ValueError(f"a path from state 0 to state {n - 1} visits 2..{n} states, "
-                         f"not {n_visits}")
-    log_e = np.where(np.triu(np.ones((n, n), dtype=bool), 1), log_e.astype(np.float64), -np.inf)
-    score = np.full(n, -np.inf)
-    score[0] = log_node[0]
-    back = np.zeros((n_visits, n), dtype=np.int64)
-    for t in range(1, n_visits):
-        cand = score[:, None] + log_e  # [S(u), S(v)]
-        back[t] = np.argmax(cand, axis=0)
-        score = cand[back[t], np.arange(n)] + log_node
-    if not np.isfinite(score[n - 1]):
-        raise ValueError("no path of the requested length has positive weight")
-    path = [n - 1]
-    for t in range(n_visits - 1, 0, -1):
-        path.append(int(back[t, path[-1]]))
-    return path[::-1], float(score[n - 1])
-
-
-# ---------------------------------------------------------------------- main entry
 def _state_infos(masked: MaskedInput, pos_original: np.ndarray, pos_copy: np.ndarray,
                  state_index: np.ndarray, bos_id: int, eos_id: int) -> list[StateInfo]:
     mask_number = {int(p): i + 1 for i, p in enumerate(
@@ -404,7 +297,7 @@ def explain(
     import torch
 
     from exlm_chem.analysis import load_model
-    from exlm_chem.data.collate import MaskedSample, SpecialIds, expand_states
+    from exlm_chem.data.collate import SpecialIds, expand_states
 
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
         raise ValueError(f"top_k must be a positive integer, got {top_k!r}")
@@ -416,9 +309,8 @@ def explain(
     masked = parse_masked_smiles(smiles_with_masks, tokenizer)
     special = SpecialIds(config.bos_id, config.pad_id, config.eos_id, config.mask_id)
     mask_positions = np.flatnonzero(masked.ids == config.mask_id)
-    sample = MaskedSample(masked.ids, mask_positions, np.zeros(len(mask_positions), np.int64))
-    expanded, pos_original, pos_copy, state_index, _ = expand_states(
-        sample, config.k_states, special)
+    expansion = expand_states(masked.ids, np.array([masked.ids.size]), config.k_states, special)
+    expanded, pos_original, pos_copy, _, state_index, _ = (row[0].numpy() for row in expansion)
 
     def tensor(a: np.ndarray) -> torch.Tensor:
         return torch.as_tensor(a, dtype=torch.long, device=device)[None]  # [1, ...]
@@ -478,113 +370,6 @@ def explain(
         one_per_mask_smiles=masked.pieces[0] + "".join(
             t + piece for t, piece in zip(fixed_fill, masked.pieces[1:], strict=True)),
     )
-
-
-# ---------------------------------------------------------------------- figure
-_KIND_COLOURS = ("#c9a227", "#8b5a2b", "#2e7d32", "#6a1b9a", "#1565c0", "#c62828")
-
-
-def _state_colour(info: StateInfo) -> str:
-    if info.mask_index is None:
-        return "#555555"
-    return _KIND_COLOURS[(info.mask_index - 1) % len(_KIND_COLOURS)]
-
-
-def _axis_labels(explanation: Explanation) -> list[str]:
-    labels = []
-    for info, tokens, probs in zip(explanation.states, explanation.top_tokens,
-                                   explanation.top_probs, strict=True):
-        shown = ", ".join(f"{t} {p:.2f}" for t, p in zip(tokens, probs, strict=True))
-        labels.append(f"{info.label}: {shown}")
-    return labels
-
-
-def plot_explanation(
-    explanation: Explanation, path: str | os.PathLike[str], dpi: int = 150,
-    annotate: bool | None = None,
-) -> Path:
-    """Draw the case-study figure and save it (format from the suffix, e.g. ``.png``).
-
-    Left: the heatmap of ``E`` (rows: from-state, columns: to-state; non-edges grey),
-    each axis labelled with the states' top-k tokens and probabilities and coloured by
-    the ``[MASK]`` they copy; the Viterbi path is drawn in red as a staircase through
-    the cells of its edges. Right: the visit probability of each state, Viterbi states
-    in red. Uses matplotlib's Agg canvas directly, so no global backend is changed.
-
-    Parameters
-    ----------
-    explanation : Explanation
-    path : str or PathLike
-        Output file.
-    dpi : int
-    annotate : bool or None
-        Print each edge probability in its cell (default: when S <= 16).
-
-    Returns
-    -------
-    Path
-    """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    e = np.asarray(explanation.transitions, dtype=float)
-    n = e.shape[0]
-    annotate = n <= 16 if annotate is None else annotate
-    labels = _axis_labels(explanation)
-    side = max(5.0, 0.45 * n + 3.0)
-    fig = Figure(figsize=(side + 3.2, side), layout="constrained")
-    FigureCanvasAgg(fig)
-    grid = fig.add_gridspec(1, 2, width_ratios=[max(n, 4), 3])
-    ax = fig.add_subplot(grid[0, 0])
-    bar_ax = fig.add_subplot(grid[0, 1], sharey=ax)
-
-    shown = np.ma.masked_where(~np.triu(np.ones((n, n), dtype=bool), 1), e)
-    image = ax.imshow(shown, cmap="Blues", vmin=0.0, vmax=1.0, aspect="equal")
-    ax.set_facecolor("#e6e6e6")
-    fig.colorbar(image, ax=ax, shrink=0.6, label="transition probability E[u, v]")
-    ax.set_xticks(range(n), labels=labels, rotation=90, fontsize=7)
-    ax.set_yticks(range(n), labels=labels, fontsize=7)
-    for ticks in (ax.get_xticklabels(), ax.get_yticklabels()):
-        for tick, info in zip(ticks, explanation.states, strict=True):
-            tick.set_color(_state_colour(info))
-    ax.set_xlabel("to state")
-    ax.set_ylabel("from state")
-    if annotate:
-        for u in range(n):
-            for v in range(u + 1, n):
-                if e[u, v] >= 0.005:
-                    ax.text(v, u, f"{e[u, v]:.2f}", ha="center", va="center", fontsize=6,
-                            color="white" if e[u, v] > 0.6 else "black")
-    path_states = list(explanation.viterbi_path)
-    # edge u -> v is cell (row u, column v); the next edge starts on row v, reached
-    # through the diagonal cell (v, v): a staircase
-    edges = list(itertools.pairwise(path_states))
-    staircase_x: list[int] = []
-    staircase_y: list[int] = []
-    for u, v in edges:
-        staircase_x += [u, v]
-        staircase_y += [u, u]
-    ax.plot(staircase_x, staircase_y, color="#d62728", linewidth=1.5, alpha=0.8)
-    ax.scatter([v for _, v in edges], [u for u, _ in edges], s=60, facecolors="none",
-               edgecolors="#d62728", linewidths=1.5, zorder=3, label="Viterbi path")
-    ax.legend(loc="lower left", fontsize=7)
-
-    on_path = set(path_states)
-    colours = ["#d62728" if s in on_path else "#7f7f7f" for s in range(n)]
-    bar_ax.barh(range(n), explanation.visit_probability, color=colours)
-    bar_ax.set_xlim(0.0, 1.0)
-    bar_ax.set_xlabel("visit probability")
-    bar_ax.tick_params(axis="y", labelleft=False)
-    for s, p in enumerate(explanation.visit_probability):
-        bar_ax.text(min(p + 0.02, 0.8), s, f"{p:.2f}", va="center", fontsize=6)
-
-    fill = " | ".join(" ".join(f) or "∅" for f in explanation.fill_in)
-    fig.suptitle(f"{explanation.smiles}  (k={explanation.k})\nViterbi fill-in: {fill}  ->  "
-                 f"{explanation.filled_smiles}", fontsize=9)
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=dpi)
-    return out
 
 
 def explanation_from_dict(data: dict[str, Any]) -> Explanation:

@@ -29,17 +29,12 @@ import torch
 
 from exlm_chem.data.batching import sorted_batches
 from exlm_chem.data.collate import SpecialIds
-from exlm_chem.data.featurize import (
-    check_smiles,
-    pooled_states,
-    raise_for_invalid,
-    warn_unknown_tokens,
-)
+from exlm_chem.data.featurize import check_smiles, raise_for_invalid, warn_unknown_tokens
 from exlm_chem.data.inference_inputs import inference_expansion, inference_inputs
 from exlm_chem.data.tokenizer import SmilesTokenizer
 from exlm_chem.device import resolve_device
+from exlm_chem.model.pooling import POOLINGS, pooled_states
 
-POOLINGS = ("bos", "mean")
 DEFAULT_BATCH_SIZE = 128  # molecules per forward pass; length sorting keeps padding small
 DEFAULT_CHUNK_SIZE = 8192  # rows per streamed chunk: [8192, d] float32 is 8 MB at d=256
 _TOKENIZE_SLICE = 4096  # molecules per batch_encode call (bounds the padded id matrix)
@@ -110,7 +105,8 @@ class Embedder:
     ) -> Embedder:
         """Load a checkpoint directory, or ``"default"``: ``$EXLM_CHEM_MODEL``, then
         ``<repo>/models/exlm-small`` (the estimators' rule, shared with them)."""
-        from exlm_chem.model.checkpoint import VOCAB_FILE, load_checkpoint
+        from exlm_chem.model.checkpoint import load_checkpoint
+        from exlm_chem.model.checkpoint_format import VOCAB_FILE
 
         directory = checkpoint_dir(path)
         model, config, metadata = load_checkpoint(directory)

@@ -9,15 +9,13 @@ import numpy as np
 import pytest
 import torch
 
-from exlm_chem.analysis.explain import (
-    explain,
-    explanation_from_dict,
+from exlm_chem.analysis.explanation import explain, explanation_from_dict, parse_masked_smiles
+from exlm_chem.analysis.explanation_paths import (
     fixed_length_viterbi,
-    parse_masked_smiles,
-    plot_explanation,
     transition_viterbi,
     visit_probabilities,
 )
+from exlm_chem.analysis.explanation_plot import plot_explanation
 from exlm_chem.data.tokenizer import SmilesTokenizer
 from exlm_chem.model.checkpoint import load_checkpoint
 
