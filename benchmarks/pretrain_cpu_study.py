@@ -176,20 +176,26 @@ def cmd_control(args: argparse.Namespace) -> None:
               f"mean {scores['mean']['mean']:.4f}", flush=True)
 
 
+def _without_clintox(record: dict) -> float:
+    """ClinTox's test split holds few positives: its ROC-AUC swings by 10 points between
+    random-init seeds, so every mean is also shown without it."""
+    return float(np.mean([record["roc_auc"][t] for t in TASKS if t != "clintox"]))
+
+
 def cmd_report(args: argparse.Namespace) -> None:
     records = [json.loads(line) for line in Path(args.out).read_text().splitlines() if line]
     arms: dict[str, list] = {}
     for r in records:
         arms.setdefault(r["arm"], []).append(r)
     lines = ["| arm | pooling | CPU-min | tokens (M) | " + " | ".join(TASKS)
-             + " | mean (5) | mean (4, no Tox21) |", "|---|---|---:|---:|" + "---:|" * 7]
+             + " | mean (5) | mean w/o ClinTox (4) |", "|---|---|---:|---:|" + "---:|" * 7]
     for arm, rows in sorted(arms.items()):
         for r in sorted(rows, key=lambda r: (r["pooling"], r["tokens_seen"])):
             cpu = r["cpu_seconds"] or 0.0
             cells = " | ".join(f"{100 * r['roc_auc'][t]:.1f}" for t in TASKS)
             lines.append(f"| {arm} | {r['pooling']} | {cpu / 60:.0f} | "
                          f"{r['tokens_seen'] / 1e6:.2f} | {cells} | "
-                         f"{100 * r['roc_auc']['mean']:.1f} | {100 * r['roc_auc']['mean4']:.1f} |")
+                         f"{100 * r['roc_auc']['mean']:.1f} | {100 * _without_clintox(r):.1f} |")
     print("\n".join(lines))
     if args.plot:
         import matplotlib

@@ -9,10 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from exlm_chem.cli import inputs
 from exlm_chem.cli.inputs import CliInput, open_input, smiles_cells
 from exlm_chem.cli.tally import RowTally, reason_kind
-from exlm_chem.data import tables
 
 
 @pytest.fixture
@@ -55,16 +53,6 @@ def test_smiles_column_may_also_be_kept(table_csv):
     frame, smiles = open_input(table_csv, "smiles", ["smiles"]).read()
     assert frame.columns.tolist() == ["smiles"]
     assert smiles_cells(frame, "smiles") == smiles == ["CCO", "", "c1ccccc1"]
-
-
-def test_old_import_paths_still_work():
-    from exlm_chem.cli import predict
-    from exlm_chem.sklearn import prediction
-
-    for name in ("TableInput", "table_kind", "open_table", "iter_chunks", "read_table"):
-        assert getattr(inputs, name) is getattr(tables, name)
-    for name in ("load_estimator", "output_names", "predict_values"):
-        assert getattr(predict, name) is getattr(prediction, name)
 
 
 def test_reason_kinds_drop_the_molecule_specific_parts():

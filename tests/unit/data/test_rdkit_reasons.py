@@ -85,6 +85,7 @@ def test_rdkit_log_settings_of_the_user_survive(user_setting: str) -> None:
 def test_check_smiles_gives_the_canonical_form_the_model_reads():
     from exlm_chem.data.featurize import check_smiles
 
-    checked = check_smiles(["OCC", "C1CC", "[NH3+]CC([O-])=O", " CC", "c1ccccc1"])
-    assert checked.canonical == ["CCO", None, "[NH3+]CC(=O)[O-]", None, "c1ccccc1"]
-    assert checked.valid.tolist() == [True, False, True, False, True]
+    # surrounding whitespace is stripped (" CC"); whitespace inside a SMILES is not ("C C")
+    checked = check_smiles(["OCC", "C1CC", "[NH3+]CC([O-])=O", " CC", "C C", "c1ccccc1"])
+    assert checked.canonical == ["CCO", None, "[NH3+]CC(=O)[O-]", "CC", None, "c1ccccc1"]
+    assert checked.valid.tolist() == [True, False, True, True, False, True]
