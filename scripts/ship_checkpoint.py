@@ -75,6 +75,27 @@ def probe_from_results(out: Path, results: Path, command: str) -> None:
     (out / "metadata.json").write_text(json.dumps(meta, indent=2) + "\n")
 
 
+def _recipe(meta: dict) -> str:
+    """Objective, mask ratio, auxiliary descriptor weight, width and dropout of the run."""
+    recipe = meta.get("recipe")
+    if not recipe:
+        return "not recorded (trained before recipes were recorded)"
+    aux = (f"descriptor auxiliary loss x{recipe['aux_weight']} "
+           f"({(meta.get('descriptors') or {}).get('count')} RDKit 2D descriptors, scaler in "
+           "metadata.json)" if recipe.get("aux_weight") else "no auxiliary loss")
+    return (f"objective {recipe['objective']}, mask ratio {recipe['mask_ratio']}, {aux}, "
+            f"d_model {recipe['d_model']}, k {recipe['k_states']}, dropout "
+            f"{recipe.get('dropout')}")
+
+
+def _segments(meta: dict) -> str:
+    """The runs this one started from (``--init-from``), oldest first."""
+    lineage = meta.get("lineage") or []
+    return "; ".join(f"{s['init_from']} ({s['tokens_seen']:,} tokens, "
+                     f"{(s.get('cpu_seconds') or 0) / 3600:.2f} CPU-hours)"
+                     for s in lineage) or "none"
+
+
 def card(
     name: str, meta: dict, config: dict, probe: dict | None, control: dict | None = None
 ) -> str:
@@ -103,6 +124,9 @@ def card(
         f"lr {args.get('lr')}, warm-up {args.get('warmup_steps')}, schedule over "
         f"{args.get('max_steps')} steps, mask ratio {args.get('mask_ratio')}) |",
         f"| tokens seen | {meta['tokens_seen']:,} (unexpanded) |",
+        f"| recipe | {_recipe(meta)} |",
+        f"| CPU time | {(meta.get('cpu_seconds') or 0) / 3600:.2f} CPU-hours in all "
+        f"(process CPU time; started from: {_segments(meta)}) |",
         f"| wall time | {meta['wall_seconds'] / 60:.1f} min on {meta['device']} "
         f"({meta.get('machine', '')}) |",
         f"| samples with no valid DAG path | {meta.get('invalid_paths')} |",
