@@ -47,27 +47,6 @@ def _tasks() -> dict:
     return {name: with_canonical_smiles(load_task(name, "scaffold", 0)) for name in TASKS}
 
 
-def pooled_both(embedder, smiles: list[str], batch_size: int = 128) -> dict[str, np.ndarray]:
-    """BOS and mean pooling [n, d] of canonical ``smiles`` from one forward pass per batch
-    (what ``embed`` gives for each pooling, at half the cost of two calls)."""
-    from exlm_chem.data.batching import sorted_batches
-    from exlm_chem.data.inference_inputs import inference_inputs
-    from exlm_chem.model.pooling import pool
-
-    encoded = embedder.tokenizer.batch_encode(smiles, max_length=256)
-    rows = [r[:n].copy() for r, n in zip(encoded.input_ids, encoded.lengths, strict=True)]
-    out = {p: np.empty((len(rows), embedder.dim), np.float32) for p in POOLINGS}
-    embedder.model.eval()
-    with torch.inference_mode():
-        for batch in sorted_batches(np.array([len(r) for r in rows]), batch_size):
-            tensors = inference_inputs([rows[i] for i in batch], embedder.k_states,
-                                       embedder.special)
-            hidden = embedder.model(*tensors)  # [B, X, d]
-            for pooling in POOLINGS:
-                out[pooling][batch] = pool(hidden, tensors[3], pooling).float().numpy()
-    return out
-
-
 def probe_checkpoint(checkpoint: Path, tasks: dict) -> dict[str, dict]:
     """Pooling -> {task: test ROC-AUC, "mean": ..., "mean4": ...} of one checkpoint."""
     from exlm_chem.benchmark.encoders import PROBE_C
@@ -78,7 +57,7 @@ def probe_checkpoint(checkpoint: Path, tasks: dict) -> dict[str, dict]:
     embedder = as_embedder(str(checkpoint), "cpu")
     scores: dict[str, dict] = {p: {} for p in POOLINGS}
     for name, data in tasks.items():
-        vectors = pooled_both(embedder, data.smiles)
+        vectors = embedder.encode_valid_each(data.smiles, POOLINGS, batch_size=128)
         for pooling in POOLINGS:
             predicted = probe_scores(vectors[pooling], data.labels, data.train, data.test,
                                      C=PROBE_C)

@@ -33,7 +33,7 @@ from exlm_chem.data.featurize import check_smiles, raise_for_invalid, warn_unkno
 from exlm_chem.data.inference_inputs import inference_expansion, inference_inputs
 from exlm_chem.data.tokenizer import SmilesTokenizer
 from exlm_chem.device import resolve_device
-from exlm_chem.model.pooling import POOLINGS, pooled_states
+from exlm_chem.model.pooling import POOLINGS, pooled_states_each
 
 DEFAULT_BATCH_SIZE = 128  # molecules per forward pass; length sorting keeps padding small
 DEFAULT_CHUNK_SIZE = 8192  # rows per streamed chunk: [8192, d] float32 is 8 MB at d=256
@@ -138,16 +138,34 @@ class Embedder:
         ``on_batch(n)`` is called after each forward pass with its number of molecules
         (for progress bars).
         """
-        _check_options(pooling, batch_size, max_length)
+        return self.encode_valid_each(smiles, (pooling,), batch_size, max_length,
+                                      on_batch)[pooling]
+
+    def encode_valid_each(
+        self,
+        smiles: Sequence[str],
+        poolings: Sequence[str] = POOLINGS,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        max_length: int = 256,
+        on_batch: Callable[[int], None] | None = None,
+    ) -> dict[str, np.ndarray]:
+        """:meth:`encode_valid` for several poolings from one forward pass per batch:
+        pooling -> [n, d] float32."""
+        poolings = tuple(poolings)
+        for pooling in poolings:
+            _check_options(pooling, batch_size, max_length)
         smiles = list(smiles)
-        out = np.empty((len(smiles), self.dim), dtype=np.float32)  # [n, d]
+        out = {p: np.empty((len(smiles), self.dim), dtype=np.float32)  # [n, d] each
+               for p in poolings}
         if not len(smiles):
             return out
         rows = self._token_rows(smiles, max_length)
         lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))  # [n]
         with _eval_mode(self.model), torch.inference_mode():
             for batch in sorted_batches(lengths, batch_size):
-                out[batch] = self.pooled_batch([rows[i] for i in batch], pooling)
+                pooled = self.pooled_batch_each([rows[i] for i in batch], poolings)
+                for pooling in poolings:
+                    out[pooling][batch] = pooled[pooling]
                 if on_batch is not None:
                     on_batch(len(batch))
         return out
@@ -167,12 +185,17 @@ class Embedder:
 
         The caller sets eval/inference mode (see :meth:`encode_valid`).
         """
+        return self.pooled_batch_each(rows, (pooling,))[pooling]
+
+    def pooled_batch_each(self, rows: Sequence[np.ndarray],
+                          poolings: Sequence[str]) -> dict[str, np.ndarray]:
+        """:meth:`pooled_batch` for several poolings of the same forward pass."""
         tensors = inference_inputs(rows, self.k_states, self.special)
         input_ids, pos_original, pos_copy, padding_mask = (
             t.to(self.device) for t in tensors)
-        pooled = pooled_states(self.model, input_ids, pos_original, pos_copy, padding_mask,
-                               pooling)  # [B, d]
-        return pooled.float().cpu().numpy()
+        pooled = pooled_states_each(self.model, input_ids, pos_original, pos_copy,
+                                    padding_mask, tuple(poolings))  # pooling -> [B, d]
+        return {p: v.float().cpu().numpy() for p, v in pooled.items()}
 
     def embed_rows(
         self,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["POOLINGS", "pool", "pooled_states"]
+__all__ = ["POOLINGS", "pool", "pooled_states", "pooled_states_each"]
 
 POOLINGS = ("bos", "mean")
 
@@ -27,7 +27,24 @@ def pooled_states(model: torch.nn.Module, input_ids: torch.Tensor, pos_original:
     ``bos`` asks the encoder for position 0 alone (``first_only``), so its last block
     skips every other row; ``mean`` pools all real tokens.
     """
-    if pooling == "bos":
-        return model(input_ids, pos_original, pos_copy, padding_mask, first_only=True)
-    return pool(model(input_ids, pos_original, pos_copy, padding_mask), padding_mask, pooling)
+    return pooled_states_each(model, input_ids, pos_original, pos_copy, padding_mask,
+                              (pooling,))[pooling]
+
+
+def pooled_states_each(model: torch.nn.Module, input_ids: torch.Tensor,
+                       pos_original: torch.Tensor, pos_copy: torch.Tensor,
+                       padding_mask: torch.Tensor,
+                       poolings: tuple[str, ...]) -> dict[str, torch.Tensor]:
+    """Each pooling [B, d] of one forward pass over an expanded batch (each input [B, X]).
+
+    Comparing poolings then costs one encoder pass, not one per pooling; ``("bos",)``
+    alone still takes the ``first_only`` shortcut.
+    """
+    for pooling in poolings:
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling must be 'bos' or 'mean', got {pooling!r}")
+    if tuple(poolings) == ("bos",):
+        return {"bos": model(input_ids, pos_original, pos_copy, padding_mask, first_only=True)}
+    hidden = model(input_ids, pos_original, pos_copy, padding_mask)  # [B, X, d]
+    return {pooling: pool(hidden, padding_mask, pooling) for pooling in poolings}
 

@@ -62,6 +62,21 @@ def test_valid_rows_equal_a_direct_forward(tiny_checkpoint, embedder, bbbp_smile
     np.testing.assert_allclose(X, expected, **TOL)
 
 
+def test_encode_valid_each_equals_one_pooling_at_a_time(tiny_checkpoint, embedder, bbbp_smiles):
+    from rdkit import Chem
+
+    canonical = [Chem.MolToSmiles(Chem.MolFromSmiles(s)) for s in bbbp_smiles]
+    both = embedder.encode_valid_each(canonical, ("bos", "mean"), batch_size=7)
+    assert set(both) == {"bos", "mean"}
+    for pooling in ("bos", "mean"):
+        np.testing.assert_allclose(both[pooling], _direct(tiny_checkpoint, bbbp_smiles, pooling),
+                                   **TOL)
+        np.testing.assert_allclose(both[pooling], embedder.encode_valid(canonical, pooling),
+                                   **TOL)
+    with pytest.raises(ValueError, match="pooling"):
+        embedder.encode_valid_each(canonical, ("bos", "max"))
+
+
 def test_bos_and_mean_pooling_differ(embedder, bbbp_smiles):
     bos = embed(bbbp_smiles[:5], model=embedder, pooling="bos").embeddings
     mean = embed(bbbp_smiles[:5], model=embedder, pooling="mean").embeddings
