@@ -152,3 +152,19 @@ def test_screen_names_missing_feature_columns_before_any_cluster(column_model, l
         main(["screen", str(model), str(without), "--out", str(out), "--feature-columns",
               "a", "b", *bad_scheduler])
     assert not out.exists()
+
+
+def test_a_feature_cell_that_is_no_number_names_its_file_and_chunk(column_model, tmp_path):
+    from exlm_chem.screening.manifest import model_sha256
+    from exlm_chem.screening.worker import ModelSpec, PartTask, run_part
+
+    model, _ = column_model
+    spec = ModelSpec(str(model), model_sha256(model), "predict", "cpu", "bos", None, 256)
+    cells = np.array([["1.5"], ["high"]], dtype=object)  # as a CSV is read: text
+    task = PartTask(str(tmp_path), "part-0.parquet", "/lib/x.csv", 300, ["CCO", "CCN"],
+                    "run0", cells)
+    with pytest.raises(ValueError, match=r"/lib/x.csv, the chunk from data row 300 .*"
+                                         r"'logp_guess' holds a value that is not a number "
+                                         r"at row 1: 'high'"):
+        run_part(spec, task)
+    assert not list(tmp_path.iterdir())  # no part for a failed chunk
