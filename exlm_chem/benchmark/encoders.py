@@ -115,16 +115,21 @@ class EncoderMethod:
     features : sequence of str
         Feature sets beside the pooled state (:data:`~exlm_chem.benchmark.features.
         FEATURE_SETS`); empty: the encoder alone.
+    feature_cache : path, optional
+        Where their raw values are kept between cells and runs (probe and fine-tune modes;
+        the estimator computes its own ``features=``).
     """
 
     def __init__(self, path: str | os.PathLike[str], mode: str,
                  cache_dir: str | os.PathLike[str] | None = None, device: str = "auto",
-                 features: tuple[str, ...] = ()) -> None:
+                 features: tuple[str, ...] = (),
+                 feature_cache: str | os.PathLike[str] | None = None) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         self.path = Path(path)
         self.mode = mode
         self.features = tuple(features)
+        self.feature_cache = feature_cache
         self.model_id = checkpoint_id(self.path)
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self.device = device
@@ -222,7 +227,8 @@ class EncoderMethod:
             if self.features:  # beside the frozen state; the probe standardises both
                 from exlm_chem.benchmark.features import scaled_task_features
 
-                vectors = np.hstack([vectors, scaled_task_features(data, self.features)])
+                vectors = np.hstack([vectors, scaled_task_features(data, self.features,
+                                                                   self.feature_cache)])
             if data.task_type == "regression":
                 self._probe_scores[key], alphas, self._probe_valid[key] = ridge_predictions(
                     vectors, data.labels, data.train, data.valid, data.test)
@@ -252,7 +258,8 @@ class EncoderMethod:
         from exlm_chem.train.finetune_net import build_finetune_net, predict_batched
 
         settings = cell_finetune_settings(data.name, budget)
-        features = scaled_task_features(data, self.features) if self.features else None
+        features = (scaled_task_features(data, self.features, self.feature_cache)
+                    if self.features else None)
         torch.manual_seed(seed)  # head initialisation and dropout
         backbone = load_backbone(self.path, preset="", dropout=settings.dropout)
         device = resolve_device(self.device)

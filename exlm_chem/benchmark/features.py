@@ -6,58 +6,128 @@ encoder with descriptors beside it) reads its features here: the raw values come
 the task the runner is on (its methods and seeds share them), and each cell scales them
 with a :class:`~exlm_chem.data.descriptors.FeatureScaler` fitted on its training rows,
 the estimators' policy (missing -> training median, clipped).
+
+Given a ``cache_dir`` (``exlm-chem benchmark`` passes ``OUT/features``), the raw values
+are also kept on disk between runs, as the probe's embeddings are under
+``OUT/embeddings``: one compressed ``.npz`` per task and feature set, written atomically
+(:func:`~exlm_chem.files.safe_write.atomic_path`, as :mod:`exlm_chem.benchmark.prepared`
+writes its splits) and read without pickle. Its name hashes what the values depend on:
+the molecules (their SMILES in row order), the data file's checksum, the feature names
+and the RDKit version; another input or another RDKit computes them again (MUV's
+descriptors cost about 20 CPU-minutes).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
+import logging
+import os
+import zipfile
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
 from exlm_chem.data.tasks import TaskData
 
-__all__ = ["FEATURE_SETS", "feature_settings", "scaled_task_features", "task_features"]
+__all__ = ["FEATURE_SETS", "feature_cache_path", "feature_settings", "scaled_task_features",
+           "task_features"]
 
 FEATURE_SETS = ("rdkit2d",)  # what a benchmark row may add beside its own input
+_CACHE_FORMAT = "exlm_chem-task-features-1"
+logger = logging.getLogger(__name__)
 
 _cache: dict[tuple[str, str], np.ndarray] = {}  # the current task's raw features, by kind
 
 
-def task_features(data: TaskData, kind: str, n_jobs: int | None = None) -> np.ndarray:
+def _cache_key(data: TaskData, kind: str) -> dict[str, str]:
+    """Everything a task's raw features depend on (the on-disk cache's key)."""
+    from exlm_chem.data.descriptors import rdkit_version
+
+    return {"format": _CACHE_FORMAT, "task": data.name, "kind": kind,
+            "smiles_sha256": hashlib.sha256("\n".join(data.smiles).encode()).hexdigest(),
+            "data_sha256": data.data_sha256, "rdkit_version": rdkit_version(),
+            "names_sha256": _names_sha256([kind])}
+
+
+def _names_sha256(kinds: Sequence[str]) -> str:
+    """Checksum of the feature names of ``kinds``, in column order."""
+    from exlm_chem.data.descriptors import feature_names
+
+    names = "\n".join(n for k in kinds for n in feature_names(k))
+    return hashlib.sha256(names.encode()).hexdigest()
+
+
+def feature_cache_path(cache_dir: str | os.PathLike[str], key: dict[str, str]) -> Path:
+    """Where the raw features of ``key`` (:func:`_cache_key`) live under ``cache_dir``."""
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+    return Path(cache_dir) / f"{key['task']}_{key['kind']}_{digest}.npz"
+
+
+def _load_cached(path: Path, key_text: str, n_rows: int) -> np.ndarray | None:
+    """The stored values, or None when the file is absent or holds another key."""
+    if not path.is_file():
+        return None
+    try:
+        with np.load(path, allow_pickle=False) as stored:
+            if str(stored["key"]) != key_text:
+                return None  # a hash prefix shared by another key: recompute, overwrite
+            values = stored["values"]
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as error:
+        logger.warning("recomputing %s: the cached copy is unreadable (%s)", path, error)
+        return None  # a cache never stops a run
+    return values if values.ndim == 2 and len(values) == n_rows else None
+
+
+def task_features(data: TaskData, kind: str, n_jobs: int | None = None,
+                  cache_dir: str | os.PathLike[str] | None = None) -> np.ndarray:
     """Raw features [N, F] float32 of ``data.smiles`` (NaN where RDKit cannot compute
-    one), row-aligned; computed once while the runner stays on this task."""
+    one), row-aligned; computed once while the runner stays on this task and, with a
+    ``cache_dir``, once for every run that shares it (see the module docstring)."""
     from exlm_chem.data.descriptors import molecule_features
+    from exlm_chem.files.safe_write import atomic_path
 
     if kind not in FEATURE_SETS:
         raise ValueError(f"unknown benchmark feature set {kind!r}; choose from {FEATURE_SETS}")
     if data.smiles and not isinstance(data.smiles[0], str):
         raise ValueError(f"{data.name}: descriptor rows need SMILES (RDKit), not prepared "
                          "token ids; run them on a machine with RDKit")
-    digest = hashlib.sha256("\n".join(data.smiles).encode()).hexdigest()
-    key = (kind, digest)
-    if key not in _cache:
-        _cache.clear()  # one task at a time: MUV's descriptors alone are 80 MB
-        _cache[key] = molecule_features([kind], data.smiles, n_jobs)
-    return _cache[key]
+    key = _cache_key(data, kind)
+    key_text = json.dumps(key, sort_keys=True)
+    memory_key = (kind, key_text)
+    if memory_key in _cache:
+        return _cache[memory_key]
+    _cache.clear()  # one task at a time: MUV's descriptors alone are 80 MB
+    path = None if cache_dir is None else feature_cache_path(cache_dir, key)
+    values = None if path is None else _load_cached(path, key_text, len(data.smiles))
+    if values is None:
+        values = molecule_features([kind], data.smiles, n_jobs)
+        if path is not None:
+            with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+                np.savez_compressed(handle, values=values,
+                                    key=np.array(key_text))
+    _cache[memory_key] = values
+    return values
 
 
-def scaled_task_features(data: TaskData, kinds: Sequence[str]) -> np.ndarray:
-    """Features [N, F] of ``kinds`` side by side, scaled on ``data.train`` rows only."""
+def scaled_task_features(data: TaskData, kinds: Sequence[str],
+                         cache_dir: str | os.PathLike[str] | None = None) -> np.ndarray:
+    """Features [N, F] of ``kinds`` side by side, scaled on ``data.train`` rows only;
+    ``cache_dir``: as in :func:`task_features`."""
     from exlm_chem.data.descriptors import FeatureScaler
 
-    raw = np.concatenate([task_features(data, k) for k in kinds], axis=1)
+    raw = np.concatenate([task_features(data, k, cache_dir=cache_dir) for k in kinds], axis=1)
     return FeatureScaler.fit(raw[data.train]).transform(raw)
 
 
 def feature_settings(kinds: Sequence[str]) -> dict:
     """What a cell's key records about its features (a new RDKit reruns the cell)."""
-    from exlm_chem.data.descriptors import CLIP, feature_names, rdkit_version
+    from exlm_chem.data.descriptors import CLIP, rdkit_version
 
     if not kinds:
         return {}
-    names = "\n".join(n for k in kinds for n in feature_names(k))
     return {"features": list(kinds), "rdkit_version": rdkit_version(),
-            "feature_names_sha256": hashlib.sha256(names.encode()).hexdigest()[:16],
+            "feature_names_sha256": _names_sha256(kinds)[:16],
             "feature_scaling": f"robust (median, IQR/1.349) on train rows, missing -> 0, "
                                f"clip ±{CLIP:g}"}

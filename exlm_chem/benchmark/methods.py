@@ -44,13 +44,15 @@ def _objective(path: Path) -> str:
 
 def encoder_spec(method: str, path: str | os.PathLike[str], mode: str,
                  cache_dir: str | os.PathLike[str] | None, device: str = "auto",
-                 features: tuple[str, ...] = ()) -> MethodSpec:
+                 features: tuple[str, ...] = (),
+                 feature_cache: str | os.PathLike[str] | None = None) -> MethodSpec:
     """A checkpoint as a row, labelled by its objective, directory name, mode and the
     features beside it."""
     from exlm_chem.benchmark.encoders import EncoderMethod
 
     path = Path(path)
-    run = EncoderMethod(path, mode, cache_dir=cache_dir, device=device, features=features)
+    run = EncoderMethod(path, mode, cache_dir=cache_dir, device=device, features=features,
+                        feature_cache=feature_cache)
     kind = {"exlm": "ExLM", "mlm": "MLM"}.get(_objective(path), "encoder")
     shown = "estimator defaults" if mode == "estimator" else mode
     extra = "".join(f" + {_FEATURE_TITLES[f]}" for f in features)
@@ -64,13 +66,16 @@ _FEATURE_TITLES = {"rdkit2d": "RDKit 2D"}
 def build_methods(names: Sequence[str], model: str | os.PathLike[str] | None,
                   twin: str | os.PathLike[str] | None, mode: str,
                   cache_dir: str | os.PathLike[str] | None = None,
-                  device: str = "auto", budget: Budget | None = None) -> list[MethodSpec]:
+                  device: str = "auto", budget: Budget | None = None,
+                  feature_cache: str | os.PathLike[str] | None = None) -> list[MethodSpec]:
     """Rows in the order asked; an encoder row without a checkpoint is an error.
 
     Rows that train under a budget carry it in their label ("AttentiveFP [<=3 min]"), so
     runs of one results folder under different budgets stay apart in the report.
+    ``cache_dir`` keeps the probe's embeddings between runs, ``feature_cache`` the
+    descriptor rows' raw descriptors (:mod:`exlm_chem.benchmark.features`).
     """
-    specs = _specs(names, model, twin, mode, cache_dir, device)
+    specs = _specs(names, model, twin, mode, cache_dir, device, feature_cache)
     tag = budget.tag() if budget is not None else ""
     return [spec._replace(label=f"{spec.label} [{tag}]") if spec.uses_budget and tag else spec
             for spec in specs]
@@ -78,7 +83,8 @@ def build_methods(names: Sequence[str], model: str | os.PathLike[str] | None,
 
 def _specs(names: Sequence[str], model: str | os.PathLike[str] | None,
            twin: str | os.PathLike[str] | None, mode: str,
-           cache_dir: str | os.PathLike[str] | None, device: str) -> list[MethodSpec]:
+           cache_dir: str | os.PathLike[str] | None, device: str,
+           feature_cache: str | os.PathLike[str] | None = None) -> list[MethodSpec]:
     unknown = sorted(set(names) - set(METHODS))
     if unknown:
         raise ValueError(f"unknown method(s) {unknown}; choose from {list(METHODS)}")
@@ -89,7 +95,8 @@ def _specs(names: Sequence[str], model: str | os.PathLike[str] | None,
         if name == "exlm":
             specs.append(encoder_spec("exlm", model, mode, cache_dir, device))
         elif name == "exlm_rdkit2d":
-            specs.append(encoder_spec(name, model, mode, cache_dir, device, ("rdkit2d",)))
+            specs.append(encoder_spec(name, model, mode, cache_dir, device, ("rdkit2d",),
+                                      feature_cache))
         elif name in ("exlm_defaults", "exlm_defaults_rdkit2d"):
             features = ("rdkit2d",) if name.endswith("rdkit2d") else ()
             specs.append(encoder_spec(name, model, "estimator", cache_dir, device, features))
@@ -107,7 +114,8 @@ def _specs(names: Sequence[str], model: str | os.PathLike[str] | None,
             from exlm_chem.benchmark.rf import rf_method
 
             specs.append(MethodSpec("rf_rdkit2d", "RF on RDKit 2D", None, "supervised",
-                                    partial(rf_method, features="rdkit2d"), uses_budget=False,
+                                    partial(rf_method, features="rdkit2d",
+                                            feature_cache=feature_cache), uses_budget=False,
                                     protocol=partial(_rf_protocol, features="rdkit2d")))
         elif name == "chemprop":
             specs.append(_chemprop_spec())

@@ -13,6 +13,7 @@ costs about 45x more and took over 15 CPU-minutes per Lipophilicity forest here.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
@@ -56,13 +57,15 @@ def ecfp4_bits(smiles: Sequence[str], radius: int = 2, n_bits: int = 2048) -> np
 
 def rf_method(data: TaskData, seed: int, budget: Budget, progress: bool = False,
               settings: RandomForestSettings | None = None,
-              features: str = "ecfp4") -> MethodOutput:
+              features: str = "ecfp4",
+              feature_cache: str | os.PathLike[str] | None = None) -> MethodOutput:
     """Fit one forest per task on ``data.train``; score ``data.test``.
 
     ``budget`` does not apply (a forest has no epochs); nothing is selected on the
     validation rows, but regression forests predict them too (``valid_scores``: they
     calibrate the runner's conformal intervals). ``features``: ``"ecfp4"`` (the
-    settings' fingerprint) or ``"rdkit2d"``.
+    settings' fingerprint) or ``"rdkit2d"``, whose raw values are kept under
+    ``feature_cache`` between runs (:func:`~exlm_chem.benchmark.features.task_features`).
     """
     from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 
@@ -73,7 +76,7 @@ def rf_method(data: TaskData, seed: int, budget: Budget, progress: bool = False,
     else:
         from exlm_chem.benchmark.features import scaled_task_features
 
-        x_all = scaled_task_features(data, [features])
+        x_all = scaled_task_features(data, [features], feature_cache)
     x_train, x_valid, x_test = x_all[data.train], x_all[data.valid], x_all[data.test]
     n_tasks = data.labels.shape[1]
     scores = np.full((len(data.test), n_tasks), np.nan)

@@ -125,6 +125,6 @@ class BenchmarkCommand(Subcommand):
             twin = args.twin if args.twin is not None else default_twin(model)
         methods = build_methods(args.methods, model, twin, args.mode,
                                 cache_dir=out / "embeddings", device=args.device,
-                                budget=budget)
+                                budget=budget, feature_cache=out / "features")
         run_benchmark(methods, tasks, args.seeds, args.split, budget, out,
                       data_path=args.data, progress=not args.no_progress)

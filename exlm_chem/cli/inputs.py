@@ -19,7 +19,8 @@ from exlm_chem.data.tables import (
     read_table,
 )
 
-__all__ = ["CliInput", "add_input_arguments", "open_input", "smiles_cells"]
+__all__ = ["CliInput", "add_feature_columns_argument", "add_input_arguments", "open_input",
+           "smiles_cells"]
 
 
 class CliInput(NamedTuple):
@@ -90,3 +91,13 @@ def add_input_arguments(parser: Any, keep_columns: bool = True) -> None:
     parser.add_argument("--fail-on-invalid", action="store_true",
                         help="exit with status 1 if any row is invalid (the output is "
                              "still written, invalid rows marked)")
+
+
+def add_feature_columns_argument(parser: Any) -> None:
+    """``--feature-columns`` of ``predict`` and ``screen``: where a model fitted with
+    ``fit --feature-columns`` finds those columns in the input (see
+    :func:`exlm_chem.sklearn.prediction.input_feature_columns`)."""
+    parser.add_argument("--feature-columns", nargs="+", default=None, metavar="COLUMN",
+                        help="for a model fitted with `fit --feature-columns`: the input "
+                             "columns holding them, one for each in the order they were "
+                             "fitted (default: the columns of the same names)")

@@ -15,9 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from exlm_chem.cli.base import Subcommand
-from exlm_chem.cli.inputs import CliInput, add_input_arguments, open_input
+from exlm_chem.cli.inputs import (
+    CliInput,
+    add_feature_columns_argument,
+    add_input_arguments,
+    open_input,
+)
 from exlm_chem.sklearn.prediction import (
     feature_columns,
+    input_feature_columns,
     load_estimator,
     output_names,
     predict_values,
@@ -37,6 +43,7 @@ class PredictCommand(Subcommand):
         parser.add_argument("input", help="molecules: .csv[.gz], .smi[.gz] or .parquet")
         parser.add_argument("--out", required=True, help="output file: .csv or .parquet")
         add_input_arguments(parser)
+        add_feature_columns_argument(parser)
         parser.add_argument("--chunk-size", type=int, default=8192,
                             help="input rows read and written at a time")
         parser.add_argument("--device", default=None, help="auto | cpu | cuda[:i]")
@@ -61,10 +68,11 @@ class PredictCommand(Subcommand):
         est = load_estimator(args.model)
         if args.device:
             est.set_params(device=args.device)
-        features = feature_columns(est)
-        if features:  # the columns the model was fitted with, from this input
+        required = input_feature_columns(feature_columns(est), args.feature_columns)
+        if required:  # the columns the model was fitted with, from this input
             rows = open_input(args.input, args.smiles_column, keep, encoding=args.encoding,
-                              more={"feature columns of the model": features})
+                              more=required)
+        features = [c for cols in required.values() for c in cols]
         names = output_names(est)
         clash = [c for c in keep if c in (*RESERVED_COLUMNS, *names)]
         if clash:
@@ -77,7 +85,7 @@ class PredictCommand(Subcommand):
         with atomic_path(out) as tmp:
             sink = TableSink(tmp, fmt, layout)
             try:
-                for frame in _predicted_chunks(est, rows, args, names, keep):
+                for frame in _predicted_chunks(est, rows, args, names, keep, features):
                     sink.write(frame)
                     tally.add(len(frame), len(frame), frame["invalid_reason"])
             finally:
@@ -88,15 +96,16 @@ class PredictCommand(Subcommand):
 
 
 def _predicted_chunks(est: Any, rows: CliInput, args: argparse.Namespace,
-                      names: list[str], keep: list[str]) -> Iterator[Any]:
-    """Output DataFrames, one per input chunk, in the output's column order."""
+                      names: list[str], keep: list[str], features: list[str]
+                      ) -> Iterator[Any]:
+    """Output DataFrames, one per input chunk, in the output's column order; ``features``:
+    the input columns holding the model's feature columns, in its order."""
     import numpy as np
     import pandas as pd
     from tqdm.auto import tqdm
 
     from exlm_chem.data.featurize import check_smiles
 
-    features = feature_columns(est)
     with tqdm(total=rows.table.n_rows, unit="mol", desc="predict",
               disable=not args.progress) as bar:
         for frame, smiles in rows.chunks(args.chunk_size):
@@ -104,11 +113,8 @@ def _predicted_chunks(est: Any, rows: CliInput, args: argparse.Namespace,
             values = np.full((len(smiles), len(names)), np.nan)  # [n, tasks]
             valid = np.flatnonzero(checked.valid)
             if valid.size:  # reasons come from this check; the model sees valid rows
-                X: Any = [smiles[i] for i in valid]
-                if features:  # SMILES first, then the model's feature columns
-                    X = pd.DataFrame({args.smiles_column: X,
-                                      **{c: frame[c].to_numpy()[valid] for c in features}})
-                values[valid] = predict_values(est, X)
+                columns = frame[features].to_numpy(dtype=object)[valid] if features else None
+                values[valid] = predict_values(est, [smiles[i] for i in valid], columns)
             yield pd.DataFrame({
                 "row": frame.index.to_numpy(dtype=np.int64),
                 **{c: frame[c].to_numpy(dtype=object) for c in keep},

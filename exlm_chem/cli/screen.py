@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 
 from exlm_chem.cli.base import Subcommand
+from exlm_chem.cli.inputs import add_feature_columns_argument
 
 
 class ScreenCommand(Subcommand):
@@ -35,6 +36,7 @@ class ScreenCommand(Subcommand):
                                  "worker loses at most one chunk of work")
         parser.add_argument("--smiles-column", default="smiles",
                             help="SMILES column of .csv and .parquet inputs")
+        add_feature_columns_argument(parser)
         parser.add_argument("--pooling", choices=("bos", "mean"), default="bos",
                             help="embedding pooling (--embed)")
         parser.add_argument("--max-length", type=int, default=256,
@@ -58,6 +60,7 @@ class ScreenCommand(Subcommand):
         result = screen(args.model, args.inputs, args.out, embed=args.embed,
                         scheduler=args.scheduler, workers=args.workers, **chunking,
                         smiles_column=args.smiles_column,
+                        feature_columns=args.feature_columns,
                         pooling=args.pooling, batch_size=args.batch_size,
                         max_length=args.max_length, device=args.device,
                         progress=args.progress)

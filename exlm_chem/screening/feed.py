@@ -125,7 +125,7 @@ def drive(cluster: LazyClient, chunks: Iterator[Chunk], spec: ModelSpec, out: Pa
             while pending.count() >= window:
                 harvest(next(pending))
             task = PartTask(str(out), name, paths[chunk.file_index], chunk.start, chunk.smiles,
-                            run)
+                            run, chunk.features)
             future = client.submit(run_part, spec, task, key=f"screen-{token}-{name}",
                                    pure=False)
             futures.add(future)

@@ -18,7 +18,7 @@ import glob
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from exlm_chem.data.tables import check_columns, stream_table, table_kind
 
@@ -38,6 +38,9 @@ class Chunk(NamedTuple):
     index: int  # chunk number within the file
     start: int  # 0-based data row of the chunk's first SMILES in its file
     smiles: list[str]
+    #: [n, F] object array of the feature columns read beside the SMILES (cells as text,
+    #: None where empty), or None when none are read
+    features: Any = None
 
 
 def input_format(path: str | Path) -> str:
@@ -79,41 +82,66 @@ def resolve_inputs(patterns: Sequence[str | os.PathLike[str]]) -> list[InputFile
     return files
 
 
-def check_smiles_column(path: str | Path, column: str) -> None:
-    """A clear ``ValueError`` when a CSV or Parquet file lacks the SMILES ``column``."""
+def check_input_columns(path: str | Path, smiles_column: str,
+                        more: dict[str, Sequence[str]] | None = None) -> None:
+    """A clear ``ValueError``, naming the file and the missing columns, when a CSV or
+    Parquet file lacks the SMILES column, or any file lacks a column of ``more``
+    (``{what: columns}``, e.g. a model's feature columns; a ``.smi`` file holds only
+    ``smiles`` and ``name``)."""
+    required = {k: list(v) for k, v in (more or {}).items() if v}
     if input_format(path) != "smi":
-        check_columns(path, {"--smiles-column": [column]})
+        required = {"--smiles-column": [smiles_column], **required}
+    if required:
+        check_columns(path, required)
 
 
-def read_blocks(path: str, smiles_column: str = "smiles") -> Iterator[list[str]]:
-    """The file's SMILES in blocks of any size, in row order (empty cells as ``""``)."""
+def read_blocks(path: str, smiles_column: str = "smiles", feature_columns: Sequence[str] = ()
+                ) -> Iterator[tuple[list[str], Any]]:
+    """The file's SMILES in blocks of any size, in row order (empty cells as ``""``),
+    each with its ``feature_columns`` cells ([n, F] object array; None without them)."""
     column = "smiles" if input_format(path) == "smi" else smiles_column
-    for frame in stream_table(path, [column], _READ_BLOCK, as_written=[column]):
-        yield ["" if s is None else s for s in frame[column]]
+    feature_columns = list(feature_columns)
+    for frame in stream_table(path, [column, *feature_columns], _READ_BLOCK,
+                              as_written=[column]):
+        features = frame[feature_columns].to_numpy(dtype=object) if feature_columns else None
+        yield ["" if s is None else s for s in frame[column]], features
 
 
 def iter_chunks(files: Sequence[InputFile], chunk_rows: int,
-                smiles_column: str = "smiles") -> Iterator[Chunk]:
+                smiles_column: str = "smiles", feature_columns: Sequence[str] = ()
+                ) -> Iterator[Chunk]:
     """Every file's SMILES cut into chunks of exactly ``chunk_rows`` (a file's last chunk
-    may be shorter; an empty file has none). ``chunk_rows`` is checked at the call."""
+    may be shorter; an empty file has none), with their ``feature_columns`` cells.
+    ``chunk_rows`` is checked at the call."""
     if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, int) or chunk_rows < 1:
         raise ValueError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
-    return _chunks(files, chunk_rows, smiles_column)
+    return _chunks(files, chunk_rows, smiles_column, list(feature_columns))
 
 
-def _chunks(files: Sequence[InputFile], chunk_rows: int, smiles_column: str) -> Iterator[Chunk]:
+def _chunks(files: Sequence[InputFile], chunk_rows: int, smiles_column: str,
+            feature_columns: list[str]) -> Iterator[Chunk]:
+    import numpy as np
+
+    def chunk(file_index: int, index: int, smiles: list[str], rows: list[Any]) -> Chunk:
+        features = np.asarray(rows, dtype=object).reshape(len(smiles), -1) \
+            if feature_columns else None
+        return Chunk(file_index, index, index * chunk_rows, smiles, features)
+
     for file_index, file in enumerate(files):
         pending: list[str] = []
+        rows: list[Any] = []  # the pending SMILES' feature cells, one row each
         index = 0
         try:
-            for block in read_blocks(file.path, smiles_column):
+            for block, features in read_blocks(file.path, smiles_column, feature_columns):
                 pending.extend(block)
+                if features is not None:
+                    rows.extend(features)
                 while len(pending) >= chunk_rows:
-                    yield Chunk(file_index, index, index * chunk_rows, pending[:chunk_rows])
-                    del pending[:chunk_rows]
+                    yield chunk(file_index, index, pending[:chunk_rows], rows[:chunk_rows])
+                    del pending[:chunk_rows], rows[:chunk_rows]
                     index += 1
         except (OSError, EOFError, ValueError) as error:  # gzip, UTF-8, CSV, Parquet errors
             raise ValueError(f"{file.path}: unreadable after data row "
                              f"{index * chunk_rows + len(pending)}: {error}") from error
         if pending:
-            yield Chunk(file_index, index, index * chunk_rows, pending)
+            yield chunk(file_index, index, pending, rows)

@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 from exlm_chem.files.safe_write import write_json_atomic
 from exlm_chem.screening.feed import LazyClient, Tally, WorkerStats, drive
-from exlm_chem.screening.inputs import check_smiles_column, iter_chunks, resolve_inputs
+from exlm_chem.screening.inputs import check_input_columns, iter_chunks, resolve_inputs
 from exlm_chem.screening.manifest import (
     MANIFEST,
     check_model_kind,
@@ -61,11 +61,27 @@ def _check_numbers(**values: int | None) -> None:
 
 
 def _settings(embed: bool, chunk_rows: int, smiles_column: str, pooling: str,
-              max_length: int) -> dict[str, Any]:
+              max_length: int, feature_columns: list[str]) -> dict[str, Any]:
     settings: dict[str, Any] = {"chunk_rows": chunk_rows, "smiles_column": smiles_column}
     if embed:  # a fitted estimator keeps its own pooling and max_length
         settings.update(pooling=pooling, max_length=max_length)
+    if feature_columns:  # absent otherwise: earlier outputs still resume
+        settings["feature_columns"] = feature_columns
     return settings
+
+
+def _feature_columns(model: str | os.PathLike[str], embed: bool,
+                     given: Sequence[str] | None) -> dict[str, list[str]]:
+    """The input columns a fitted model reads beside the SMILES, ``{what: columns}`` as
+    :func:`~exlm_chem.sklearn.prediction.input_feature_columns` gives them."""
+    from exlm_chem.sklearn.prediction import input_feature_columns, saved_feature_columns
+
+    if embed:
+        if given:
+            raise ValueError(f"--feature-columns {list(given)} go with a fitted model's "
+                             "predictions; --embed reads the SMILES alone")
+        return {}
+    return input_feature_columns(saved_feature_columns(model), given)
 
 
 def screen(
@@ -79,6 +95,7 @@ def screen(
     workers: int | None = None,
     chunk_rows: int = DEFAULT_CHUNK_ROWS,
     smiles_column: str = "smiles",
+    feature_columns: Sequence[str] | None = None,
     pooling: str = "bos",
     batch_size: int | None = None,
     max_length: int = 256,
@@ -106,6 +123,11 @@ def screen(
         Rows per chunk and per part; a killed worker loses at most one chunk of work.
     smiles_column : str
         SMILES column of CSV and Parquet inputs.
+    feature_columns : sequence of str, optional
+        For a model fitted with feature columns (``exlm-chem fit --feature-columns``):
+        the input columns holding them, one for each in the model's order; by default
+        the columns of the model's names. Every input must hold them (CSV or Parquet);
+        a missing one is an error naming it before any work.
     pooling, max_length
         Embedding options (see :func:`exlm_chem.embedding.embed`).
     batch_size : int, optional
@@ -137,10 +159,12 @@ def screen(
     out = Path(out).expanduser().resolve()
     check_model_kind(model, embed)
     files = resolve_inputs(inputs)
+    required = _feature_columns(model, embed, feature_columns)
     for file in files:
-        check_smiles_column(file.path, smiles_column)
-    settings = _settings(embed, chunk_rows, smiles_column, pooling, max_length)
-    chunks = iter_chunks(files, chunk_rows, smiles_column)  # checks chunk_rows
+        check_input_columns(file.path, smiles_column, required)
+    columns = [c for cols in required.values() for c in cols]
+    settings = _settings(embed, chunk_rows, smiles_column, pooling, max_length, columns)
+    chunks = iter_chunks(files, chunk_rows, smiles_column, columns)  # checks chunk_rows
     model_path = str(Path(model).expanduser().resolve())
     spec = ModelSpec(model_path, model_sha256(model_path), EMBED if embed else PREDICT, device,
                      pooling, batch_size, max_length)

@@ -40,6 +40,7 @@ class PartTask(NamedTuple):
     start: int  # data row of the first SMILES in ``file``
     smiles: list[str]
     run_id: str
+    features: Any = None  # [n, F] cells of the model's feature columns, or None
 
 
 class PartResult(NamedTuple):
@@ -84,8 +85,9 @@ def _load(spec: ModelSpec) -> Any:
     return est
 
 
-def compute(spec: ModelSpec, smiles: list[str]) -> Any:
-    """One row per SMILES: ``valid``, ``invalid_reason`` and the outputs (a DataFrame)."""
+def compute(spec: ModelSpec, smiles: list[str], features: Any = None) -> Any:
+    """One row per SMILES: ``valid``, ``invalid_reason`` and the outputs (a DataFrame);
+    ``features``: the cells of the model's feature columns [n, F], if it reads some."""
     import numpy as np
     import pandas as pd
 
@@ -102,7 +104,7 @@ def compute(spec: ModelSpec, smiles: list[str]) -> Any:
         from exlm_chem.data.featurize import check_smiles
         from exlm_chem.sklearn.prediction import output_names, predict_values
 
-        values = predict_values(model, smiles)  # [n, outputs]; NaN rows where invalid
+        values = predict_values(model, smiles, features)  # [n, outputs]; NaN where invalid
         # the estimator has checked every row; RDKit sees only the NaN rows again, for
         # their reasons (a valid row with a NaN output stays valid)
         nan_rows = np.flatnonzero(np.isnan(values).any(axis=1))
@@ -157,7 +159,11 @@ def run_part(spec: ModelSpec, task: PartTask) -> PartResult:
     load_model(spec)  # outside the timer: per-worker rates are model time
     began, began_cpu = time.perf_counter(), time.process_time()
     n = len(task.smiles)
-    results = compute(spec, task.smiles)
+    try:
+        results = compute(spec, task.smiles, task.features)
+    except ValueError as error:  # e.g. a feature cell that is no number: say where it is
+        raise ValueError(f"{task.file}, the chunk from data row {task.start} (its rows "
+                         f"count from 0): {error}") from error
     frame = pd.concat([pd.DataFrame({
         "file": pd.Series([task.file] * n, dtype=object),
         "row": np.arange(task.start, task.start + n, dtype=np.int64),

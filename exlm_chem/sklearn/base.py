@@ -292,9 +292,8 @@ class ExLMEstimatorBase(UncertaintyMixin, PersistenceMixin, BaseEstimator):
         return np.concatenate(blocks, axis=1)
 
     # ---- outputs ---------------------------------------------------------------------------
-    def _valid_rows(self, X: Any, on_invalid: str, with_features: bool = True) -> ValidRows:
-        """The valid rows of X and, unless not ``with_features``, their scaled features;
-        sets ``invalid_mask_``."""
+    def _valid_rows(self, X: Any, on_invalid: str) -> ValidRows:
+        """The valid rows of X and their scaled features; sets ``invalid_mask_``."""
         check_is_fitted(self, "model_")
         self.__dict__.pop("invalid_mask_", None)  # never the previous call's, even if this fails
         if on_invalid not in _PREDICT_POLICIES:
@@ -321,22 +320,27 @@ class ExLMEstimatorBase(UncertaintyMixin, PersistenceMixin, BaseEstimator):
         valid_smiles = [checked.canonical[i] for i in rows]  # the form the model was trained on
         warn_unknown_tokens(self.tokenizer_, valid_smiles, rows, stacklevel=5)
         features = None
-        if spec is not None and with_features:
+        if spec is not None:
             raw = self._raw_features(kinds, valid_smiles,
                                      None if columns is None else columns[rows])
             features = spec.scaler.transform(raw)
         return ValidRows(len(smiles), rows, valid_smiles, features)
 
     def _outputs(self, X: Any, on_invalid: str, embed: bool = False) -> np.ndarray:
-        """Outputs [N, n_tasks] float64 (see :meth:`_aggregate`) or embeddings [N, d]
-        float32 (of the first member); NaN rows for bad SMILES."""
+        """Outputs [N, n_tasks] float64 (see :meth:`_aggregate`) or the head's input
+        [N, d + F] float32 (of the first member, see :meth:`transform`); NaN rows for bad
+        SMILES."""
         from exlm_chem.train.finetune_net import predict_batched
 
-        valid = self._valid_rows(X, on_invalid, with_features=not embed)
+        valid = self._valid_rows(X, on_invalid)
         if embed:
-            out = np.full((valid.n, self.config_.d_model), np.nan, dtype=np.float32)
-            out[valid.rows] = predict_batched(self._net(self.model_), valid.smiles,
-                                              2 * self.batch_size, True)
+            states = predict_batched(self._net(self.model_), valid.smiles,
+                                     2 * self.batch_size, True)  # [n_valid, d]
+            if valid.features is not None:  # the head reads them beside the pooled state
+                states = np.concatenate([states, valid.features], axis=1)
+            out = np.full((valid.n, self.config_.d_model + self._n_features), np.nan,
+                          dtype=np.float32)
+            out[valid.rows] = states
             return out
         out = np.full((valid.n, self.n_tasks_), np.nan)
         out[valid.rows] = self._aggregate(self._samples(valid.smiles, valid.features))
@@ -346,11 +350,37 @@ class ExLMEstimatorBase(UncertaintyMixin, PersistenceMixin, BaseEstimator):
         device = resolve_device(self.device)  # .to() walks every parameter even when a no-op
         return net if net.device == device else net.to(device)
 
+    @property
+    def _n_features(self) -> int:
+        spec = getattr(self, "feature_spec_", None)  # absent in pickles from before features
+        return 0 if spec is None else spec.n_features
+
     def transform(self, X: Any, on_invalid: str = "nan") -> np.ndarray:
-        """Pooled encoder states [N, d] (float32) of the fitted encoder; NaN rows for
-        invalid SMILES (``invalid_mask_``), or raise with ``on_invalid="raise"``. The
-        ``features`` beside the encoder are not part of them."""
+        """What the head reads: the fitted encoder's pooled state and, for a model fitted
+        with ``features``, those features as scaled for the head.
+
+        Returns
+        -------
+        ndarray float32 [N, d + F]
+            Columns ``0 .. d-1``: the pooled encoder state of the first member; columns
+            ``d ..``: the ``F`` scaled features in the order of
+            :meth:`get_feature_names_out` (none without ``features``). NaN rows for
+            invalid SMILES (``invalid_mask_``), or raise with ``on_invalid="raise"``.
+            X is read as in ``predict`` (with ``"columns"``: SMILES first, then them).
+        """
         return self._outputs(X, on_invalid, embed=True)
+
+    def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
+        """Names of :meth:`transform`'s columns: ``emb_0 .. emb_{d-1}`` (as
+        ``exlm-chem embed`` names them), then the feature names (descriptor names, Morgan
+        entries, your columns), kind by kind."""
+        from exlm_chem.sklearn.embedder import FEATURE_PREFIX
+
+        check_is_fitted(self, "model_")
+        spec = getattr(self, "feature_spec_", None)
+        extra = [] if spec is None else [n for k in spec.kinds for n in spec.names[k]]
+        states = [f"{FEATURE_PREFIX}{j}" for j in range(self.config_.d_model)]
+        return np.asarray(states + extra, dtype=object)
 
     def _scored_rows(self) -> np.ndarray:
         """Rows of the last outputs that can be scored; warns about the others."""

@@ -86,7 +86,8 @@ _PARAMETERS = """
         standardisation fitted on the training rows (median, IQR), missing values
         (NaN, inf, or a descriptor RDKit cannot compute) become 0 (the median), and
         values are clipped to ±5 (:mod:`exlm_chem.data.descriptors`); each distinct
-        molecule is computed once per call. Saved with the model.
+        molecule is computed once per call. Saved with the model. ``transform`` returns
+        the pooled state followed by these scaled features: what the head reads.
     n_jobs : int or None, default None
         Processes computing ``features``; None or -1: all cores (a few hundred molecules
         are computed in-process).

@@ -6,6 +6,7 @@ One output column per target the model was fitted with: the positive-class proba
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,17 +45,79 @@ def feature_columns(est: Any) -> list[str]:
     """The input columns a saved model reads beside the SMILES (``features`` with
     ``"columns"``), in order; [] for most models."""
     spec = getattr(est, "feature_spec_", None)
-    return [] if spec is None or "columns" not in spec.kinds else list(spec.names["columns"])
+    return [] if spec is None else _user_columns(spec.kinds, spec.names)
 
 
-def predict_values(est: Any, X: Any) -> Any:
+def saved_feature_columns(model_dir: str | Path) -> list[str]:
+    """:func:`feature_columns` of the model saved in ``model_dir``, read from its
+    metadata alone (no weights, no torch): what a screen's driver checks its inputs by."""
+    import json
+
+    path = Path(model_dir) / "metadata.json"
+    try:
+        spec = json.loads(path.read_text(encoding="utf-8"))["fitted"].get("features")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+        from exlm_chem.errors import CheckpointError
+
+        raise CheckpointError(f"{path}: not the metadata of a fitted estimator "
+                              f"({error})") from None
+    return [] if spec is None else _user_columns(spec["kinds"], spec["names"])
+
+
+def _user_columns(kinds: Any, names: dict[str, Any]) -> list[str]:
+    return list(names["columns"]) if "columns" in kinds else []
+
+
+#: How an error names the input columns read for a model's feature columns.
+MODEL_COLUMNS = "feature columns of the model"
+FEATURE_COLUMNS_OPTION = "--feature-columns"
+
+
+def input_feature_columns(model_columns: Sequence[str],
+                          given: Sequence[str] | None = None) -> dict[str, list[str]]:
+    """The input columns holding a model's feature columns, as ``{what: columns}`` (the
+    ``required`` of :func:`exlm_chem.data.tables.open_table`, whose errors name missing
+    columns by ``what``); {} for a model without feature columns.
+
+    Parameters
+    ----------
+    model_columns : sequence of str
+        :func:`feature_columns` of the model (the names ``fit --feature-columns`` gave).
+    given : sequence of str, optional
+        ``--feature-columns`` of ``predict`` / ``screen``: one input column for each of
+        the model's, in its order, for a library that names them otherwise. None or
+        empty: the input columns carry the model's names.
+    """
+    given = list(given or [])
+    if not given:
+        return {MODEL_COLUMNS: list(model_columns)} if model_columns else {}
+    if not model_columns:
+        raise ValueError(f"{FEATURE_COLUMNS_OPTION} {given}: this model reads no feature "
+                         "columns (it was fitted without `exlm-chem fit --feature-columns`)")
+    if len(given) != len(model_columns):
+        raise ValueError(f"{FEATURE_COLUMNS_OPTION} names {len(given)} column(s) {given}; "
+                         f"the model reads {len(model_columns)}: {list(model_columns)} (one "
+                         "input column for each, in this order)")
+    return {FEATURE_COLUMNS_OPTION: given}
+
+
+def predict_values(est: Any, smiles: Sequence[Any], columns: Any = None) -> Any:
     """[n, n_outputs] float64: positive probabilities or values; NaN rows where invalid.
 
-    ``X`` is a list of SMILES, or for a model with :func:`feature_columns` a DataFrame of
-    the SMILES followed by those columns.
+    ``columns`` [n, F] (numbers, or their text as read from a file; None = missing): the
+    values of the model's :func:`feature_columns`, in its order, for a model with them.
     """
     import numpy as np
 
+    X: Any = list(smiles)
+    names = feature_columns(est)
+    if names:  # the estimator's X: SMILES first, then the columns under the fitted names
+        import pandas as pd
+
+        if columns is None:
+            raise ValueError(f"the model reads feature columns {names}; none were given")
+        values = np.asarray(columns, dtype=object).reshape(len(X), len(names))
+        X = pd.DataFrame({"smiles": X, **{n: values[:, j] for j, n in enumerate(names)}})
     if hasattr(est, "predict_proba"):
         p = est.predict_proba(X, on_invalid="nan")
         return p if est.multitask_ else p[:, 1:]  # binary: P(classes_[1])

@@ -63,6 +63,34 @@ def test_task_features_are_computed_once_per_task(bbbp, monkeypatch):
     assert np.isfinite(first).all() and np.abs(first).max() <= 5.0
 
 
+def test_task_features_are_kept_on_disk_between_runs(bbbp, tmp_path, monkeypatch):
+    from exlm_chem.data import descriptors
+
+    calls = []
+    real = descriptors._compute
+    monkeypatch.setattr(descriptors, "_compute",
+                        lambda kind, smiles: calls.append(len(smiles)) or real(kind, smiles))
+    bench_features._cache.clear()
+    first = bench_features.task_features(bbbp, "rdkit2d", cache_dir=tmp_path)
+    (stored,) = tmp_path.glob("bbbp_rdkit2d_*.npz")
+    with np.load(stored, allow_pickle=False) as arrays:  # no pickle needed to read it
+        np.testing.assert_array_equal(arrays["values"], first)
+    bench_features._cache.clear()  # a new run: only the disk remembers
+    spec = build_methods(["rf_rdkit2d"], None, None, "finetune", feature_cache=tmp_path)[0]
+    assert np.isfinite(spec.run(bbbp, 0, Budget(), False).test_scores).all()
+    again = bench_features.task_features(bbbp, "rdkit2d", cache_dir=tmp_path)
+    assert calls == [96]
+    np.testing.assert_array_equal(again, first)
+
+    changed = bbbp._replace(smiles=["CCO", *bbbp.smiles[1:]])  # another molecule
+    bench_features.task_features(changed, "rdkit2d", cache_dir=tmp_path)
+    bench_features.task_features(bbbp._replace(data_sha256="0" * 64), "rdkit2d",
+                                 cache_dir=tmp_path)  # another data file
+    monkeypatch.setattr(descriptors, "rdkit_version", lambda: "1999.09.1")  # another RDKit
+    bench_features.task_features(bbbp, "rdkit2d", cache_dir=tmp_path)
+    assert calls == [96] * 4 and len(list(tmp_path.glob("*.npz"))) == 4
+
+
 def test_rf_on_rdkit2d(bbbp):
     spec = _spec("rf_rdkit2d", None)
     assert (spec.method, spec.label, spec.uses_budget) == ("rf_rdkit2d", "RF on RDKit 2D", False)

@@ -9,7 +9,7 @@ import pytest
 
 from exlm_chem.screening import inputs
 from exlm_chem.screening.inputs import (
-    check_smiles_column,
+    check_input_columns,
     input_format,
     iter_chunks,
     resolve_inputs,
@@ -83,10 +83,10 @@ def test_empty_file_has_no_chunks_and_bad_chunk_rows_is_refused(tmp_path):
 
 def test_missing_smiles_column_names_the_file_and_columns(tmp_path, three_formats):
     with pytest.raises(ValueError, match=r"'smiles' not found in .*b\.csv.*id, SMILES"):
-        check_smiles_column(tmp_path / "b.csv", "smiles")
+        check_input_columns(tmp_path / "b.csv", "smiles")
     with pytest.raises(ValueError, match=r"'smiles' not found in .*c\.parquet.*id, SMILES"):
-        check_smiles_column(tmp_path / "c.parquet", "smiles")
-    check_smiles_column(tmp_path / "a.smi.gz", "anything")  # .smi has no columns
+        check_input_columns(tmp_path / "c.parquet", "smiles")
+    check_input_columns(tmp_path / "a.smi.gz", "anything")  # .smi has no columns
 
 
 def test_an_unreadable_file_is_named_with_the_row_reached(tmp_path, monkeypatch):

@@ -33,6 +33,20 @@ def params(tiny_checkpoint):
                 validation_fraction=0.25, random_state=0, n_jobs=1)
 
 
+def _head_inputs(est, X) -> np.ndarray:
+    """What the head's first layer reads for each row of X [n, d + F], one row a call (a
+    call's batches are length-sorted)."""
+    seen = []
+    hook = est.model_.head.dense.register_forward_hook(
+        lambda module, args, out: seen.append(args[0].detach().float().numpy().copy()))
+    try:
+        for i in range(len(X)):
+            est.predict(X.iloc[i : i + 1] if hasattr(X, "iloc") else X[i : i + 1])
+    finally:
+        hook.remove()
+    return np.concatenate(seen)
+
+
 @pytest.fixture(scope="module")
 def fitted(params, data):
     X, y = data
@@ -48,7 +62,23 @@ def test_rdkit2d_classifier_reads_descriptors_beside_the_pooled_state(fitted, da
     p = fitted.predict_proba([X[0], "C1CC", X[1], None])  # invalid rows: NaN, none shift
     assert np.isnan(p[[1, 3]]).all() and np.isfinite(p[[0, 2]]).all()
     np.testing.assert_allclose(p[[0, 2]], fitted.predict_proba([X[0], X[1]]), rtol=1e-6)
-    assert fitted.transform(X[:3]).shape == (3, fitted.config_.d_model)  # encoder state only
+
+
+def test_transform_is_what_the_head_reads(fitted, data):
+    X, _ = data
+    d, n_features = fitted.config_.d_model, fitted.feature_spec_.n_features
+    Z = fitted.transform([X[0], "C1CC", X[1], None, X[2]])
+    assert Z.shape == (5, d + n_features) and Z.dtype == np.float32
+    assert np.isnan(Z[[1, 3]]).all() and np.isfinite(Z[[0, 2, 4]]).all()  # no row shifts
+    assert fitted.invalid_mask_.tolist() == [False, True, False, True, False]
+    np.testing.assert_allclose(Z[[0, 2, 4]], _head_inputs(fitted, X[:3]), rtol=1e-5,
+                               atol=1e-6)
+    raw = descriptors.molecule_features(["rdkit2d"], fitted._valid_rows(X[:3], "nan").smiles)
+    np.testing.assert_array_equal(Z[[0, 2, 4], d:], fitted.feature_spec_.scaler.transform(raw))
+    names = fitted.get_feature_names_out()
+    assert names.tolist() == [f"emb_{j}" for j in range(d)] + descriptors.rdkit2d_names()
+    with pytest.raises(ValueError, match="row 1"):
+        fitted.transform([X[0], "C1CC"], on_invalid="raise")
 
 
 def test_the_descriptors_change_the_prediction(fitted, data, monkeypatch):
@@ -122,6 +152,17 @@ def test_user_columns_regressor_with_morgan(params):
     assert spec.n_features == 2048 + 2
     pred = reg.predict(frame)
     assert pred.shape == (24,) and np.isfinite(pred).all()
+    # transform: the pooled state, then Morgan counts and the two columns, all scaled
+    d = reg.config_.d_model
+    Z = reg.transform(frame.head(4))
+    assert Z.shape == (4, d + 2048 + 2)
+    np.testing.assert_allclose(Z, _head_inputs(reg, frame.head(4)), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(Z[:, -2:], spec.scaler.transform(
+        np.hstack([np.zeros((4, 2048)), frame[["logp", "charge"]].head(4)]))[:, -2:])
+    assert reg.get_feature_names_out()[-3:].tolist() == ["morgan_r2_2047", "logp", "charge"]
+    bad_row = frame.head(3).copy()
+    bad_row.loc[1, "smiles"] = "C1CC"
+    assert np.isnan(reg.transform(bad_row)[1]).all()
     # a missing value is the training median, 0 after scaling
     gap = frame.head(2).copy()
     gap.loc[0, "logp"] = np.nan
