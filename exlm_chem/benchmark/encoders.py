@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from exlm_chem.benchmark.records import PROTOCOL_VERSION, Budget, MethodOutput
-from exlm_chem.data.tasks import TaskData
+from exlm_chem.benchmark.tasks import TaskData
 from exlm_chem.files.checksums import file_sha256
 from exlm_chem.files.safe_write import atomic_path
 
@@ -62,9 +62,9 @@ def input_protocol(path: str | os.PathLike[str]) -> dict[str, Any]:
     """How the benchmark feeds this checkpoint: ``{"expansion_k", "pooling",
     "max_length", "smiles"}``; k from
     :func:`~exlm_chem.data.inference_inputs.inference_expansion`, ``smiles`` the form of the
-    molecules (:data:`~exlm_chem.data.tasks.ENCODER_SMILES`)."""
+    molecules (:data:`~exlm_chem.benchmark.tasks.ENCODER_SMILES`)."""
+    from exlm_chem.benchmark.tasks import ENCODER_SMILES
     from exlm_chem.data.inference_inputs import inference_expansion
-    from exlm_chem.data.tasks import ENCODER_SMILES
 
     config = json.loads((Path(path) / "config.json").read_text(encoding="utf-8"))
     return {"expansion_k": inference_expansion(config), "pooling": POOLING,
@@ -146,7 +146,7 @@ class EncoderMethod:
         Token id rows (prepared splits) pass as they are: their format guarantees they were
         made from canonical SMILES (:mod:`exlm_chem.benchmark.prepared`).
         """
-        from exlm_chem.data.tasks import with_canonical_smiles
+        from exlm_chem.benchmark.tasks import with_canonical_smiles
 
         if not data.smiles or not isinstance(data.smiles[0], str):
             return data

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from exlm_chem.data.tasks import TaskData
+from exlm_chem.benchmark.tasks import TaskData
 
 __all__ = ["FEATURE_SETS", "feature_settings", "scaled_task_features", "task_features"]
 
