@@ -16,7 +16,7 @@ import argparse
 import numpy as np
 from sklearn.metrics import roc_auc_score
 
-from exlm_chem.data.tasks import load_task
+from exlm_chem.benchmark.tasks import load_task
 
 
 def charged(smiles: str) -> bool:

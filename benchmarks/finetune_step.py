@@ -30,9 +30,9 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from exlm_chem.benchmark.prepared import PreparedSplits
 from exlm_chem.model.pretrained import load_backbone
+from exlm_chem.presets import finetune_preset
 from exlm_chem.train.finetune import make_optimizer, masked_mean_loss
 from exlm_chem.train.finetune_net import build_finetune_net
-from exlm_chem.train.finetune_settings import finetune_preset
 
 PEAK_BF16 = 989e12  # H100 SXM dense bf16 FLOP/s (H200: the same chip)
 MFU = 0.25  # assumed for d=256 matmuls of a few thousand rows

@@ -26,9 +26,9 @@ from _provenance import git_commit, load_average, machine
 def fit_once(task: str, seed: int, config: str, data_dir: str | None,
              max_minutes: float | None = None) -> dict:
     from exlm_chem import ExLMMoleculeClassifier
-    from exlm_chem.data.tasks import load_task
+    from exlm_chem.benchmark.tasks import load_task
     from exlm_chem.metrics import mean_roc_auc
-    from exlm_chem.train.finetune_settings import finetune_preset
+    from exlm_chem.presets import finetune_preset
 
     data = load_task(task, "scaffold", seed, data_dir)
     params = {} if config == "default" else {

@@ -42,7 +42,7 @@ def _sha256(path: Path) -> str:
 
 
 def _tasks() -> dict:
-    from exlm_chem.data.tasks import load_task, with_canonical_smiles
+    from exlm_chem.benchmark.tasks import load_task, with_canonical_smiles
 
     return {name: with_canonical_smiles(load_task(name, "scaffold", 0)) for name in TASKS}
 

@@ -34,8 +34,8 @@ def main() -> None:
     import exlm_chem.train.finetune as ft
     from exlm_chem.data.moleculenet import load_moleculenet
     from exlm_chem.model.pretrained import load_backbone
+    from exlm_chem.presets import FinetuneSettings
     from exlm_chem.train.finetune_net import build_finetune_net
-    from exlm_chem.train.finetune_settings import FinetuneSettings
 
     torch.set_num_threads(1)
     ft.STEP_TOKENS = None if args.step_tokens == "none" else int(args.step_tokens)

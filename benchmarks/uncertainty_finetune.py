@@ -24,8 +24,8 @@ from scipy.special import expit
 
 from exlm_chem.benchmark.encoders import cell_finetune_settings
 from exlm_chem.benchmark.records import Budget
+from exlm_chem.benchmark.tasks import load_task
 from exlm_chem.data.augment import tta_views
-from exlm_chem.data.tasks import load_task
 from exlm_chem.uncertainty.calibration import fit_calibrator
 from exlm_chem.uncertainty.scores import probability_scores
 

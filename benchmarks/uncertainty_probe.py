@@ -22,8 +22,8 @@ import _uncertainty_cli
 import numpy as np
 from _provenance import git_commit, machine
 
+from exlm_chem.benchmark.tasks import load_task
 from exlm_chem.data.augment import EpochViews, tta_views
-from exlm_chem.data.tasks import load_task
 from exlm_chem.uncertainty.calibration import fit_calibrator
 from exlm_chem.uncertainty.ensemble import bootstrap_rows, member_seeds
 from exlm_chem.uncertainty.scores import probability_scores

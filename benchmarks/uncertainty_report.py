@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from exlm_chem.data.tasks import load_task
+from exlm_chem.benchmark.tasks import load_task
 from exlm_chem.uncertainty.reliability import reliability_diagram
 from exlm_chem.uncertainty.scores import probability_scores
 

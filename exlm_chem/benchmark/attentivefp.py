@@ -31,7 +31,7 @@ from exlm_chem.benchmark.graphs import (
     require_torch_geometric,
 )
 from exlm_chem.benchmark.records import Budget, MethodOutput
-from exlm_chem.data.tasks import TaskData
+from exlm_chem.benchmark.tasks import TaskData
 from exlm_chem.metrics import mean_rmse, mean_roc_auc
 from exlm_chem.train.epoch_loop import LoopSettings, Step, run_epochs, shuffled_batches
 from exlm_chem.train.finetune import is_better, masked_loss, selection_metric, target_scaling

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from exlm_chem.benchmark.records import Budget, MethodOutput
-from exlm_chem.data.tasks import TaskData
+from exlm_chem.benchmark.tasks import TaskData
 
 if TYPE_CHECKING:
     import torch

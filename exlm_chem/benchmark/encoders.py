@@ -5,9 +5,9 @@ the checkpoint's hash, the input protocol, the data file's checksum and the prot
 version, since the seeds of a cell share it), then one logistic regression per task
 (:mod:`exlm_chem.train.probe`); regression tasks get a ridge per task, its strength chosen on
 the validation rows. ``finetune``: the paper's protocol, per-task settings from Table 8
-(:mod:`exlm_chem.train.finetune_settings`), best validation epoch restored, optionally capped
+(:mod:`exlm_chem.presets`), best validation epoch restored, optionally capped
 by a :class:`~exlm_chem.benchmark.records.Budget`. The paper has no regression set:
-those use :data:`REGRESSION_FINETUNE` (ours) and predict in the labels' units.
+those use :data:`~exlm_chem.presets.REGRESSION_FINETUNE` (ours) and predict in the labels' units.
 ``estimator``: ``ExLMMoleculeClassifier`` / ``Regressor`` with their defaults, fitted on
 the training and validation rows (it holds out its own ``validation_fraction``), as a
 user would call it. With ``features`` (e.g. ``("rdkit2d",)``) every mode puts the
@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from exlm_chem.benchmark.records import PROTOCOL_VERSION, Budget, MethodOutput
-from exlm_chem.data.tasks import TaskData
+from exlm_chem.benchmark.tasks import TaskData
 from exlm_chem.files.checksums import file_sha256
 from exlm_chem.files.safe_write import atomic_path
 
@@ -36,10 +36,6 @@ MODES = ("probe", "finetune", "estimator")
 POOLING = "bos"  # the paper's: the first BOS state
 MAX_LENGTH = 256  # tokens per molecule including BOS/EOS before expansion
 PROBE_C = 1.0  # inverse L2 strength of the probe's logistic regressions
-#: Fine-tuning settings for regression sets, which the paper's Table 8 lacks: its BACE
-#: row (the middle of its ranges) with a 0.1 head dropout. Our choice, not the paper's.
-REGRESSION_FINETUNE = {"epochs": 60, "batch_size": 64, "lr": 1e-4, "warmup_ratio": 0.06,
-                       "dropout": 0.1, "pooler_dropout": 0.1}
 
 
 def task_type(task: str) -> str:
@@ -66,9 +62,9 @@ def input_protocol(path: str | os.PathLike[str]) -> dict[str, Any]:
     """How the benchmark feeds this checkpoint: ``{"expansion_k", "pooling",
     "max_length", "smiles"}``; k from
     :func:`~exlm_chem.data.inference_inputs.inference_expansion`, ``smiles`` the form of the
-    molecules (:data:`~exlm_chem.data.tasks.ENCODER_SMILES`)."""
+    molecules (:data:`~exlm_chem.benchmark.tasks.ENCODER_SMILES`)."""
+    from exlm_chem.benchmark.tasks import ENCODER_SMILES
     from exlm_chem.data.inference_inputs import inference_expansion
-    from exlm_chem.data.tasks import ENCODER_SMILES
 
     config = json.loads((Path(path) / "config.json").read_text(encoding="utf-8"))
     return {"expansion_k": inference_expansion(config), "pooling": POOLING,
@@ -78,10 +74,10 @@ def input_protocol(path: str | os.PathLike[str]) -> dict[str, Any]:
 def cell_finetune_settings(task: str, budget: Budget):
     """The paper's Table 8 settings for ``task``, epochs capped by ``budget.max_epochs``
     (the warm-up share and the decay to 0 are then fitted to the capped epochs)."""
-    from exlm_chem.train.finetune_settings import FinetuneSettings, finetune_preset
+    from exlm_chem.presets import REGRESSION_FINETUNE, finetune_preset
 
     if task_type(task) == "regression":
-        settings = FinetuneSettings(**REGRESSION_FINETUNE)
+        settings = REGRESSION_FINETUNE
     else:
         settings = finetune_preset(task)
     if budget.max_epochs is not None and budget.max_epochs < settings.epochs:
@@ -155,7 +151,7 @@ class EncoderMethod:
         Token id rows (prepared splits) pass as they are: their format guarantees they were
         made from canonical SMILES (:mod:`exlm_chem.benchmark.prepared`).
         """
-        from exlm_chem.data.tasks import with_canonical_smiles
+        from exlm_chem.benchmark.tasks import with_canonical_smiles
 
         if not data.smiles or not isinstance(data.smiles[0], str):
             return data

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from exlm_chem.data.tasks import TaskData
+from exlm_chem.benchmark.tasks import TaskData
 
 __all__ = ["FEATURE_SETS", "feature_cache_path", "feature_settings", "scaled_task_features",
            "task_features"]

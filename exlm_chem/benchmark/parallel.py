@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 
 from exlm_chem.benchmark.records import RESULTS_FILE, Budget, CellRecord, ResultsFile
 from exlm_chem.benchmark.runner import Cell, MethodSpec, describe, pending_cells, run_cell
-from exlm_chem.data.tasks import TaskData
+from exlm_chem.benchmark.tasks import TaskData
 
 __all__ = ["CellsJob", "DryRun", "all_records", "merge_parts", "plan", "run_parallel"]
 
@@ -107,7 +107,7 @@ def worker(index: int, job: CellsJob, cells: list[tuple[str, str, int, dict]]) -
     import torch
 
     from exlm_chem.benchmark.prepared import PreparedSplits
-    from exlm_chem.data.tasks import split_depends_on_seed
+    from exlm_chem.data.split_modes import split_depends_on_seed
 
     torch.set_num_threads(job.threads)
     logging.basicConfig(level=logging.INFO, format=f"%(asctime)s worker {index}: %(message)s",

@@ -2,7 +2,7 @@
 
 :func:`prepare_splits` loads each MoleculeNet task (RDKit parses and splits it here),
 writes every molecule as its RDKit canonical SMILES (the encoders' input protocol,
-:data:`~exlm_chem.data.tasks.ENCODER_SMILES`), tokenises it once and writes, per task,
+:data:`~exlm_chem.benchmark.tasks.ENCODER_SMILES`), tokenises it once and writes, per task,
 one compressed ``.npz`` (token ids as one flat array plus row offsets, labels, and the
 train/valid/test indices of each split seed) and a ``manifest.json`` naming the data
 file's checksum, the split, the SMILES form, the vocabulary's checksum and the maximum
@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from exlm_chem.data.tasks import TaskData
+from exlm_chem.benchmark.tasks import TaskData
 from exlm_chem.files.checksums import file_sha256, vocab_sha256
 from exlm_chem.files.safe_write import atomic_path, write_text_atomic
 
@@ -67,7 +67,7 @@ def prepare_splits(
     tasks : sequence of str
         MoleculeNet dataset names.
     split : str
-        One of :data:`~exlm_chem.data.tasks.SPLITS`.
+        One of :data:`~exlm_chem.data.split_modes.SPLITS`.
     seeds : sequence of int
         Split seeds to store; a seed-independent split stores seed 0 only.
     vocab : path, optional
@@ -76,12 +76,8 @@ def prepare_splits(
     max_length : int
         Tokens per molecule including BOS and EOS (the benchmark's input protocol).
     """
-    from exlm_chem.data.tasks import (
-        ENCODER_SMILES,
-        load_task,
-        split_depends_on_seed,
-        with_canonical_smiles,
-    )
+    from exlm_chem.benchmark.tasks import ENCODER_SMILES, load_task, with_canonical_smiles
+    from exlm_chem.data.split_modes import split_depends_on_seed
     from exlm_chem.data.tokenizer import SmilesTokenizer
     from exlm_chem.provenance import git_commit, machine
 

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from exlm_chem.benchmark.records import Budget, MethodOutput
-from exlm_chem.data.tasks import TaskData
+from exlm_chem.benchmark.tasks import TaskData
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,8 @@ from exlm_chem.benchmark.records import (
     cell_protocol,
 )
 from exlm_chem.benchmark.scoring import score_cell, score_intervals, score_regression
-from exlm_chem.data.tasks import TaskData, load_task, split_depends_on_seed, task_sha256
+from exlm_chem.benchmark.tasks import TaskData, load_task, task_sha256
+from exlm_chem.data.split_modes import split_depends_on_seed
 from exlm_chem.uncertainty.scores import calibration_scores
 
 logger = logging.getLogger(__name__)

@@ -9,7 +9,7 @@ from typing import NamedTuple
 import numpy as np
 
 from exlm_chem.benchmark.records import MethodOutput
-from exlm_chem.data.tasks import TaskData
+from exlm_chem.benchmark.tasks import TaskData
 from exlm_chem.metrics import mean_mae, mean_prc_auc, mean_rmse, mean_roc_auc
 from exlm_chem.uncertainty.conformal import conformal_quantile, conformity_scores
 from exlm_chem.uncertainty.scores import interval_coverage

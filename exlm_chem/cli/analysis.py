@@ -5,9 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from exlm_chem.cli.base import Subcommand
-
-_MODEL_HELP = "checkpoint directory (default: $EXLM_CHEM_MODEL, then models/exlm-small)"
+from exlm_chem.cli.base import MODEL_HELP, Subcommand
 
 
 def read_smiles_input(path: str | Path, smiles_column: str = "smiles",
@@ -32,7 +30,7 @@ class ExplainCommand(Subcommand):
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("smiles", help='SMILES with [MASK] placeholders, e.g. '
                                            '"CC(=O)[MASK]c1ccccc1[MASK]"')
-        parser.add_argument("--model", default="default", help=_MODEL_HELP)
+        parser.add_argument("--model", default="default", help=MODEL_HELP)
         parser.add_argument("--out", required=True, help="figure file (.png, .pdf, .svg)")
         parser.add_argument("--json", default=None, help="also write the numbers here")
         parser.add_argument("--top-k", type=int, default=3, help="tokens shown per state")

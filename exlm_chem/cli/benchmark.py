@@ -44,7 +44,7 @@ class BenchmarkCommand(Subcommand):
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
         from exlm_chem.benchmark.methods import METHODS
-        from exlm_chem.data.tasks import SPLITS
+        from exlm_chem.data.split_modes import SPLITS
 
         parser.add_argument("--tasks", nargs="+", default=["all"],
                             help="dataset names, 'all' (the 7 classification sets) or "

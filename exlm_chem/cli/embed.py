@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from exlm_chem.cli.base import Subcommand
+from exlm_chem.cli.base import MODEL_HELP, Subcommand
 from exlm_chem.cli.inputs import add_input_arguments, open_input
 from exlm_chem.files.safe_write import check_output_file
 from exlm_chem.threads import add_threads_option, set_threads
@@ -145,9 +145,7 @@ class EmbedCommand(Subcommand):
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("input", help="molecules: .csv[.gz], .smi[.gz] or .parquet")
-        parser.add_argument("--model", default="default",
-                            help="checkpoint directory (default: $EXLM_CHEM_MODEL, then "
-                                 "models/exlm-small)")
+        parser.add_argument("--model", default="default", help=MODEL_HELP)
         parser.add_argument("--out", required=True,
                             help="output file: .parquet, .csv or .npy (bare matrix)")
         add_input_arguments(parser)

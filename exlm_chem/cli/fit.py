@@ -127,6 +127,6 @@ class FitCommand(Subcommand):
 
 
 def _settings(name: str):
-    from exlm_chem.train.finetune_settings import finetune_preset
+    from exlm_chem.presets import finetune_preset
 
     return finetune_preset(name)

@@ -11,7 +11,7 @@ from exlm_chem.cli.base import Subcommand
 _HELP = {
     "preset": "model tiny | small | base, or 'paper': the base model with the paper's "
               "schedule (120K steps, 10K warm-up, 64K tokens per step over all GPUs, which "
-              "was the paper's per-GPU batch; see exlm_chem.train.recipes)",
+              "was the paper's per-GPU batch; see exlm_chem.presets)",
     "max_steps": "optimizer steps (default: the preset's)",
     "max_tokens": "padded, unexpanded tokens per optimizer step, all ranks together "
                   "(default: the preset's)",

@@ -16,7 +16,7 @@ class PrepareSplitsCommand(Subcommand):
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        from exlm_chem.data.tasks import SPLITS
+        from exlm_chem.data.split_modes import SPLITS
 
         parser.add_argument("--tasks", nargs="+", default=["all"],
                             help="dataset names or 'all' (the 7 classification sets)")

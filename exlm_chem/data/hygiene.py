@@ -98,7 +98,7 @@ def runner_split_modes(seeds: Sequence[int] = (0, 1, 2)) -> list[tuple[str, int]
     Splits that do not move with the seed (the deterministic scaffold splits) appear
     once, with seed 0, exactly as the runner loads them.
     """
-    from exlm_chem.data.tasks import SPLITS, split_depends_on_seed
+    from exlm_chem.data.split_modes import SPLITS, split_depends_on_seed
 
     modes: list[tuple[str, int]] = []
     for split in SPLITS:
@@ -122,8 +122,8 @@ def benchmark_heldout_molecules(
     n_jobs : int
         Processes for canonicalisation.
     splits : sequence of (split, seed), optional
-        The split modes whose valid/test parts are held out, each loaded through the
-        benchmark runner's own :func:`~exlm_chem.data.tasks.load_task`. Default:
+        The split modes whose valid/test parts are held out, each split as the benchmark
+        splits it (:func:`~exlm_chem.data.split_modes.split_rows`). Default:
         :func:`runner_split_modes` (every split the runner offers, seeds 0-2), so that no
         split the benchmark may be run on saw its evaluation molecules in pre-training.
 
@@ -132,15 +132,16 @@ def benchmark_heldout_molecules(
     dict
         Task name -> canonical SMILES of the union of its held-out parts.
     """
-    from exlm_chem.data.moleculenet import dataset_names
-    from exlm_chem.data.tasks import load_task
+    from exlm_chem.data.moleculenet import dataset_names, load_moleculenet
+    from exlm_chem.data.split_modes import split_rows
 
     out: dict[str, set[str]] = {}
     for name in names or dataset_names():
         held: set[str] = set()
+        smiles = list(load_moleculenet(name).smiles)  # the rows the benchmark splits
         for split, seed in splits or runner_split_modes():
-            data = load_task(name, split, seed)
-            held.update(data.smiles[i] for i in np.concatenate([data.valid, data.test]))
+            parts = split_rows(smiles, split, seed)
+            held.update(smiles[i] for i in np.concatenate([parts.valid, parts.test]))
         out[name] = {c for c in canonicalize(sorted(held), n_jobs=n_jobs) if c is not None}
         logger.info("hygiene: %s holds out %d molecules over %d split modes", name,
                     len(out[name]), len(splits or runner_split_modes()))

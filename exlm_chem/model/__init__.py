@@ -1,4 +1,4 @@
-"""ExLM model: config presets, 2D RoPE, encoder, heads and checkpoint I/O.
+"""ExLM model: config, 2D RoPE, encoder, heads and checkpoint I/O.
 
 Attributes are imported lazily so that ``exlm_chem.model.config`` (torch-free) stays
 cheap to reach through this package.
@@ -11,7 +11,6 @@ from exlm_chem._lazy import lazy_attributes
 # public name -> module that defines it
 _LAZY = {
     "ExLMConfig": "exlm_chem.model.config",
-    "PRESETS": "exlm_chem.model.config",
     "ExLMEncoder": "exlm_chem.model.encoder",
     "ExLMModel": "exlm_chem.model.encoder",
     "LMHead": "exlm_chem.model.heads",

@@ -1,4 +1,4 @@
-"""Model hyper-parameters: one dataclass, named presets, JSON round trip.
+"""Model hyper-parameters: one dataclass, its named sizes, JSON round trip.
 
 This module imports no torch, so reading a checkpoint's ``config.json`` or listing presets
 stays cheap.
@@ -11,6 +11,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from exlm_chem.presets import MODEL_SIZES, lookup
 
 OBJECTIVES = ("exlm", "mlm")
 
@@ -121,32 +123,19 @@ class ExLMConfig:
         except (TypeError, ValueError) as err:
             raise ValueError(f"{path}: {err}") from err
 
-    # ---- presets ---------------------------------------------------------------------------
+    # ---- presets ----------------------------------------------------------------------------
     @classmethod
     def preset(cls, name: str, vocab_size: int, **overrides: Any) -> ExLMConfig:
-        """Config of a named size (see ``PRESETS``) with optional field overrides.
+        """Config of a named size (:data:`exlm_chem.presets.MODEL_SIZES`) with optional
+        field overrides.
 
         Examples
         --------
         >>> ExLMConfig.preset("tiny", vocab_size=300, objective="mlm").d_model
         64
         """
-        if name not in PRESETS:
-            raise ValueError(f"unknown preset {name!r}; choose from {sorted(PRESETS)}")
+        size = lookup(MODEL_SIZES, name, "model")
         if "vocab_size" in overrides:
             raise ValueError("pass vocab_size as the second argument, not as an override")
-        return cls.from_dict({**PRESETS[name], "vocab_size": vocab_size, **overrides})
-
-
-# Architecture fields only; everything else keeps the dataclass defaults.
-PRESETS: dict[str, dict[str, Any]] = {
-    # the paper's molecular model: 53.7M parameters here with its 369-token vocabulary,
-    # transition head (3.2M) included; the paper reports ~50.5M
-    "base": {"n_layers": 9, "d_model": 768, "n_heads": 12, "d_ffn": 2048, "k_states": 2},
-    # the shipped CPU-friendly default: head_dim 64 like the paper, and narrow enough that
-    # the weights, heads and all, stay under the 20 MB shipping budget in 16-bit
-    "small": {"n_layers": 9, "d_model": 256, "n_heads": 4, "d_ffn": 1024, "k_states": 2},
-    # unit tests; a shorter transition position table keeps it under 0.2M parameters
-    "tiny": {"n_layers": 2, "d_model": 64, "n_heads": 2, "d_ffn": 128, "k_states": 2,
-             "max_expanded_positions": 512},
-}
+        return cls.from_dict({**dataclasses.asdict(size), "vocab_size": vocab_size,
+                              **overrides})

@@ -159,18 +159,11 @@ class ExLMModel(nn.Module):
     # names of parameters that are the same tensor as another; stored once in checkpoints
     tied_parameters: ClassVar[dict[str, str]] = {"lm_head.weight": "encoder.embed_tokens.weight"}
 
-    def forward(
-        self,
-        input_ids: torch.Tensor,
-        pos_original: torch.Tensor,
-        pos_copy: torch.Tensor,
-        padding_mask: torch.Tensor | None = None,
-        first_only: bool = False,
-    ) -> torch.Tensor:
-        """Hidden states [B, X, d] of an expanded batch, or [B, d] at position 0 with
-        ``first_only`` (see :meth:`ExLMEncoder.forward`)."""
-        return self.encoder(input_ids, pos_original, pos_copy, padding_mask,
-                            first_only=first_only)
+    def forward(self, *batch: torch.Tensor | None, first_only: bool = False) -> torch.Tensor:
+        """:meth:`ExLMEncoder.forward` (``input_ids, pos_original, pos_copy[, padding_mask]``):
+        hidden states [B, X, d], or [B, d] at position 0 with ``first_only``, so that the
+        objectives and pooling call a model and a bare encoder alike."""
+        return self.encoder(*batch, first_only=first_only)
 
     def num_parameters(self, trainable_only: bool = False) -> int:
         """Number of distinct parameters (the tied embedding counted once)."""

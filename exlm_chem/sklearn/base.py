@@ -27,6 +27,7 @@ from exlm_chem.data.descriptors import (
 from exlm_chem.data.featurize import check_smiles, raise_for_invalid, warn_unknown_tokens
 from exlm_chem.device import resolve_device
 from exlm_chem.model.pooling import POOLINGS
+from exlm_chem.presets import FinetuneSettings
 from exlm_chem.sklearn.inputs import (
     Targets,
     as_smiles_list,
@@ -34,7 +35,6 @@ from exlm_chem.sklearn.inputs import (
     smiles_and_columns,
 )
 from exlm_chem.sklearn.persistence import PersistenceMixin
-from exlm_chem.train.finetune_settings import FinetuneSettings
 from exlm_chem.uncertainty.ensemble import bootstrap_rows, member_seeds
 from exlm_chem.uncertainty.mixin import UncertaintyMixin
 from exlm_chem.uncertainty.params import uncertainty_problems

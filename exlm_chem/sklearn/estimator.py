@@ -33,7 +33,7 @@ _PARAMETERS = """
     preset : {"tiny", "small", "base"}, default "small"
         Model size when ``pretrained=None``.
     epochs, batch_size, lr, warmup_ratio, dropout, pooler_dropout, weight_decay, clip_norm
-        Fine-tuning settings (see :class:`exlm_chem.train.finetune.FinetuneSettings`; the paper's
+        Fine-tuning settings (see :class:`exlm_chem.presets.FinetuneSettings`; the paper's
         per-task values come from ``finetune_preset(name)``, whose fields match these).
         ``dropout`` replaces the checkpoint's encoder dropout.
     validation_fraction : float, default 0.1

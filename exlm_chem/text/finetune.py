@@ -31,12 +31,12 @@ import torch.nn.functional as F
 
 from exlm_chem.data.batching import bucketed_batches, sorted_batches
 from exlm_chem.model.config import ExLMConfig
+from exlm_chem.presets import FinetuneSettings
 from exlm_chem.text.glue import GlueSplit, GlueTask, get_task, glue_metrics, read_glue_split
 from exlm_chem.text.tokenizer import TOKENIZER_FILE, TextTokenizer
 from exlm_chem.train.epoch_loop import EpochRecord, LoopSettings, Step, run_epochs
 from exlm_chem.train.finetune import make_optimizer, optimizer_step
 from exlm_chem.train.finetune_net import FinetuneNet
-from exlm_chem.train.finetune_settings import FinetuneSettings
 
 __all__ = [
     "GlueEncoded", "GlueReport", "GlueSeedResult", "TextPairNet", "encode_split",

@@ -27,7 +27,7 @@ from typing import Any
 
 import torch
 
-from exlm_chem.train.recipes import fitted_warmup
+from exlm_chem.presets import fitted_warmup
 
 logger = logging.getLogger(__name__)
 

@@ -36,9 +36,9 @@ from exlm_chem.data.augment import EpochViews
 from exlm_chem.data.finetune_data import EncodedSet
 from exlm_chem.device import autocast
 from exlm_chem.metrics import mean_rmse, mean_roc_auc
+from exlm_chem.presets import FinetuneSettings
 from exlm_chem.train.epoch_loop import EpochRecord, LoopSettings, Step, run_epochs, shuffled_batches
 from exlm_chem.train.finetune_net import FinetuneNet, predict_encoded
-from exlm_chem.train.finetune_settings import FinetuneSettings
 from exlm_chem.train.micro_batches import STEP_TOKENS, micro_batches
 
 __all__ = ["FinetuneResult", "LabelledSmiles", "finetune", "masked_mean_loss"]

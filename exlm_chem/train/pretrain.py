@@ -32,6 +32,7 @@ from exlm_chem.device import resolve_device
 from exlm_chem.files.safe_write import atomic_directory
 from exlm_chem.model import ExLMConfig, ExLMModel
 from exlm_chem.model.checkpoint import save_checkpoint
+from exlm_chem.presets import model_preset
 from exlm_chem.train.objectives import descriptor_loss, encode, exlm_loss, mlm_loss
 from exlm_chem.train.pretrain_args import PretrainArgs, check_args, learning_rate
 from exlm_chem.train.pretrain_data import (
@@ -42,7 +43,6 @@ from exlm_chem.train.pretrain_data import (
     read_corpus_files,
     to_device,
 )
-from exlm_chem.train.recipes import model_preset
 from exlm_chem.train.training_state import read_training_state, write_training_state
 
 logger = logging.getLogger(__name__)

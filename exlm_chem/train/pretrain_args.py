@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from exlm_chem.train.recipes import resolve_schedule
+from exlm_chem.presets import resolve_schedule
 
 
 @dataclass

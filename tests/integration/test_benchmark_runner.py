@@ -9,7 +9,7 @@ from exlm_chem.benchmark.encoders import EncoderMethod, checkpoint_id
 from exlm_chem.benchmark.records import Budget, ResultsFile
 from exlm_chem.benchmark.rf import RandomForestSettings, rf_method
 from exlm_chem.benchmark.runner import MethodSpec, run_benchmark
-from exlm_chem.data.tasks import load_task
+from exlm_chem.benchmark.tasks import load_task
 
 
 def small_rf(data, seed, budget, progress):

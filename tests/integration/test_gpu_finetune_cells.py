@@ -13,7 +13,7 @@ import pytest
 
 from exlm_chem.benchmark.prepared import PreparedSplits, prepare_splits
 from exlm_chem.benchmark.records import ResultsFile
-from exlm_chem.data.tasks import task_sha256
+from exlm_chem.benchmark.tasks import task_sha256
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "gpu" / "finetune_cells.py"
@@ -106,7 +106,7 @@ def test_dry_run_without_rdkit_writes_runner_records_and_resumes(
 
 
 def test_prepared_splits_round_trip(tmp_path, moleculenet_dir):
-    from exlm_chem.data.tasks import load_task, with_canonical_smiles
+    from exlm_chem.benchmark.tasks import load_task, with_canonical_smiles
     from exlm_chem.data.tokenizer import SmilesTokenizer
 
     prepare_splits(["clintox"], "scaffold", tmp_path, data_path=moleculenet_dir)

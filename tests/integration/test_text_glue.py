@@ -206,8 +206,8 @@ def test_glue_cli_prints_per_seed_and_median_rte(text_run, glue_dir, tmp_path, c
 
 
 def test_glue_regression_and_two_dev_sets(text_run, glue_dir):
+    from exlm_chem.presets import FinetuneSettings
     from exlm_chem.text.finetune import format_glue_report, run_glue
-    from exlm_chem.train.finetune_settings import FinetuneSettings
 
     settings = FinetuneSettings(epochs=2, batch_size=16, lr=1e-3, weight_decay=0.1,
                                 clip_norm=0.0)

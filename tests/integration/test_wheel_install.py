@@ -22,7 +22,7 @@ import pandas as pd
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-PACKAGE_DATA = ("vocab.txt", "finetune_settings.json", "paper_table1.json")
+PACKAGE_DATA = ("vocab.txt", "paper_table1.json")
 
 
 def _run(cmd: list[str], **kwargs) -> subprocess.CompletedProcess:
@@ -97,7 +97,7 @@ def test_installed_wheel_runs_outside_the_repo(installed, moleculenet_dir, tmp_p
     run = {"cwd": tmp_path, "env": env}
     where = _run([str(installed / "python"), "-c", "import exlm_chem, json; "
                   "from exlm_chem.benchmark.report_summary import paper_table; "
-                  "from exlm_chem.train.finetune_settings import finetune_preset; "
+                  "from exlm_chem.presets import finetune_preset; "
                   "finetune_preset('bbbp'); paper_table(); print(exlm_chem.__file__)"], **run)
     assert where.stdout.strip().startswith(str(installed.parent))
 

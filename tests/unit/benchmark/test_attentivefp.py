@@ -13,7 +13,7 @@ import exlm_chem
 from exlm_chem.benchmark import attentivefp
 from exlm_chem.benchmark.attentivefp import AttentiveFPSettings, attentivefp_method
 from exlm_chem.benchmark.records import Budget
-from exlm_chem.data.tasks import TaskData
+from exlm_chem.benchmark.tasks import TaskData
 from exlm_chem.metrics import mean_roc_auc
 
 # small enough to train in about a second per run on one thread

@@ -11,7 +11,7 @@ import pytest
 from exlm_chem.benchmark import records
 from exlm_chem.benchmark.records import Budget, MethodOutput, ResultsFile
 from exlm_chem.benchmark.runner import MethodSpec, run_benchmark
-from exlm_chem.data.tasks import TaskData
+from exlm_chem.benchmark.tasks import TaskData
 
 BASE = {
     "model": "toy@000000000000",

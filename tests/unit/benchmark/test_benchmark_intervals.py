@@ -13,7 +13,7 @@ from exlm_chem.benchmark.records import Budget, CellRecord, MethodOutput, Result
 from exlm_chem.benchmark.report import markdown_report
 from exlm_chem.benchmark.rf import RandomForestSettings, rf_method
 from exlm_chem.benchmark.scoring import score_intervals
-from exlm_chem.data.tasks import TaskData
+from exlm_chem.benchmark.tasks import TaskData
 from exlm_chem.train.probe import ridge_predictions
 
 N_VALID, N_TEST = 19, 5

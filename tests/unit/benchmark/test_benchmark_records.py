@@ -11,8 +11,8 @@ from exlm_chem.benchmark.methods import build_methods, default_twin
 from exlm_chem.benchmark.records import Budget, CellRecord, MethodOutput, ResultsFile
 from exlm_chem.benchmark.rf import ecfp4_bits
 from exlm_chem.benchmark.scoring import score_cell
+from exlm_chem.benchmark.tasks import TaskData
 from exlm_chem.cli.benchmark import parse_budget
-from exlm_chem.data.tasks import TaskData
 
 
 def record(task: str = "bace", seed: int = 0, roc: float = 0.75, **changes) -> CellRecord:

@@ -13,7 +13,7 @@ from exlm_chem.benchmark.report import markdown_report, write_report
 from exlm_chem.benchmark.report_regression import regression_rows
 from exlm_chem.benchmark.rf import rf_method
 from exlm_chem.benchmark.scoring import score_regression
-from exlm_chem.data.tasks import TaskData
+from exlm_chem.benchmark.tasks import TaskData
 from exlm_chem.metrics import mean_mae, mean_rmse
 from exlm_chem.train.probe import ridge_predictions
 

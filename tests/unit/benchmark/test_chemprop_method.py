@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from exlm_chem.benchmark.records import Budget
-from exlm_chem.data.tasks import TaskData
+from exlm_chem.benchmark.tasks import TaskData
 
 chemprop = pytest.importorskip("chemprop", reason="chemprop v2 is not installed "
                                "(pip install 'exlm_chem[baselines]')")

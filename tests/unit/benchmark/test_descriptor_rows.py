@@ -9,8 +9,8 @@ import pytest
 from exlm_chem.benchmark import features as bench_features
 from exlm_chem.benchmark.methods import METHODS, build_methods
 from exlm_chem.benchmark.records import Budget
+from exlm_chem.benchmark.tasks import TaskData
 from exlm_chem.data.descriptors import rdkit2d_names
-from exlm_chem.data.tasks import TaskData
 
 
 def _subset(name: str, n: int, task_type: str) -> TaskData:

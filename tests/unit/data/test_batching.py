@@ -100,9 +100,9 @@ class _Widths:
 def test_embed_predict_and_fine_tuning_batches_pad_little(tiny_checkpoint, moleculenet_dir):
     from exlm_chem.data.moleculenet import load_moleculenet
     from exlm_chem.embedding import Embedder, embed
+    from exlm_chem.presets import FinetuneSettings
     from exlm_chem.train.finetune import LabelledSmiles, finetune
     from exlm_chem.train.finetune_net import FinetuneNet, predict_batched
-    from exlm_chem.train.finetune_settings import FinetuneSettings
 
     data = load_moleculenet("bbbp", moleculenet_dir)
     smiles, labels = data.smiles[:640], data.labels[:640].astype(np.float64)

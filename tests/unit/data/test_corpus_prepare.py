@@ -32,7 +32,7 @@ def _random_form(smiles: str, seed: int) -> str:
 def source(tmp_path_factory, pretrain_dir, moleculenet_dir):
     """120 MOSES lines, then a duplicate in another form, a BACE test molecule (written
     differently from the BACE file) and an unparsable line; and the BACE molecule."""
-    from exlm_chem.data.tasks import load_task
+    from exlm_chem.benchmark.tasks import load_task
 
     moses = read_smiles_file(pretrain_dir / "moses_train.smi.gz", limit=120)
     bace = load_task("bace", "scaffold", 0, path=moleculenet_dir)

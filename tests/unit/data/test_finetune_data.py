@@ -13,9 +13,9 @@ from exlm_chem.data.finetune_data import encode_rows
 from exlm_chem.data.tokenizer import SmilesTokenizer
 from exlm_chem.model.config import ExLMConfig
 from exlm_chem.model.rope_layout import permute_qk_to_interleaved
+from exlm_chem.presets import FinetuneSettings
 from exlm_chem.train.finetune import LabelledSmiles, finetune, masked_loss, masked_mean_loss
 from exlm_chem.train.finetune_net import build_finetune_net, predict_batched
-from exlm_chem.train.finetune_settings import FinetuneSettings
 
 # Outputs of the fine-tuning code before this change (commit 4d02a5e, the per-step
 # tokenising loop), measured on CPU with the set-up of _run below. Re-measured without

@@ -50,8 +50,9 @@ def test_heldout_molecules_of_a_real_task_are_removed_from_a_corpus(moleculenet_
 
 
 def test_heldout_molecules_cover_every_split_mode_of_the_runner(moleculenet_dir, monkeypatch):
+    from exlm_chem.benchmark.tasks import load_task
     from exlm_chem.data.hygiene import benchmark_heldout_molecules, runner_split_modes
-    from exlm_chem.data.tasks import SPLITS, load_task
+    from exlm_chem.data.split_modes import SPLITS
 
     monkeypatch.setenv("EXLM_CHEM_DATA", str(moleculenet_dir))
     modes = runner_split_modes((0, 1))

@@ -58,9 +58,9 @@ class _Spy:
 
 def _finetune_inputs(checkpoint) -> _Spy:
     from exlm_chem.model.pretrained import load_backbone
+    from exlm_chem.presets import FinetuneSettings
     from exlm_chem.train.finetune import LabelledSmiles, finetune
     from exlm_chem.train.finetune_net import build_finetune_net
-    from exlm_chem.train.finetune_settings import FinetuneSettings
 
     torch.manual_seed(0)
     backbone = load_backbone(checkpoint, preset="", dropout=0.1)

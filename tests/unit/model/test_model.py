@@ -10,10 +10,11 @@ import sys
 import pytest
 import torch
 
-from exlm_chem.model.config import PRESETS, ExLMConfig
+from exlm_chem.model.config import ExLMConfig
 from exlm_chem.model.encoder import ExLMEncoder, ExLMModel
 from exlm_chem.model.heads import ClassificationHead, TransitionHead
 from exlm_chem.model.rope import rope_inv_freq, rope_rotation, rotate_pairs
+from exlm_chem.presets import MODEL_SIZES
 
 V = 400  # a vocabulary size in the range of the real SMILES tokenizer
 PAD, BOS, EOS, MASK = 1, 0, 2, 4
@@ -32,7 +33,7 @@ def test_config_import_does_not_pull_torch():
 
 
 def test_presets_architecture():
-    assert set(PRESETS) == {"base", "small", "tiny"}
+    assert set(MODEL_SIZES) == {"base", "small", "tiny"}
     base = ExLMConfig.preset("base", 369)
     assert (base.n_layers, base.d_model, base.n_heads, base.d_ffn, base.k_states) == \
         (9, 768, 12, 2048, 2)
@@ -91,7 +92,7 @@ def test_config_json_round_trip(tmp_path):
     (tmp_path / "bad.json").write_text(json.dumps(data))
     with pytest.raises(ValueError, match=r"bad\.json.*n_layer"):
         ExLMConfig.from_json(tmp_path / "bad.json")
-    with pytest.raises(ValueError, match="unknown preset"):
+    with pytest.raises(ValueError, match="no model preset 'huge'"):
         ExLMConfig.preset("huge", V)
 
 

@@ -28,8 +28,8 @@ from sklearn.utils import estimator_checks
 
 from exlm_chem.data.featurize import InvalidSmilesError
 from exlm_chem.model.pretrained import MODEL_ENV, default_model_dir, resolve_pretrained
+from exlm_chem.presets import finetune_preset
 from exlm_chem.sklearn.estimator import ExLMMoleculeClassifier, ExLMMoleculeRegressor
-from exlm_chem.train.finetune_settings import finetune_preset
 
 GENERIC_CHECKS = [
     "check_parameters_default_constructible", "check_no_attributes_set_in_init",

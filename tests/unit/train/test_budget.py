@@ -1,4 +1,4 @@
-"""Budget arithmetic, partner agreement, and the paper preset's schedule."""
+"""Budget arithmetic, partner agreement, and the schedule of a decided budget."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import threading
 
 import pytest
 
+from exlm_chem.presets import fitted_warmup
 from exlm_chem.train.budget import (
     await_partners,
     read_budget,
@@ -14,7 +15,6 @@ from exlm_chem.train.budget import (
     write_budget,
 )
 from exlm_chem.train.pretrain_args import PretrainArgs, check_args, learning_rate
-from exlm_chem.train.recipes import fitted_warmup, model_preset
 
 
 def test_steps_fit_the_remaining_time_minus_the_margin():
@@ -22,12 +22,6 @@ def test_steps_fit_the_remaining_time_minus_the_margin():
     assert steps_within(1.0, 5.0, margin=0.0) == 1  # never zero steps
     with pytest.raises(ValueError):
         steps_within(10.0, 0.0, margin=0.1)
-
-
-def test_warmup_is_cut_to_a_tenth_of_a_short_run():
-    assert fitted_warmup(10_000, 6_000) == 600
-    assert fitted_warmup(100, 5_000) == 100
-    assert fitted_warmup(30, 5) == 1
 
 
 def test_the_schedule_of_a_decided_budget_decays_to_the_end():
@@ -73,24 +67,3 @@ def test_two_runs_waiting_for_each_other_agree(tmp_path):
 def test_a_partner_that_never_writes_is_an_error(tmp_path):
     with pytest.raises(TimeoutError, match=r"budget\.json"):
         await_partners([str(tmp_path)], timeout_s=0.1, poll_s=0.05)
-
-
-def test_paper_preset_fills_the_schedule_unless_given():
-    paper = check_args(PretrainArgs(corpus=["c"], out="o", preset="paper"))
-    assert (paper.max_steps, paper.warmup_steps, paper.max_tokens) == (120_000, 10_000, 65_536)
-    assert (paper.lr, paper.betas, paper.clip_norm, paper.weight_decay) == (
-        5e-4, (0.9, 0.98), 1.0, 0.0)
-    assert model_preset("paper") == "base" and model_preset("tiny") == "tiny"
-    mine = check_args(PretrainArgs(corpus=["c"], out="o", preset="paper", max_tokens=131_072))
-    assert (mine.max_steps, mine.max_tokens) == (120_000, 131_072)
-    tiny = check_args(PretrainArgs(corpus=["c"], out="o", preset="tiny"))
-    assert (tiny.max_steps, tiny.warmup_steps, tiny.max_tokens) == (1000, 100, 8192)
-
-
-def test_a_preset_warmup_shrinks_with_explicit_steps_but_an_explicit_one_stays():
-    short = check_args(PretrainArgs(corpus=["c"], out="o", preset="paper", max_steps=3000))
-    assert (short.max_steps, short.warmup_steps) == (3000, 300)
-    assert learning_rate(2999, short) < learning_rate(299, short)  # it decays
-    mine = check_args(PretrainArgs(corpus=["c"], out="o", preset="paper", max_steps=3000,
-                                   warmup_steps=2000))
-    assert mine.warmup_steps == 2000

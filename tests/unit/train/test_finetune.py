@@ -1,9 +1,8 @@
-"""Fine-tuning: presets, schedule, loss masking, pooling, best-epoch restore, overfitting."""
+"""Fine-tuning: schedule, loss masking, pooling, best-epoch restore, overfitting."""
 
 from __future__ import annotations
 
 import dataclasses
-import json
 
 import numpy as np
 import pytest
@@ -15,6 +14,7 @@ from exlm_chem.data.inference_inputs import inference_inputs
 from exlm_chem.data.tokenizer import SmilesTokenizer
 from exlm_chem.metrics import mean_roc_auc
 from exlm_chem.model.checkpoint import load_checkpoint
+from exlm_chem.presets import FinetuneSettings
 from exlm_chem.train.finetune import (
     LabelledSmiles,
     _fold_scaling,
@@ -23,23 +23,6 @@ from exlm_chem.train.finetune import (
     masked_loss,
 )
 from exlm_chem.train.finetune_net import build_finetune_net, predict_batched
-from exlm_chem.train.finetune_settings import (
-    PRESETS_FILE,
-    FinetuneSettings,
-    finetune_preset,
-    finetune_presets,
-)
-
-# the paper's Table 8: epochs, batch size, lr, warm-up ratio, dropout, pooler dropout
-TABLE_8 = {
-    "bace": (60, 64, 1e-4, 0.06, 0.1, 0.2),
-    "bbbp": (40, 128, 4e-4, 0.06, 0.1, 0.1),
-    "tox21": (80, 128, 1e-4, 0.06, 0.1, 0.1),
-    "sider": (100, 32, 5e-4, 0.4, 0.1, 0.0),
-    "muv": (40, 128, 2e-5, 0.2, 0.1, 0.1),
-    "clintox": (100, 256, 5e-5, 0.1, 0.1, 0.5),
-    "toxcast": (80, 64, 1e-4, 0.06, 0.1, 0.1),
-}
 
 
 @pytest.fixture(scope="module")
@@ -57,27 +40,6 @@ def _net(checkpoint, n_out=1, seed=0, dropout=0.1, pooler_dropout=0.1, pooling="
     torch.manual_seed(seed)
     return build_finetune_net(config, SmilesTokenizer.from_file(checkpoint), n_out,
                               model.encoder.state_dict(), pooler_dropout, pooling)
-
-
-def test_presets_are_table_8():
-    presets = finetune_presets()
-    assert set(presets) == set(TABLE_8)
-    for name, row in TABLE_8.items():
-        s = finetune_preset(name.upper())
-        assert (s.epochs, s.batch_size, s.lr, s.warmup_ratio, s.dropout, s.pooler_dropout) == row
-        assert (s.weight_decay, s.clip_norm) == (0.0, 1.0)
-    assert json.loads(PRESETS_FILE.read_text())["_source"].startswith("ExLM paper")
-    with pytest.raises(ValueError, match="no fine-tuning preset 'esol'"):
-        finetune_preset("esol")
-
-
-def test_settings_reject_bad_values():
-    with pytest.raises(ValueError, match=r"epochs must be an integer >= 0.*lr has an invalid"):
-        FinetuneSettings(epochs=-1, lr=0.0)
-    with pytest.raises(ValueError, match="pooler_dropout"):
-        FinetuneSettings(pooler_dropout=1.0)
-    with pytest.raises(ValueError, match="batch_size"):
-        FinetuneSettings(batch_size=True)
 
 
 def test_lr_schedule_warms_up_then_decays_linearly():

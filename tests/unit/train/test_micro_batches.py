@@ -8,9 +8,9 @@ import torch
 
 from exlm_chem.data.tokenizer import SmilesTokenizer
 from exlm_chem.model.config import ExLMConfig
+from exlm_chem.presets import FinetuneSettings
 from exlm_chem.train.finetune import LabelledSmiles, finetune
 from exlm_chem.train.finetune_net import build_finetune_net
-from exlm_chem.train.finetune_settings import FinetuneSettings
 from exlm_chem.train.micro_batches import micro_batches
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from exlm_chem.data.tasks import ENCODER_SMILES, TaskData, with_canonical_smiles
+from exlm_chem.benchmark.tasks import ENCODER_SMILES, TaskData, with_canonical_smiles
 
 
 def _task(smiles: list[str]) -> TaskData:

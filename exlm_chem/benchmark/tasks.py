@@ -1,5 +1,5 @@
-"""Loading a MoleculeNet task (classification or regression) and splitting it the way the
-benchmark asks."""
+"""A MoleculeNet task (classification or regression) as every benchmark method sees it:
+loaded, split by name (:mod:`exlm_chem.data.split_modes`) and, for encoders, canonical."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import os
 from typing import NamedTuple
 
 import numpy as np
+
+from exlm_chem.data.split_modes import check_split, split_rows
 
 
 class TaskData(NamedTuple):
@@ -41,16 +43,6 @@ def with_canonical_smiles(data: TaskData) -> TaskData:
     return data._replace(smiles=canonical)
 
 
-#: scaffold: the paper's protocol (Uni-Mol/GEM, deterministic, chirality in scaffolds);
-#: deepchem_scaffold: DeepChem's ScaffoldSplitter exactly (no chirality);
-#: scaffold_balanced: chemprop's seeded balanced scaffold split (the seed moves the split).
-SPLITS = ("scaffold", "deepchem_scaffold", "scaffold_balanced")
-
-
-def split_depends_on_seed(split: str) -> bool:
-    return split == "scaffold_balanced"
-
-
 def task_sha256(name: str, path: str | os.PathLike[str] | None = None) -> str:
     """sha256 of the content of the file :func:`load_task` reads (the data revision).
 
@@ -64,24 +56,17 @@ def task_sha256(name: str, path: str | os.PathLike[str] | None = None) -> str:
 
 def load_task(name: str, split: str, seed: int,
               path: str | os.PathLike[str] | None = None) -> TaskData:
-    """One dataset's valid molecules, labels and the requested split (80/10/10).
+    """One dataset's valid molecules, labels and the split named ``split`` (80/10/10).
 
     ``path`` is a MoleculeNet folder or file; None uses the loader's search order
     (``$EXLM_CHEM_DATA``, ``data/``, cache, download).
     """
     from exlm_chem.data.moleculenet import get_spec, load_moleculenet
-    from exlm_chem.data.splits import scaffold_balanced_split, scaffold_split
 
-    if split not in SPLITS:
-        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+    check_split(split)  # before the file is read (or downloaded)
     dataset = load_moleculenet(name, path=path)
     smiles = list(dataset.smiles)
-    if split == "scaffold":
-        indices = scaffold_split(smiles)
-    elif split == "deepchem_scaffold":
-        indices = scaffold_split(smiles, include_chirality=False)
-    else:
-        indices = scaffold_balanced_split(smiles, seed=seed)
+    indices = split_rows(smiles, split, seed)
     labels = np.asarray(dataset.labels, dtype=np.float64)  # [N, T]
     return TaskData(name, smiles, labels, indices.train, indices.valid, indices.test,
                     dataset.sha256, get_spec(name).task_type)
