@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from exlm_chem.model.checkpoint import load_checkpoint, save_checkpoint
+from exlm_chem.model.checkpoint import copy_checkpoint, load_checkpoint
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -228,25 +228,22 @@ def main() -> None:
         (out / "MODEL_CARD.md").write_text(text)
         print(text)
         return
-    model, config, meta = load_checkpoint(args.run / "checkpoint")
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True, cwd=REPO).stdout.strip()  # fmt: skip
-    meta.update(
-        status=args.status,
-        commit=commit,
-        machine=f"{platform.machine()}, {torch.get_num_threads()} torch threads",
-    )
-    for key in ("format", "package_version", "objective", "num_parameters", "dtype"):
-        meta.pop(key, None)  # save_checkpoint writes these itself
-    vocab = (args.run / "checkpoint" / "vocab.txt").read_text().splitlines()
-    save_checkpoint(out, model, config, vocab, meta, dtype=torch.float16)
+    extra = {
+        "status": args.status,
+        "commit": commit,
+        "machine": f"{platform.machine()}, {torch.get_num_threads()} torch threads",
+    }
+    copy_checkpoint(args.run / "checkpoint", out, metadata=extra)
     if args.probe:
         from exlm_chem.data.moleculenet import dataset_names
 
-        meta["probe"] = run_probe(out, args.tasks or list(dataset_names()))
-        save_checkpoint(out, model, config, vocab, meta, dtype=torch.float16)
+        extra["probe"] = run_probe(out, args.tasks or list(dataset_names()))
+        copy_checkpoint(args.run / "checkpoint", out, metadata=extra)
+    config = load_checkpoint(out)[1]
     saved = json.loads((out / "metadata.json").read_text())
-    text = card(args.name, saved, config.to_dict(), meta.get("probe"), control)
+    text = card(args.name, saved, config.to_dict(), extra.get("probe"), control)
     (out / "MODEL_CARD.md").write_text(text)
     print(text)
 

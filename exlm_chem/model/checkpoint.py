@@ -33,7 +33,7 @@ from exlm_chem.model.checkpoint_format import (
 )
 from exlm_chem.model.config import ExLMConfig
 
-__all__ = ["load_checkpoint", "save_checkpoint"]
+__all__ = ["copy_checkpoint", "load_checkpoint", "save_checkpoint"]
 
 _SHIP_DTYPES = {torch.float32, torch.float16, torch.bfloat16}
 
@@ -173,3 +173,32 @@ def load_checkpoint(
     model.load_state_dict(parts.tensors, strict=False)
     model.eval()
     return model, parts.config, parts.metadata
+
+
+#: metadata fields that :func:`save_checkpoint` writes itself
+_WRITTEN_BY_SAVE = ("format", "format_version", "checksums", "package_version", "objective",
+                    "num_parameters", "dtype")
+
+
+def copy_checkpoint(
+    source: str | Path,
+    directory: str | Path,
+    dtype: torch.dtype | None = torch.float16,
+    metadata: dict[str, Any] | None = None,
+) -> Path:
+    """Copy a checkpoint (weights, config, vocabulary, metadata), by default in 16 bits.
+
+    What ships or is committed (a model under ``models/``, a run's milestone) is a copy of
+    a training checkpoint at half the size; ``metadata`` entries are added or replaced.
+
+    Returns
+    -------
+    Path
+        ``directory``.
+    """
+    model, config, meta = load_checkpoint(source)
+    for key in _WRITTEN_BY_SAVE:
+        meta.pop(key, None)
+    meta.update(metadata or {})
+    return save_checkpoint(directory, model, config, Path(source) / VOCAB_FILE, meta,
+                           dtype=dtype)

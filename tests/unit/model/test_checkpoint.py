@@ -12,7 +12,7 @@ from torch import nn
 
 from exlm_chem.errors import OutputPathError
 from exlm_chem.files.safe_write import atomic_directory, write_json_atomic
-from exlm_chem.model.checkpoint import load_checkpoint, save_checkpoint
+from exlm_chem.model.checkpoint import copy_checkpoint, load_checkpoint, save_checkpoint
 from exlm_chem.model.checkpoint_format import CONFIG_FILE, METADATA_FILE, VOCAB_FILE, WEIGHTS_FILE
 from exlm_chem.model.config import ExLMConfig
 from exlm_chem.model.encoder import ExLMModel
@@ -106,6 +106,22 @@ def test_round_trip_float16_is_close_and_smaller(tmp_path):
         assert torch.equal(finite, torch.isfinite(b))
         torch.testing.assert_close(b[finite], a[finite], atol=2e-2, rtol=2e-2)
         assert not torch.equal(a, b)  # it really went through 16 bits
+
+
+def test_copy_checkpoint_halves_the_weights_and_keeps_the_metadata(tmp_path):
+    model, config = make_model()
+    full = save_checkpoint(tmp_path / "run", model, config, TOKENS,
+                           {"steps": 7, "recipe": {"mask_ratio": 0.3}})
+    copied = copy_checkpoint(full, tmp_path / "milestone", metadata={"status": "milestone"})
+    stored = safetensors.torch.load_file(str(copied / WEIGHTS_FILE))
+    assert all(t.dtype == torch.float16 for t in stored.values())
+    loaded, loaded_config, meta = load_checkpoint(copied)
+    assert loaded_config == config
+    assert (meta["steps"], meta["recipe"], meta["status"], meta["dtype"]) == (
+        7, {"mask_ratio": 0.3}, "milestone", "float16")
+    assert (copied / VOCAB_FILE).read_text() == (full / VOCAB_FILE).read_text()
+    for name, tensor in model.state_dict().items():
+        torch.testing.assert_close(loaded.state_dict()[name], tensor.half().float())
 
 
 def test_mlm_model_round_trip_and_vocab_file(tmp_path):
