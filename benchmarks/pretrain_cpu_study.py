@@ -166,42 +166,58 @@ def cmd_report(args: argparse.Namespace) -> None:
     arms: dict[str, list] = {}
     for r in records:
         arms.setdefault(r["arm"], []).append(r)
-    lines = ["| arm | pooling | CPU-min | tokens (M) | " + " | ".join(TASKS)
+    lines = ["| arm | pooling | CPU-min (machine) | tokens (M) | " + " | ".join(TASKS)
              + " | mean (5) | mean w/o ClinTox (4) |", "|---|---|---:|---:|" + "---:|" * 7]
     for arm, rows in sorted(arms.items()):
         for r in sorted(rows, key=lambda r: (r["pooling"], r["tokens_seen"])):
             cpu = r["cpu_seconds"] or 0.0
             cells = " | ".join(f"{100 * r['roc_auc'][t]:.1f}" for t in TASKS)
-            lines.append(f"| {arm} | {r['pooling']} | {cpu / 60:.0f} | "
+            lines.append(f"| {arm} | {r['pooling']} | {cpu / 60:.0f} ({_cpu_name(r)}) | "
                          f"{r['tokens_seen'] / 1e6:.2f} | {cells} | "
                          f"{100 * r['roc_auc']['mean']:.1f} | {100 * _without_clintox(r):.1f} |")
     print("\n".join(lines))
     if args.plot:
-        import matplotlib
+        _plot(arms, args.plot)
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
 
-        fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
-        for ax, pooling in zip(axes, POOLINGS, strict=True):
+def _cpu_name(record: dict) -> str:
+    """The CPU's vendor: CPU-minutes buy different tokens on different machines."""
+    return record["machine"].split()[0].split("(")[0]
+
+
+def _plot(arms: dict[str, list], path: str) -> None:
+    """Probe means against tokens seen (the axis every machine shares), with and without
+    ClinTox, one column per pooling; random-init controls as horizontal lines."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    scores = {"mean of 5 tasks": lambda r: 100 * r["roc_auc"]["mean"],
+              "mean w/o ClinTox (4)": lambda r: 100 * _without_clintox(r)}
+    fig, axes = plt.subplots(2, 2, figsize=(12, 8), sharex=True)
+    for row, (label, score) in enumerate(scores.items()):
+        for col, pooling in enumerate(POOLINGS):
+            ax = axes[row, col]
             for arm, rows in sorted(arms.items()):
                 rows = sorted((r for r in rows if r["pooling"] == pooling),
-                              key=lambda r: r["cpu_seconds"] or 0.0)
+                              key=lambda r: r["tokens_seen"])
                 if arm.startswith("random-init"):
-                    value = np.mean([100 * r["roc_auc"]["mean"] for r in rows])
+                    value = np.mean([score(r) for r in rows])
                     ax.axhline(value, linestyle="--", linewidth=1, label=f"{arm} ({value:.1f})",
                                color="grey" if "d256" in arm else "black")
                     continue
-                x = [(r["cpu_seconds"] or 0.0) / 60 for r in rows]
-                ax.plot(x, [100 * r["roc_auc"]["mean"] for r in rows], marker="o", label=arm)
+                ax.plot([r["tokens_seen"] / 1e6 for r in rows], [score(r) for r in rows],
+                        marker="o", label=arm)
             ax.set_title(f"{pooling} pooling")
-            ax.set_xlabel("pre-training CPU-minutes")
+            ax.set_ylabel(f"probe ROC-AUC x100, {label}")
             ax.grid(alpha=0.3)
-        axes[0].set_ylabel("probe ROC-AUC x100, mean of 5 tasks")
-        axes[1].legend(fontsize=7)
-        fig.tight_layout()
-        fig.savefig(args.plot, dpi=110)
-        print(f"curves in {args.plot}")
+    for ax in axes[1]:
+        ax.set_xlabel("pre-training tokens seen (M)")
+    axes[0, 1].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print(f"curves in {path}")
 
 
 def main() -> None:
