@@ -164,7 +164,13 @@ def _without_clintox(record: dict) -> float:
 def cmd_report(args: argparse.Namespace) -> None:
     records = [json.loads(line) for line in Path(args.out).read_text().splitlines() if line]
     arms: dict[str, list] = {}
+    seen: set[tuple] = set()
     for r in records:
+        # a run's final checkpoint and its last snapshot can be the same step: one point
+        point = (r["arm"], r["pooling"], r["step"], r["tokens_seen"])
+        if r["step"] and point in seen:
+            continue
+        seen.add(point)
         arms.setdefault(r["arm"], []).append(r)
     lines = ["| arm | pooling | CPU-min (machine) | tokens (M) | " + " | ".join(TASKS)
              + " | mean (5) | mean w/o ClinTox (4) |", "|---|---|---:|---:|" + "---:|" * 7]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import inspect
+import re
 from dataclasses import fields
 from pathlib import Path
 
@@ -20,6 +22,17 @@ _HELP = {
                       "into this many minutes; the decision goes to OUT/budget.json",
     "num_workers": "DataLoader processes that mask and collate batches",
 }
+
+
+def _field_comments(cls: type) -> dict[str, str]:
+    """Each field's same-line comment in ``cls``'s source: the dataclass documents its
+    fields once, and ``--help`` shows those words."""
+    try:
+        source = inspect.getsource(cls)
+    except (OSError, TypeError):  # no source shipped
+        return {}
+    return {m["name"]: m["text"].strip().replace("%", "%%")  # argparse formats help
+            for m in re.finditer(r"^\s+(?P<name>\w+):[^#\n]*#(?P<text>[^\n]*)$", source, re.M)}
 
 
 class PretrainCommand(Subcommand):
@@ -48,6 +61,7 @@ class PretrainCommand(Subcommand):
                             help="partner runs (the twin): every run takes the fewest steps "
                                  "any of them measured (see exlm_chem.train.budget)")
         parser.add_argument("--compile", action="store_true", help="torch.compile the encoder")
+        comments = _field_comments(PretrainArgs)
         skip = {"corpus", "prepared", "out", "hygiene", "progress", "betas", "extra",
                 "budget_from", "compile"}
         for f in fields(PretrainArgs):
@@ -56,7 +70,8 @@ class PretrainCommand(Subcommand):
             flag = "--" + f.name.replace("_", "-")
             annotation = str(f.type)  # a string under `from __future__ import annotations`
             kind = int if "int" in annotation else float if "float" in annotation else str
-            parser.add_argument(flag, type=kind, default=f.default, help=_HELP.get(f.name))
+            text = _HELP.get(f.name, comments.get(f.name))
+            parser.add_argument(flag, type=kind, default=f.default, help=text)
 
     @classmethod
     def run(cls, args: argparse.Namespace) -> int:

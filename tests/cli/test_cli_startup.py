@@ -79,3 +79,13 @@ def test_subcommand_help_imports_nothing_heavy(words: str):
     code = (f"from exlm_chem.cli import main\ntry:\n    main({words.split()!r} + ['--help'])\n"
             "except SystemExit:\n    pass")
     assert _loaded_heavy(code) == []
+
+
+def test_pretrain_help_documents_each_option_from_its_field_comment():
+    proc = subprocess.run([sys.executable, "-m", "exlm_chem.cli", "pretrain", "--help"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    text = " ".join(proc.stdout.split())  # argparse wraps lines
+    for words in ("share of tokens masked", "weight of the descriptor-regression loss",
+                  "keep the weights every N CPU-minutes"):
+        assert words in text
