@@ -57,13 +57,13 @@ def test_is_a_molecular_featurizer_with_rows_of_embed(model, bbbp):
 
 def test_one_forward_pass_per_batch(model, bbbp, monkeypatch):
     passes = []
-    original = Embedder.pooled_batch
+    original = Embedder.pooled_batch_each  # every forward pass of the embedder goes here
 
-    def counting(self, rows, pooling="bos"):
+    def counting(self, rows, poolings):
         passes.append(len(rows))
-        return original(self, rows, pooling)
+        return original(self, rows, poolings)
 
-    monkeypatch.setattr(Embedder, "pooled_batch", counting)
+    monkeypatch.setattr(Embedder, "pooled_batch_each", counting)
     ExLMFeaturizer(model, batch_size=16, device="cpu").featurize(bbbp["smiles"])
     # length-bucketed batches of at most 16 (exlm_chem.data.batching), not 30 passes of one
     assert sum(passes) == 30 and max(passes) <= 16 and len(passes) <= 30 // 4
