@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import inspect
 import re
+import sys
 from dataclasses import fields
 from pathlib import Path
 
@@ -25,14 +25,18 @@ _HELP = {
 
 
 def _field_comments(cls: type) -> dict[str, str]:
-    """Each field's same-line comment in ``cls``'s source: the dataclass documents its
-    fields once, and ``--help`` shows those words."""
+    """Each field's same-line comment in ``cls``'s module: the dataclass documents its
+    fields once, and ``--help`` shows those words (a plain read, run on every CLI call)."""
     try:
-        source = inspect.getsource(cls)
-    except (OSError, TypeError):  # no source shipped
+        source = Path(sys.modules[cls.__module__].__file__).read_text(encoding="utf-8")
+    except (OSError, TypeError, KeyError):  # no source shipped
         return {}
-    return {m["name"]: m["text"].strip().replace("%", "%%")  # argparse formats help
-            for m in re.finditer(r"^\s+(?P<name>\w+):[^#\n]*#(?P<text>[^\n]*)$", source, re.M)}
+    body = source[source.find(f"class {cls.__name__}"):]
+    comments: dict[str, str] = {}
+    for m in re.finditer(r"^    (?P<name>\w+):[^#\n]*#(?P<text>[^\n]*)$", body, re.M):
+        # the class's own line comes first; "%" would be a format code to argparse
+        comments.setdefault(m["name"], m["text"].strip().replace("%", "%%"))
+    return comments
 
 
 class PretrainCommand(Subcommand):
