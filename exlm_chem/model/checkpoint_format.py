@@ -23,15 +23,16 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple
-
-import torch
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from exlm_chem.errors import CheckpointError, CheckpointFilesMissingError
 from exlm_chem.files.checksums import json_sha256, vocab_sha256
 from exlm_chem.files.output_owner import CHECKPOINT_FORMAT, ESTIMATOR_FORMAT, describe
 from exlm_chem.files.safe_write import sweep_debris
 from exlm_chem.model.config import ExLMConfig
+
+if TYPE_CHECKING:  # reading metadata alone (a screen's driver) must not import torch
+    import torch
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"

@@ -51,16 +51,15 @@ def feature_columns(est: Any) -> list[str]:
 def saved_feature_columns(model_dir: str | Path) -> list[str]:
     """:func:`feature_columns` of the model saved in ``model_dir``, read from its
     metadata alone (no weights, no torch): what a screen's driver checks its inputs by."""
-    import json
+    from exlm_chem.errors import CheckpointError
+    from exlm_chem.model.checkpoint_format import ESTIMATOR_FORMAT, read_metadata
 
-    path = Path(model_dir) / "metadata.json"
+    meta, _ = read_metadata(Path(model_dir), ESTIMATOR_FORMAT)  # names what is wrong
     try:
-        spec = json.loads(path.read_text(encoding="utf-8"))["fitted"].get("features")
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
-        from exlm_chem.errors import CheckpointError
-
-        raise CheckpointError(f"{path}: not the metadata of a fitted estimator "
-                              f"({error})") from None
+        spec = meta["fitted"].get("features")
+    except (KeyError, AttributeError) as error:
+        raise CheckpointError(f"{Path(model_dir) / 'metadata.json'}: not the metadata of a "
+                              f"fitted estimator ({error!r})") from None
     return [] if spec is None else _user_columns(spec["kinds"], spec["names"])
 
 
