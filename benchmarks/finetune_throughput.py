@@ -93,7 +93,8 @@ def build(spec: dict) -> tuple[dict, list, list[int]]:
 
     runners = {}
     if spec.get("impl") in (None, "exlm"):
-        net = build_finetune_net(config, tokenizer, 1).train()
+        # first-BOS like RoBERTa's <s> head, and what the committed results measured
+        net = build_finetune_net(config, tokenizer, 1, pooling="bos").train()
         special = SpecialIds(tokenizer.bos_id, tokenizer.pad_id, tokenizer.eos_id,
                              tokenizer.mask_id)
         exlm_opt = optimiser(net)

@@ -33,7 +33,7 @@ from exlm_chem.data.featurize import check_smiles, raise_for_invalid, warn_unkno
 from exlm_chem.data.inference_inputs import inference_expansion, inference_inputs
 from exlm_chem.data.tokenizer import SmilesTokenizer
 from exlm_chem.device import resolve_device
-from exlm_chem.model.pooling import POOLINGS, pooled_states_each
+from exlm_chem.model.pooling import DEFAULT_POOLING, POOLINGS, pooled_states_each
 
 DEFAULT_BATCH_SIZE = 128  # molecules per forward pass; length sorting keeps padding small
 DEFAULT_CHUNK_SIZE = 8192  # rows per streamed chunk: [8192, d] float32 is 8 MB at d=256
@@ -128,7 +128,7 @@ class Embedder:
     def encode_valid(
         self,
         smiles: Sequence[str],
-        pooling: str = "bos",
+        pooling: str = DEFAULT_POOLING,
         batch_size: int = DEFAULT_BATCH_SIZE,
         max_length: int = 256,
         on_batch: Callable[[int], None] | None = None,
@@ -180,7 +180,8 @@ class Embedder:
             rows.extend(r[:n].copy() for r, n in zip(part.input_ids, part.lengths, strict=True))
         return rows
 
-    def pooled_batch(self, rows: Sequence[np.ndarray], pooling: str = "bos") -> np.ndarray:
+    def pooled_batch(self, rows: Sequence[np.ndarray],
+                     pooling: str = DEFAULT_POOLING) -> np.ndarray:
         """One forward pass: token id rows ``[BOS, ..., EOS]`` -> pooled [B, d] float32.
 
         The caller sets eval/inference mode (see :meth:`encode_valid`).
@@ -200,7 +201,7 @@ class Embedder:
     def embed_rows(
         self,
         smiles: Sequence[Any],
-        pooling: str = "bos",
+        pooling: str = DEFAULT_POOLING,
         batch_size: int = DEFAULT_BATCH_SIZE,
         max_length: int = 256,
         on_batch: Callable[[int], None] | None = None,
@@ -302,7 +303,7 @@ def as_embedder(
 def embed(
     smiles: Iterable[Any],
     model: str | os.PathLike[str] | Embedder = "default",
-    pooling: str = "bos",
+    pooling: str = DEFAULT_POOLING,
     batch_size: int = DEFAULT_BATCH_SIZE,
     max_length: int = 256,
     device: str | torch.device = "auto",
@@ -318,9 +319,9 @@ def embed(
     model : str, path or Embedder
         Checkpoint directory, ``"default"`` (``$EXLM_CHEM_MODEL``, then
         ``<repo>/models/exlm-small``) or an already loaded :class:`Embedder`.
-    pooling : {"bos", "mean"}
-        ``bos``: the first BOS copy, the state fine-tuning trains; ``mean``: mean over
-        all real (expanded) tokens.
+    pooling : {"bos", "mean"}, default "mean"
+        ``mean``: mean over all real (expanded) tokens; ``bos``: the first BOS copy (the
+        paper's fine-tuning pooling).
     batch_size : int
         Molecules per forward pass.
     max_length : int
@@ -348,7 +349,7 @@ def iter_embeddings(
     smiles: Iterable[Any],
     model: str | os.PathLike[str] | Embedder = "default",
     chunk_size: int = DEFAULT_CHUNK_SIZE,
-    pooling: str = "bos",
+    pooling: str = DEFAULT_POOLING,
     batch_size: int = DEFAULT_BATCH_SIZE,
     max_length: int = 256,
     device: str | torch.device = "auto",

@@ -6,7 +6,8 @@ version, since the seeds of a cell share it), then one logistic regression per t
 (:mod:`exlm_chem.train.probe`); regression tasks get a ridge per task, its strength chosen on
 the validation rows. ``finetune``: the paper's protocol, per-task settings from Table 8
 (:mod:`exlm_chem.presets`), best validation epoch restored, optionally capped
-by a :class:`~exlm_chem.benchmark.records.Budget`. The paper has no regression set:
+by a :class:`~exlm_chem.benchmark.records.Budget`. Both pool with :data:`POOLING`, the
+package's default (``mean``; the paper pools ``bos``). The paper has no regression set:
 those use :data:`~exlm_chem.presets.REGRESSION_FINETUNE` (ours) and predict in the labels' units.
 ``estimator``: ``ExLMMoleculeClassifier`` / ``Regressor`` with their defaults, fitted on
 the training and validation rows (it holds out its own ``validation_fraction``), as a
@@ -31,9 +32,12 @@ from exlm_chem.benchmark.records import PROTOCOL_VERSION, Budget, MethodOutput
 from exlm_chem.benchmark.tasks import TaskData
 from exlm_chem.files.checksums import file_sha256
 from exlm_chem.files.safe_write import atomic_path
+from exlm_chem.model.pooling import DEFAULT_POOLING
 
 MODES = ("probe", "finetune", "estimator")
-POOLING = "bos"  # the paper's: the first BOS state
+# the package's default, so the benchmark measures what a user gets; it is part of each
+# cell's input protocol, so changing it starts new cells instead of resuming old ones
+POOLING = DEFAULT_POOLING
 MAX_LENGTH = 256  # tokens per molecule including BOS/EOS before expansion
 PROBE_C = 1.0  # inverse L2 strength of the probe's logistic regressions
 

@@ -24,6 +24,7 @@ from typing import Any
 from exlm_chem.cli.base import MODEL_HELP, Subcommand
 from exlm_chem.cli.inputs import add_input_arguments, open_input
 from exlm_chem.files.safe_write import check_output_file
+from exlm_chem.model.pooling import DEFAULT_POOLING, POOLINGS
 from exlm_chem.threads import add_threads_option, set_threads
 
 FORMATS = (".parquet", ".csv", ".npy")
@@ -46,7 +47,7 @@ def export_embeddings(
     out: str | Path,
     smiles_column: str = "smiles",
     model: str | Path = "default",
-    pooling: str = "bos",
+    pooling: str = DEFAULT_POOLING,
     batch_size: int | None = None,
     chunk_size: int | None = None,
     keep_columns: Sequence[str] = (),
@@ -149,9 +150,9 @@ class EmbedCommand(Subcommand):
         parser.add_argument("--out", required=True,
                             help="output file: .parquet, .csv or .npy (bare matrix)")
         add_input_arguments(parser)
-        parser.add_argument("--pooling", choices=("bos", "mean"), default="bos",
-                            help="bos: first BOS state (what fine-tuning uses); mean: "
-                                 "mean over tokens")
+        parser.add_argument("--pooling", choices=POOLINGS, default=DEFAULT_POOLING,
+                            help="mean: mean over tokens; bos: first BOS state (the paper's "
+                                 "fine-tuning pooling); default %(default)s")
         parser.add_argument("--batch-size", type=int, default=None,
                             help="molecules per forward pass (default 128)")
         parser.add_argument("--chunk-size", type=int, default=None,

@@ -12,6 +12,7 @@ from dataclasses import asdict
 
 from exlm_chem.cli.base import Subcommand
 from exlm_chem.cli.inputs import add_input_arguments, open_input
+from exlm_chem.model.pooling import DEFAULT_POOLING, POOLINGS
 from exlm_chem.threads import add_threads_option, set_threads
 
 TASKS = ("classification", "regression")
@@ -42,7 +43,8 @@ class FitCommand(Subcommand):
         parser.add_argument("--batch-size", type=int)
         parser.add_argument("--validation-fraction", type=float,
                             help="share held out to pick the best epoch (default 0.1)")
-        parser.add_argument("--pooling", choices=("bos", "mean"))
+        parser.add_argument("--pooling", choices=POOLINGS,
+                            help=f"molecule vector before the head (default {DEFAULT_POOLING})")
         parser.add_argument("--max-length", type=int)
         parser.add_argument("--random-state", type=int, default=0)
         parser.add_argument("--on-invalid", choices=("raise", "drop"), default="raise",

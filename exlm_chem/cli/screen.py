@@ -10,6 +10,7 @@ import argparse
 
 from exlm_chem.cli.base import Subcommand
 from exlm_chem.cli.inputs import add_feature_columns_argument
+from exlm_chem.model.pooling import DEFAULT_POOLING, POOLINGS
 
 
 class ScreenCommand(Subcommand):
@@ -37,8 +38,8 @@ class ScreenCommand(Subcommand):
         parser.add_argument("--smiles-column", default="smiles",
                             help="SMILES column of .csv and .parquet inputs")
         add_feature_columns_argument(parser)
-        parser.add_argument("--pooling", choices=("bos", "mean"), default="bos",
-                            help="embedding pooling (--embed)")
+        parser.add_argument("--pooling", choices=POOLINGS, default=DEFAULT_POOLING,
+                            help="embedding pooling (--embed; default %(default)s)")
         parser.add_argument("--max-length", type=int, default=256,
                             help="tokens per molecule incl. BOS/EOS (--embed)")
         parser.add_argument("--batch-size", type=int, default=None,

@@ -25,6 +25,7 @@ import numpy as np
 from deepchem.feat import MolecularFeaturizer
 
 from exlm_chem.embedding import DEFAULT_BATCH_SIZE, cached_embedder
+from exlm_chem.model.pooling import DEFAULT_POOLING
 
 __all__ = ["ExLMFeaturizer"]
 
@@ -39,7 +40,7 @@ class ExLMFeaturizer(MolecularFeaturizer):
     model : str or path-like, default="default"
         Checkpoint directory, or ``"default"`` (``$EXLM_CHEM_MODEL``, then the shipped
         ``models/exlm-small``). Loaded once per process and device.
-    pooling : {"bos", "mean"}, default="bos"
+    pooling : {"bos", "mean"}, default="mean"
         As in :func:`exlm_chem.embed`.
     batch_size : int, default=128
         Molecules per forward pass.
@@ -57,7 +58,7 @@ class ExLMFeaturizer(MolecularFeaturizer):
     def __init__(
         self,
         model: str | os.PathLike[str] = "default",
-        pooling: str = "bos",
+        pooling: str = DEFAULT_POOLING,
         batch_size: int = DEFAULT_BATCH_SIZE,
         device: str = "auto",
     ) -> None:

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING
 
-__all__ = ["POOLINGS", "pool", "pooled_states", "pooled_states_each"]
+if TYPE_CHECKING:  # annotations and tensor methods only: the CLI reads DEFAULT_POOLING torch-free
+    import torch
+
+__all__ = ["DEFAULT_POOLING", "POOLINGS", "pool", "pooled_states", "pooled_states_each"]
 
 POOLINGS = ("bos", "mean")
+# mean over the trained encoder's states beat the BOS state in issue 30's frozen-feature
+# probe (benchmarks/results/pretrain_cpu_study/README.md)
+DEFAULT_POOLING = "mean"
 
 
 def pool(hidden: torch.Tensor, padding_mask: torch.Tensor, pooling: str) -> torch.Tensor:

@@ -26,7 +26,7 @@ from exlm_chem.data.descriptors import (
 )
 from exlm_chem.data.featurize import check_smiles, raise_for_invalid, warn_unknown_tokens
 from exlm_chem.device import resolve_device
-from exlm_chem.model.pooling import POOLINGS
+from exlm_chem.model.pooling import DEFAULT_POOLING, POOLINGS
 from exlm_chem.presets import FinetuneSettings
 from exlm_chem.sklearn.inputs import (
     Targets,
@@ -72,7 +72,7 @@ class ExLMEstimatorBase(UncertaintyMixin, PersistenceMixin, BaseEstimator):
         clip_norm: float = 1.0,
         validation_fraction: float = 0.1,
         patience: int | None = 5,
-        pooling: str = "bos",
+        pooling: str = DEFAULT_POOLING,
         max_length: int = 256,
         random_state: int | np.random.RandomState | None = None,
         device: str = "auto",

@@ -22,7 +22,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
 from exlm_chem.embedding import DEFAULT_BATCH_SIZE, ON_INVALID, Embedder, cached_embedder
-from exlm_chem.model.pooling import POOLINGS
+from exlm_chem.model.pooling import DEFAULT_POOLING, POOLINGS
 from exlm_chem.sklearn.inputs import as_smiles_list
 
 __all__ = ["ExLMEmbedder"]
@@ -43,9 +43,9 @@ class ExLMEmbedder(TransformerMixin, BaseEstimator):
         Checkpoint directory, or ``"default"`` (``$EXLM_CHEM_MODEL``, then the shipped
         ``models/exlm-small``), as in :func:`exlm_chem.embed`. Only this name is stored
         and pickled; the weights are loaded once per process and device.
-    pooling : {"bos", "mean"}, default="bos"
-        ``bos``: the first BOS state, the one fine-tuning trains; ``mean``: the mean over
-        all real (expanded) tokens.
+    pooling : {"bos", "mean"}, default="mean"
+        ``mean``: the mean over all real (expanded) tokens; ``bos``: the first BOS state
+        (the paper's fine-tuning pooling).
     batch_size : int, default=128
         Molecules per forward pass.
     device : str, default="auto"
@@ -69,7 +69,7 @@ class ExLMEmbedder(TransformerMixin, BaseEstimator):
         self,
         model: str | os.PathLike[str] = "default",
         *,
-        pooling: str = "bos",
+        pooling: str = DEFAULT_POOLING,
         batch_size: int = DEFAULT_BATCH_SIZE,
         device: str = "auto",
         on_invalid: str = "nan",

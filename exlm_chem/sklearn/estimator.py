@@ -42,8 +42,8 @@ _PARAMETERS = """
     patience : int or None, default 5
         Stop when the score on that held-out share has not improved for this many epochs
         (``epochs`` stays the cap); None trains every epoch.
-    pooling : {"bos", "mean"}, default "bos"
-        Molecule vector: the first BOS copy (the paper) or the mean over tokens.
+    pooling : {"bos", "mean"}, default "mean"
+        Molecule vector: the mean over tokens, or the first BOS copy (the paper).
     max_length : int, default 256
         Tokens per molecule including BOS/EOS; longer SMILES are truncated.
     random_state : int, RandomState or None

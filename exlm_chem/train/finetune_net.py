@@ -16,7 +16,7 @@ from exlm_chem.data.tokenizer import SmilesTokenizer
 from exlm_chem.device import autocast
 from exlm_chem.model.config import ExLMConfig
 from exlm_chem.model.heads import ClassificationHead
-from exlm_chem.model.pooling import pooled_states
+from exlm_chem.model.pooling import DEFAULT_POOLING, pooled_states
 
 __all__ = ["FinetuneNet", "build_finetune_net", "predict_batched", "predict_encoded"]
 
@@ -39,8 +39,8 @@ class FinetuneNet(nn.Module):
         Number of outputs (tasks).
     pooler_dropout : float
         Dropout inside the head.
-    pooling : {"bos", "mean"}
-        ``bos`` (the paper): the first BOS copy; ``mean``: mean over real tokens.
+    pooling : {"bos", "mean"}, default "mean"
+        ``mean``: mean over real tokens; ``bos`` (the paper): the first BOS copy.
     max_length : int
         Tokens per molecule including BOS and EOS before expansion; longer ones are cut.
     n_features : int
@@ -49,7 +49,7 @@ class FinetuneNet(nn.Module):
     """
 
     def __init__(self, encoder: nn.Module, tokenizer: SmilesTokenizer, n_out: int,
-                 pooler_dropout: float = 0.1, pooling: str = "bos",
+                 pooler_dropout: float = 0.1, pooling: str = DEFAULT_POOLING,
                  max_length: int = 256, n_features: int = 0) -> None:
         super().__init__()
         self.encoder = encoder
@@ -122,7 +122,7 @@ def build_finetune_net(
     n_out: int,
     encoder_state: dict[str, torch.Tensor] | None = None,
     pooler_dropout: float = 0.1,
-    pooling: str = "bos",
+    pooling: str = DEFAULT_POOLING,
     max_length: int = 256,
     n_features: int = 0,
 ) -> FinetuneNet:

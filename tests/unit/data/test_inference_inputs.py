@@ -9,6 +9,7 @@ import torch
 from exlm_chem.data.collate import SpecialIds
 from exlm_chem.data.inference_inputs import inference_expansion, inference_inputs
 from exlm_chem.model.config import ExLMConfig
+from exlm_chem.model.pooling import DEFAULT_POOLING
 
 SPECIAL = SpecialIds(bos=0, pad=1, eos=2, mask=4)
 
@@ -98,7 +99,7 @@ def test_benchmark_encoder_rows_record_the_expansion(tiny_checkpoint, tiny_mlm_c
 
     assert EncoderMethod(tiny_mlm_checkpoint, "probe").inputs == {
         "expansion_k": 1,
-        "pooling": "bos",
+        "pooling": DEFAULT_POOLING,
         "max_length": 256,
         "smiles": "rdkit-canonical",
     }

@@ -45,7 +45,8 @@ def test_run_part_writes_one_atomic_part(spec, tmp_path):
     assert frame["invalid_reason"].str[:18].tolist() == ["", "SMILES Parse Error", "",
                                                 "empty SMILES"]
     X = frame[[f"emb_{j}" for j in range(64)]].to_numpy()
-    direct = embed(SMILES, model=spec.path, max_length=64, device="cpu").embeddings
+    direct = embed(SMILES, model=spec.path, pooling=spec.pooling, max_length=64,
+                   device="cpu").embeddings
     np.testing.assert_allclose(X[[0, 2]], direct[[0, 2]], rtol=1e-4, atol=1e-5)
     assert np.isnan(X[[1, 3]]).all() and X.dtype == np.float32
 

@@ -9,6 +9,7 @@ reproducibility) are re-done here with SMILES.
 from __future__ import annotations
 
 import dataclasses
+import json
 import pickle
 import warnings
 
@@ -27,6 +28,7 @@ from sklearn.preprocessing import FunctionTransformer
 from sklearn.utils import estimator_checks
 
 from exlm_chem.data.featurize import InvalidSmilesError
+from exlm_chem.model.pooling import DEFAULT_POOLING, POOLINGS
 from exlm_chem.model.pretrained import MODEL_ENV, default_model_dir, resolve_pretrained
 from exlm_chem.presets import finetune_preset
 from exlm_chem.sklearn.estimator import ExLMMoleculeClassifier, ExLMMoleculeRegressor
@@ -237,6 +239,19 @@ def test_save_and_load_without_unpickling(tmp_path, monkeypatch, data, fitted):
         ExLMMoleculeRegressor.load(path)
     with pytest.raises(ValueError, match=r"restore it with its \.load"):
         ExLMMoleculeClassifier(pretrained=str(path)).fit(X[:4], [0, 1, 0, 1])
+
+
+def test_a_saved_estimator_keeps_its_pooling_not_the_default(tmp_path, params, data):
+    # models fitted under the former default ("bos") must not read "mean" after loading
+    X, y, _ = data
+    other = next(p for p in POOLINGS if p != DEFAULT_POOLING)
+    clf = ExLMMoleculeClassifier(**{**params, "epochs": 1, "pooling": other}).fit(X, y)
+    meta = json.loads(clf.save(tmp_path / "clf").joinpath("metadata.json").read_text())
+    assert meta["params"]["pooling"] == meta["net"]["pooling"] == other
+    for restored in (ExLMMoleculeClassifier.load(tmp_path / "clf"),
+                     pickle.loads(pickle.dumps(clf))):
+        assert restored.pooling == restored.model_.pooling == other
+        np.testing.assert_array_equal(restored.predict_proba(X), clf.predict_proba(X))
 
 
 def test_clone_gridsearch_cross_val_and_pipelines(params, data):
