@@ -305,10 +305,11 @@ def _control_column(name: str, config: dict, records: list[dict],
                              f"{objective} control of this width)")
     return Column(title, _summary([r["roc_auc"] for r in kept]),
                   f"random-init control: {study}, arm `{kept[0]['arm']}`{other}, seeds "
-                  f"{', '.join(map(str, seeds))}, {_where(kept)}: an encoder with random "
-                  "weights and the same config as this model (`control` builds it from a "
-                  "checkpoint's config.json, descriptor head dropped), probed the same way, "
-                  f"the floor pre-training has to beat; command: {command}.")
+                  f"{', '.join(map(str, seeds))}, {_where(kept)}: a random-init encoder with the "
+                  "same config as this model (`control` builds it from a checkpoint's "
+                  "config.json, descriptor head dropped; matched here by d_model and "
+                  "objective, the config fields the records keep), probed the same way: the "
+                  f"floor pre-training has to beat; command: {command}.")
 
 
 def _rf_column(sources: StudySources) -> Column:
