@@ -7,17 +7,27 @@ runner's probe, ``C = PROBE_C``), test ROC-AUC. One JSON line per (checkpoint, p
 goes to ``--out``; a checkpoint already there (same weights' sha256) is skipped, so the
 command can be re-run as snapshots appear.
 
+``descriptors`` runs the same probe (tasks, split, logistic regression, ROC-AUC means) on
+the package's RDKit 2D descriptors (:func:`exlm_chem.benchmark.features.task_features`,
+missing values handled by its :class:`~exlm_chem.data.descriptors.FeatureScaler`) instead
+of embeddings: a reference row with pooling ``"none"``, keyed by the descriptor set
+(names, RDKit version, scaling) instead of weights, so it too is written once.
+
     # probe a run's snapshots and final checkpoint
     python benchmarks/pretrain_cpu_study.py probe runs/arm/snapshots/* runs/arm/checkpoint \\
         --arm exlm-aux --out benchmarks/results/pretrain_cpu_study/probes.jsonl
     # random-init controls of the same shape as a checkpoint, two seeds
     python benchmarks/pretrain_cpu_study.py control runs/arm/checkpoint --seeds 0 1 \\
         --out benchmarks/results/pretrain_cpu_study/probes.jsonl
+    # reference row: the same probe on RDKit 2D descriptors instead of embeddings
+    python benchmarks/pretrain_cpu_study.py descriptors \\
+        --out benchmarks/results/pretrain_cpu_study/probes.jsonl
     # table (markdown) and learning curves (PNG)
     python benchmarks/pretrain_cpu_study.py report \\
         --out benchmarks/results/pretrain_cpu_study/probes.jsonl
 
-Probing runs on one thread (``--threads``), beside the training runs.
+Probing runs on one thread (``--threads``; ``descriptors``: that many RDKit processes),
+beside the training runs.
 """
 
 from __future__ import annotations
@@ -28,52 +38,100 @@ import json
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 from _provenance import git_commit, load_average, machine
 
+if TYPE_CHECKING:
+    from exlm_chem.benchmark.tasks import TaskData
+
 TASKS = ("bbbp", "bace", "clintox", "sider", "tox21")
 POOLINGS = ("bos", "mean")
+NO_POOLING = "none"  # the pooling of a reference row that has no encoder (descriptors)
+DESCRIPTOR_ARM = "rdkit2d descriptors (LR)"
+DESCRIPTORS = "rdkit2d"  # the package's feature set (exlm_chem.benchmark.features)
 
 
 def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _tasks() -> dict:
+def _tasks() -> dict[str, TaskData]:
     from exlm_chem.benchmark.tasks import load_task, with_canonical_smiles
 
     return {name: with_canonical_smiles(load_task(name, "scaffold", 0)) for name in TASKS}
 
 
-def probe_checkpoint(checkpoint: Path, tasks: dict) -> dict[str, dict]:
-    """Pooling -> {task: test ROC-AUC, "mean": ..., "mean4": ...} of one checkpoint."""
+def _roc_auc(features: np.ndarray, data: TaskData) -> float:
+    """Test ROC-AUC of the study's probe on one task's features [N, F]: standardised, one
+    logistic regression per label (``C = PROBE_C``), unweighted mean over fitted labels."""
     from exlm_chem.benchmark.encoders import PROBE_C
-    from exlm_chem.embedding import as_embedder
     from exlm_chem.metrics import mean_roc_auc
     from exlm_chem.train.probe import probe_scores
+
+    predicted = probe_scores(features, data.labels, data.train, data.test, C=PROBE_C)
+    fitted = ~np.isnan(predicted).all(axis=0)
+    return float(mean_roc_auc(data.labels[data.test][:, fitted], predicted[:, fitted]).mean)
+
+
+def _with_means(row: dict[str, float]) -> dict[str, float]:
+    """``row`` (task -> ROC-AUC) with "mean" over the five tasks and "mean4" without Tox21."""
+    row["mean"] = float(np.mean([row[t] for t in TASKS]))
+    row["mean4"] = float(np.mean([row[t] for t in ("bbbp", "bace", "clintox", "sider")]))
+    return row
+
+
+def probe_checkpoint(checkpoint: Path, tasks: dict[str, TaskData]) -> dict[str, dict]:
+    """Pooling -> {task: test ROC-AUC, "mean": ..., "mean4": ...} of one checkpoint."""
+    from exlm_chem.embedding import as_embedder
 
     embedder = as_embedder(str(checkpoint), "cpu")
     scores: dict[str, dict] = {p: {} for p in POOLINGS}
     for name, data in tasks.items():
         vectors = embedder.encode_valid_each(data.smiles, POOLINGS, batch_size=128)
         for pooling in POOLINGS:
-            predicted = probe_scores(vectors[pooling], data.labels, data.train, data.test,
-                                     C=PROBE_C)
-            fitted = ~np.isnan(predicted).all(axis=0)
-            scores[pooling][name] = float(mean_roc_auc(data.labels[data.test][:, fitted],
-                                                       predicted[:, fitted]).mean)
-    for row in scores.values():
-        row["mean"] = float(np.mean([row[t] for t in TASKS]))
-        row["mean4"] = float(np.mean([row[t] for t in ("bbbp", "bace", "clintox", "sider")]))
-    return scores
+            scores[pooling][name] = _roc_auc(vectors[pooling], data)
+    return {pooling: _with_means(row) for pooling, row in scores.items()}
+
+
+def probe_descriptors(tasks: dict[str, TaskData], n_jobs: int = 1) -> dict[str, float]:
+    """{task: test ROC-AUC, "mean": ..., "mean4": ...} of the probe on RDKit 2D descriptors.
+
+    The raw values (NaN where RDKit cannot compute one) go through the package's policy,
+    as :func:`~exlm_chem.benchmark.features.scaled_task_features` applies it: a
+    :class:`~exlm_chem.data.descriptors.FeatureScaler` fitted on the training rows
+    (robust scale, missing or infinite -> the training median, clipped), so that the
+    logistic regression sees finite values; ``n_jobs`` bounds RDKit's worker processes,
+    which ``scaled_task_features`` does not take.
+    """
+    from exlm_chem.benchmark.features import task_features
+    from exlm_chem.data.descriptors import FeatureScaler
+
+    row: dict[str, float] = {}
+    for name, data in tasks.items():
+        raw = task_features(data, DESCRIPTORS, n_jobs=n_jobs)
+        row[name] = _roc_auc(FeatureScaler.fit(raw[data.train]).transform(raw), data)
+    return _with_means(row)
+
+
+def descriptor_key() -> tuple[str, dict]:
+    """The descriptor record's stable key (sha256) and what it hashes: the package's
+    description of the feature set (names' checksum, RDKit version, scaling), so that
+    another RDKit or descriptor list is probed again and the same one is skipped."""
+    from exlm_chem.benchmark.features import feature_settings
+
+    settings = feature_settings([DESCRIPTORS])
+    return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest(), settings
 
 
 def _done(out: Path) -> set[str]:
+    """Keys already probed: weights' sha256, or a descriptor record's ``features_sha256``."""
     if not out.exists():
         return set()
-    return {json.loads(line)["weights_sha256"] for line in out.read_text().splitlines() if line}
+    records = [json.loads(line) for line in out.read_text().splitlines() if line]
+    return {r.get("weights_sha256") or r["features_sha256"] for r in records}
 
 
 def _append(out: Path, records: list[dict]) -> None:
@@ -155,6 +213,51 @@ def cmd_control(args: argparse.Namespace) -> None:
               f"mean {scores['mean']['mean']:.4f}", flush=True)
 
 
+def cmd_descriptors(args: argparse.Namespace) -> None:
+    """The probe on RDKit 2D descriptors: one reference record (pooling ``"none"``)."""
+    from exlm_chem.data.descriptors import feature_names
+
+    out = Path(args.out)
+    key, settings = descriptor_key()
+    if key in _done(out):
+        print(f"{DESCRIPTOR_ARM}: probed already")
+        return
+    tasks = _tasks()
+    start = time.monotonic()
+    scores = probe_descriptors(tasks, n_jobs=args.threads)
+    record = {
+        "arm": DESCRIPTOR_ARM,
+        "checkpoint": None,
+        "weights_sha256": None,  # no weights: _done and readers key it by features_sha256
+        "features_sha256": key,
+        "features": DESCRIPTORS,
+        "feature_settings": settings,
+        "n_features": len(feature_names(DESCRIPTORS)),
+        "data_sha256": {name: data.data_sha256 for name, data in tasks.items()},
+        "step": 0,
+        "tokens_seen": 0,
+        "cpu_seconds": None,
+        "recipe": None,
+        "d_model": None,
+        "objective": None,
+        "probe_seconds": round(time.monotonic() - start, 1),
+        "commit": git_commit(),
+        "machine": machine(),
+        "load_average": load_average(),
+        "split": "scaffold (paper), canonical SMILES",
+        "pooling": NO_POOLING,
+        "roc_auc": scores,
+    }
+    _append(out, [record])
+    print(f"{DESCRIPTOR_ARM}: mean {scores['mean']:.4f} mean4 {scores['mean4']:.4f} "
+          f"({record['probe_seconds']:.0f} s)", flush=True)
+
+
+def _is_reference(record: dict) -> bool:
+    """A row with no encoder behind it (descriptors): no pooling, tokens or CPU time."""
+    return record["pooling"] == NO_POOLING
+
+
 def _without_clintox(record: dict) -> float:
     """ClinTox's test split holds few positives: its ROC-AUC swings by 10 points between
     random-init seeds, so every mean is also shown without it."""
@@ -174,12 +277,14 @@ def cmd_report(args: argparse.Namespace) -> None:
         arms.setdefault(r["arm"], []).append(r)
     lines = ["| arm | pooling | CPU-min (machine) | tokens (M) | " + " | ".join(TASKS)
              + " | mean (5) | mean w/o ClinTox (4) |", "|---|---|---:|---:|" + "---:|" * 7]
-    for arm, rows in sorted(arms.items()):
+    # reference rows (descriptors) last: they are no arm of the study, only a yardstick
+    for arm, rows in sorted(arms.items(), key=lambda item: (_is_reference(item[1][0]), item[0])):
         for r in sorted(rows, key=lambda r: (r["pooling"], r["tokens_seen"])):
             cpu = r["cpu_seconds"] or 0.0
             cells = " | ".join(f"{100 * r['roc_auc'][t]:.1f}" for t in TASKS)
-            lines.append(f"| {arm} | {r['pooling']} | {cpu / 60:.0f} ({_cpu_name(r)}) | "
-                         f"{r['tokens_seen'] / 1e6:.2f} | {cells} | "
+            spent = (("— (reference)", "—") if _is_reference(r) else
+                     (f"{cpu / 60:.0f} ({_cpu_name(r)})", f"{r['tokens_seen'] / 1e6:.2f}"))
+            lines.append(f"| {arm} | {r['pooling']} | {spent[0]} | {spent[1]} | {cells} | "
                          f"{100 * r['roc_auc']['mean']:.1f} | {100 * _without_clintox(r):.1f} |")
     print("\n".join(lines))
     if args.plot:
@@ -193,7 +298,8 @@ def _cpu_name(record: dict) -> str:
 
 def _plot(arms: dict[str, list], path: str) -> None:
     """Probe means against tokens seen (the axis every machine shares), with and without
-    ClinTox, one column per pooling; random-init controls as horizontal lines."""
+    ClinTox, one column per pooling; random-init controls and reference rows (descriptors,
+    in every column) as horizontal lines."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -206,6 +312,11 @@ def _plot(arms: dict[str, list], path: str) -> None:
         for col, pooling in enumerate(POOLINGS):
             ax = axes[row, col]
             for arm, rows in sorted(arms.items()):
+                if all(_is_reference(r) for r in rows):
+                    value = np.mean([score(r) for r in rows])
+                    ax.axhline(value, linestyle=":", linewidth=1.5, color="tab:brown",
+                               label=f"{arm} ({value:.1f})")
+                    continue
                 rows = sorted((r for r in rows if r["pooling"] == pooling),
                               key=lambda r: r["tokens_seen"])
                 if arm.startswith("random-init"):
@@ -238,12 +349,15 @@ def main() -> None:
     control.add_argument("checkpoint")
     control.add_argument("--seeds", nargs="+", type=int, default=[0, 1])
     control.add_argument("--out", required=True)
+    descriptors = sub.add_parser("descriptors")
+    descriptors.add_argument("--out", required=True)
     report = sub.add_parser("report")
     report.add_argument("--out", required=True)
     report.add_argument("--plot", default=None)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    {"probe": cmd_probe, "control": cmd_control, "report": cmd_report}[args.command](args)
+    {"probe": cmd_probe, "control": cmd_control, "descriptors": cmd_descriptors,
+     "report": cmd_report}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,116 @@
+"""The CPU study's descriptor reference row (benchmarks/pretrain_cpu_study.py descriptors).
+
+Tiny tasks of a few dozen molecules stand in for the five MoleculeNet tasks; no model runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+
+from exlm_chem.benchmark.tasks import TaskData
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def _load_study() -> ModuleType:
+    sys.path.insert(0, str(REPO / "benchmarks"))  # the study imports _provenance from there
+    try:
+        spec = importlib.util.spec_from_file_location(
+            "pretrain_cpu_study", REPO / "benchmarks" / "pretrain_cpu_study.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(REPO / "benchmarks"))
+    return module
+
+
+study = _load_study()
+
+
+def _tiny_task(name: str) -> TaskData:
+    """40 small molecules, label 1 = holds an oxygen; both classes in train and test."""
+    smiles = [("C" * n) + tail for n in range(1, 11) for tail in ("", "O", "N", "C(=O)O")]
+    labels = np.array([[float("O" in s)] for s in smiles])
+    rows = np.arange(len(smiles))
+    return TaskData(name, smiles, labels, rows[rows % 5 != 0], rows[:0], rows[rows % 5 == 0],
+                    data_sha256="0" * 64)
+
+
+@pytest.fixture
+def tasks(monkeypatch: pytest.MonkeyPatch) -> dict[str, TaskData]:
+    tiny = {name: _tiny_task(name) for name in study.TASKS}
+    monkeypatch.setattr(study, "_tasks", lambda: tiny)
+    return tiny
+
+
+def test_descriptors_record_once(tasks: dict, tmp_path: Path,
+                                 capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "probes.jsonl"
+    args = argparse.Namespace(out=str(out), threads=1)
+    study.cmd_descriptors(args)
+    (record,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert record["arm"] == study.DESCRIPTOR_ARM and record["pooling"] == study.NO_POOLING
+    assert record["weights_sha256"] is None
+    assert record["features_sha256"] == study.descriptor_key()[0]
+    assert record["n_features"] > 100 and record["feature_settings"]["rdkit_version"]
+    scores = record["roc_auc"]
+    assert set(scores) == {*study.TASKS, "mean", "mean4"}
+    assert all(0.5 < scores[t] <= 1.0 for t in study.TASKS)  # oxygen is easy to see
+    assert scores["mean"] == pytest.approx(np.mean([scores[t] for t in study.TASKS]))
+    assert study.descriptor_key()[0] in study._done(out)
+    study.cmd_descriptors(args)  # the same descriptor set: skipped
+    assert len(out.read_text().splitlines()) == 1
+    assert "probed already" in capsys.readouterr().out
+
+
+def test_descriptor_key_follows_the_feature_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    key = study.descriptor_key()[0]
+    assert study.descriptor_key()[0] == key  # stable
+    monkeypatch.setattr("exlm_chem.data.descriptors.rdkit_version", lambda: "1999.01.1")
+    assert study.descriptor_key()[0] != key  # another RDKit: probed again
+
+
+def test_missing_descriptors_take_the_package_policy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """NaN (and a column with no value at all) reach the probe as finite values."""
+    task = _tiny_task("bbbp")
+    raw = np.column_stack([task.labels[:, 0] + np.linspace(0, 0.1, 40), np.full(40, np.nan),
+                           np.linspace(0, 1, 40)]).astype(np.float32)
+    raw[3, 0] = np.nan
+    raw[7, 2] = np.nan
+    monkeypatch.setattr("exlm_chem.benchmark.features.task_features",
+                        lambda data, kind, n_jobs=None, cache_dir=None: raw)
+    scores = study.probe_descriptors({name: task._replace(name=name) for name in study.TASKS})
+    assert all(np.isfinite(scores[t]) for t in study.TASKS)
+    assert scores["bbbp"] > 0.9
+
+
+def test_report_lists_the_reference_row_and_plots_it(tasks: dict, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]
+                                                     ) -> None:
+    out = tmp_path / "probes.jsonl"
+    study.cmd_descriptors(argparse.Namespace(out=str(out), threads=1))
+    auc = {**dict.fromkeys(study.TASKS, 0.7), "mean": 0.7, "mean4": 0.7}
+    checkpoint = {"arm": "exlm", "weights_sha256": "a" * 64, "step": 5, "tokens_seen": 10**6,
+                  "cpu_seconds": 600.0, "machine": "AMD EPYC, 2 cores", "roc_auc": auc}
+    control = {**checkpoint, "arm": "random-init d256 exlm", "step": 0, "tokens_seen": 0,
+               "cpu_seconds": 0.0, "control_seed": 0}
+    with out.open("a") as f:
+        for record in (checkpoint, control):
+            for pooling in study.POOLINGS:
+                f.write(json.dumps({**record, "pooling": pooling}) + "\n")
+    capsys.readouterr()
+    plot = tmp_path / "curves.png"
+    study.cmd_report(argparse.Namespace(out=str(out), plot=str(plot)))
+    table = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("| ")]
+    assert table[-1].startswith(f"| {study.DESCRIPTOR_ARM} | none | — (reference) | — |")
+    assert len(table) == 1 + 2 * 2 + 1  # header, 2 arms x 2 poolings, the reference
+    assert plot.stat().st_size > 0
