@@ -193,10 +193,17 @@ class ResultsFile:
 
     def latest(self) -> list[CellRecord]:
         """One record per cell :meth:`~CellRecord.identity`: the last one written (a cell
-        rerun under a new protocol supersedes its older records), in file order."""
-        last = {record.identity(): i for i, record in enumerate(self)}
+        rerun under a new protocol supersedes its older records), in file order.
+
+        A checkpoint name (``exlm-small`` in ``exlm-small@<sha>``) keeps only the records
+        of its newest weights: report rows are labelled by name, so a retrained
+        checkpoint's rows must not average with, or stand beside, its predecessor's."""
+        records = list(self)
+        newest = {_checkpoint_name(r.model): r.model for r in records if r.model}
+        last = {record.identity(): i for i, record in enumerate(records)}
         keep = set(last.values())
-        return [record for i, record in enumerate(self) if i in keep]
+        return [record for i, record in enumerate(records) if i in keep
+                and (not record.model or newest[_checkpoint_name(record.model)] == record.model)]
 
     def append(self, record: CellRecord) -> None:
         """Write one line and fsync it, so a crash right after loses nothing."""
@@ -214,3 +221,9 @@ class ResultsFile:
         data = self.path.read_bytes()
         if data and not data.endswith(b"\n"):
             self.path.write_bytes(data[: data.rfind(b"\n") + 1])
+
+
+def _checkpoint_name(model_id: str) -> str:
+    """``exlm-small`` of ``exlm-small@3baebce4e322`` (:func:`~exlm_chem.benchmark.encoders.
+    checkpoint_id`)."""
+    return model_id.rsplit("@", 1)[0]

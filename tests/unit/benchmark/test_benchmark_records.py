@@ -120,3 +120,16 @@ def test_calibration_scores_of_probabilities_only(tmp_path):
     path = tmp_path / "r.jsonl"
     path.write_text(json.dumps(old) + "\n")
     assert ResultsFile(path).records()[0].brier is None
+
+
+def test_latest_keeps_only_the_newest_weights_of_a_checkpoint_name(tmp_path):
+    results = ResultsFile(tmp_path / "results.jsonl")
+    old = dict(method="exlm", label="ExLM exlm-small (probe)", mode="probe")
+    results.append(record(model="exlm-small@aaaaaaaaaaaa", task="bace", **old))
+    results.append(record(model="exlm-small@aaaaaaaaaaaa", task="muv", **old))  # not rerun
+    results.append(record(model="mlm-small@cccccccccccc", task="bace", **old))
+    results.append(record())  # a baseline: no checkpoint
+    results.append(record(model="exlm-small@bbbbbbbbbbbb", task="bace", roc=0.8, **old))
+    kept = [(r.model, r.task) for r in results.latest()]
+    assert kept == [("mlm-small@cccccccccccc", "bace"), (None, "bace"),
+                    ("exlm-small@bbbbbbbbbbbb", "bace")]
