@@ -26,8 +26,14 @@ def test_shipped_checkpoint_is_complete_and_under_20_mb(name, objective):
     assert meta["dtype"] == "float16" and meta["steps"] > 0 and meta["tokens_seen"] > 0
     assert meta["last_validation"]["valid_invalid_paths"] == 0
     assert meta["hygiene"]["removed"] > 0
+    assert meta["recipe"]["objective"] == objective and meta["cpu_seconds"] > 0
     card = (directory / "MODEL_CARD.md").read_text()
-    assert "CPU-trained, interim" in card and str(meta["steps"]) in card
+    assert "CPU-trained" in card and str(meta["steps"]) in card
+    assert f"{meta['tokens_seen']:,}" in card and "CPU-hours" in card
+    # the study probe beside its control and both baselines, every column measured
+    for column in ("random-init control", "RF on ECFP4", "LR on RDKit 2D descriptors"):
+        assert column in card
+    assert "n/a" not in card
 
 
 def test_classifier_without_arguments_starts_from_the_shipped_exlm_checkpoint(
