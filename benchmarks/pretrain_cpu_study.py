@@ -329,7 +329,7 @@ def _plot(arms: dict[str, list], path: str) -> None:
                                color="grey" if "d256" in arm else "black")
                     continue
                 ax.plot([r["tokens_seen"] / 1e6 for r in rows], [score(r) for r in rows],
-                        marker="s" if rows and rows[0]["objective"] == "mlm" else "o",
+                        marker="s" if rows and rows[0].get("objective") == "mlm" else "o",
                         color=colours.get(arm), label=arm)
             ax.set_title(f"{pooling} pooling")
             ax.set_ylabel(f"probe ROC-AUC x100, {label}")

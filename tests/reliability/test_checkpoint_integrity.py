@@ -186,7 +186,12 @@ def test_format_1_directories_still_load_unchanged(damaged, bbbp_rows):
 def test_shipped_checkpoints_load(tmp_path):
     from reliability_helpers import REPO
 
+    from exlm_chem.model.checkpoint_format import FORMAT_VERSION
+
     for name in ("exlm-small", "mlm-small"):
-        model, _, meta = load_checkpoint(REPO / "models" / name)
-        assert "format_version" not in meta  # format 1, read without rewriting
-        assert model.config.vocab_size == len(_lines(REPO / "models" / name / "vocab.txt"))
+        directory = REPO / "models" / name
+        before = {f.name: f.stat().st_mtime_ns for f in directory.iterdir()}
+        model, _, meta = load_checkpoint(directory)
+        assert meta["format_version"] == FORMAT_VERSION  # shipped in the current format
+        assert {f.name: f.stat().st_mtime_ns for f in directory.iterdir()} == before  # read only
+        assert model.config.vocab_size == len(_lines(directory / "vocab.txt"))

@@ -49,7 +49,7 @@ def _run(smiles, labels, task, objective="exlm", batch_size=8):
     config = ExLMConfig.preset("tiny", vocab_size=len(tokenizer), objective=objective,
                                dropout=0.0, attention_dropout=0.0)
     torch.manual_seed(0)
-    net = build_finetune_net(config, tokenizer, 3)
+    net = build_finetune_net(config, tokenizer, 3, pooling="bos")  # BEFORE's pooling
     # the random draws of BEFORE were q/k rows in the rotate-half layout
     net.load_state_dict(permute_qk_to_interleaved(net.state_dict(), config))
     if task == "regression":

@@ -52,8 +52,10 @@ def assert_same_function(old_dir: Path):
             want = old_forward(reference, ids, po, pc, mask)
             got = converted(ids, po, pc, mask)
             torch.testing.assert_close(got[mask], want[mask], atol=1e-5, rtol=0)
+            # a trained model's logits reach ~15: float32 summation order alone moves them
+            # by ~1e-6 relative, so the logits are compared relative as well
             torch.testing.assert_close(converted.lm_head(got[mask]),
-                                       reference.lm_head(want[mask]), atol=1e-5, rtol=0)
+                                       reference.lm_head(want[mask]), atol=1e-5, rtol=1e-5)
     return reference, converted
 
 
@@ -89,12 +91,10 @@ def test_permutation_moves_only_q_and_k_rows_and_inverts():
 
 # ---- old checkpoints keep their function ----------------------------------------------------
 @pytest.mark.parametrize("name", ["exlm-small", "mlm-small"])
-def test_shipped_format1_checkpoints_compute_the_same_function(name):
-    directory = REPO / "models" / name
-    meta = json.loads((directory / METADATA_FILE).read_text())
-    if meta.get("format_version", 1) >= 3:
-        pytest.fail(f"{directory} is no longer rotate-half; point this test at an old copy")
-    assert_same_function(directory)
+def test_shipped_weights_written_as_format1_compute_the_same_function(name, tmp_path):
+    """Full-size weights (the shipped ones, 9 layers, d 256) in the rotate-half layout the
+    first release wrote: the conversion on load keeps their function."""
+    assert_same_function(downgrade(REPO / "models" / name, tmp_path / "old"))
 
 
 @pytest.mark.parametrize("version", [None, 2])
