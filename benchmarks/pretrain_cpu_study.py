@@ -97,23 +97,15 @@ def probe_checkpoint(checkpoint: Path, tasks: dict[str, TaskData]) -> dict[str, 
 
 
 def probe_descriptors(tasks: dict[str, TaskData], n_jobs: int = 1) -> dict[str, float]:
-    """{task: test ROC-AUC, "mean": ..., "mean4": ...} of the probe on RDKit 2D descriptors.
+    """{task: test ROC-AUC, "mean": ..., "mean4": ...} of the probe on RDKit 2D descriptors,
+    scaled by the package's policy (:func:`~exlm_chem.benchmark.features.
+    scaled_task_features`: fitted on the training rows, missing -> median, clipped);
+    ``n_jobs`` bounds RDKit's worker processes."""
+    from exlm_chem.benchmark.features import scaled_task_features
 
-    The raw values (NaN where RDKit cannot compute one) go through the package's policy,
-    as :func:`~exlm_chem.benchmark.features.scaled_task_features` applies it: a
-    :class:`~exlm_chem.data.descriptors.FeatureScaler` fitted on the training rows
-    (robust scale, missing or infinite -> the training median, clipped), so that the
-    logistic regression sees finite values; ``n_jobs`` bounds RDKit's worker processes,
-    which ``scaled_task_features`` does not take.
-    """
-    from exlm_chem.benchmark.features import task_features
-    from exlm_chem.data.descriptors import FeatureScaler
-
-    row: dict[str, float] = {}
-    for name, data in tasks.items():
-        raw = task_features(data, DESCRIPTORS, n_jobs=n_jobs)
-        row[name] = _roc_auc(FeatureScaler.fit(raw[data.train]).transform(raw), data)
-    return _with_means(row)
+    return _with_means({name: _roc_auc(scaled_task_features(data, [DESCRIPTORS],
+                                                            n_jobs=n_jobs), data)
+                        for name, data in tasks.items()})
 
 
 def descriptor_key() -> tuple[str, dict]:

@@ -112,12 +112,14 @@ def task_features(data: TaskData, kind: str, n_jobs: int | None = None,
 
 
 def scaled_task_features(data: TaskData, kinds: Sequence[str],
-                         cache_dir: str | os.PathLike[str] | None = None) -> np.ndarray:
+                         cache_dir: str | os.PathLike[str] | None = None,
+                         n_jobs: int | None = None) -> np.ndarray:
     """Features [N, F] of ``kinds`` side by side, scaled on ``data.train`` rows only;
-    ``cache_dir``: as in :func:`task_features`."""
+    ``cache_dir`` and ``n_jobs``: as in :func:`task_features`."""
     from exlm_chem.data.descriptors import FeatureScaler
 
-    raw = np.concatenate([task_features(data, k, cache_dir=cache_dir) for k in kinds], axis=1)
+    raw = np.concatenate([task_features(data, k, cache_dir=cache_dir, n_jobs=n_jobs)
+                          for k in kinds], axis=1)
     return FeatureScaler.fit(raw[data.train]).transform(raw)
 
 
