@@ -279,8 +279,50 @@ def cmd_report(args: argparse.Namespace) -> None:
             lines.append(f"| {arm} | {r['pooling']} | {spent[0]} | {spent[1]} | {cells} | "
                          f"{100 * r['roc_auc']['mean']:.1f} | {100 * _without_clintox(r):.1f} |")
     print("\n".join(lines))
+    print()
+    print("\n".join(_bought(arms)))
     if args.plot:
         _plot(arms, args.plot)
+
+
+def _control_means(arms: dict[str, list]) -> dict[tuple, tuple[float, float]]:
+    """(d_model, pooling) -> the random-init controls' mean probe (5 tasks, w/o ClinTox),
+    averaged over their seeds: the yardstick an arm of that width is read against."""
+    grouped: dict[tuple, list] = {}
+    for arm, rows in arms.items():
+        if arm.startswith("random-init"):
+            for r in rows:
+                grouped.setdefault((r.get("d_model"), r["pooling"]), []).append(r)
+    return {key: (float(np.mean([r["roc_auc"]["mean"] for r in rows])),
+                  float(np.mean([_without_clintox(r) for r in rows])))
+            for key, rows in grouped.items()}
+
+
+def _bought(arms: dict[str, list]) -> list[str]:
+    """What each arm bought: its last point against the random-init control of its width,
+    as points over the control and as points per CPU-hour spent (CPU-hours count from the
+    start of the run the point belongs to, branches and continuations included)."""
+    controls = _control_means(arms)
+    lines = ["| arm | pooling | CPU-h (machine) | tokens (M) | mean (5) | vs control | "
+             "per CPU-h | w/o ClinTox | vs control | per CPU-h |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for arm, rows in sorted(arms.items()):
+        if arm.startswith("random-init") or _is_reference(rows[0]):
+            continue
+        for pooling in POOLINGS:
+            points = [r for r in rows if r["pooling"] == pooling]
+            control = controls.get((points[-1].get("d_model"), pooling)) if points else None
+            if control is None:
+                continue
+            last = max(points, key=lambda r: r["tokens_seen"])
+            hours = (last["cpu_seconds"] or 0.0) / 3600
+            five, four = 100 * last["roc_auc"]["mean"], 100 * _without_clintox(last)
+            gain5, gain4 = five - 100 * control[0], four - 100 * control[1]
+            lines.append(
+                f"| {arm} | {pooling} | {hours:.2f} ({_cpu_name(last)}) | "
+                f"{last['tokens_seen'] / 1e6:.2f} | {five:.1f} | {gain5:+.1f} | "
+                f"{gain5 / hours:+.2f} | {four:.1f} | {gain4:+.1f} | {gain4 / hours:+.2f} |")
+    return lines
 
 
 def _cpu_name(record: dict) -> str:

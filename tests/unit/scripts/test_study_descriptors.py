@@ -110,7 +110,41 @@ def test_report_lists_the_reference_row_and_plots_it(tasks: dict, tmp_path: Path
     capsys.readouterr()
     plot = tmp_path / "curves.png"
     study.cmd_report(argparse.Namespace(out=str(out), plot=str(plot)))
-    table = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("| ")]
+    first, bought = capsys.readouterr().out.split("\n\n")[:2]  # two tables
+    table = [ln for ln in first.splitlines() if ln.startswith("| ")]
+    # the reference row and the control are no arms: only exlm's two poolings
+    arms = [ln.split(" | ")[:2] for ln in bought.splitlines()[2:] if ln.startswith("| ")]
+    assert arms == [["| exlm", "bos"], ["| exlm", "mean"]]
     assert table[-1].startswith(f"| {study.DESCRIPTOR_ARM} | none | — (reference) | — |")
     assert len(table) == 1 + 2 * 2 + 1  # header, 2 arms x 2 poolings, the reference
     assert plot.stat().st_size > 0
+
+
+def _record(arm: str, pooling: str, d_model: int, cpu_hours: float, tokens: int,
+            score: float, clintox: float) -> dict:
+    roc = dict.fromkeys(study.TASKS, score)
+    roc["clintox"] = clintox
+    roc["mean"] = float(np.mean(list(roc.values())))
+    return {"arm": arm, "pooling": pooling, "d_model": d_model, "cpu_seconds": 3600 * cpu_hours,
+            "tokens_seen": tokens, "machine": "Intel Xeon, 2 cores", "roc_auc": roc}
+
+
+def test_bought_reads_each_arm_against_the_control_of_its_width() -> None:
+    arms = {
+        "random-init d256 exlm": [_record("random-init d256 exlm", "mean", 256, 0, 0, s, 0.8)
+                                  for s in (0.68, 0.70)],
+        "random-init d128 exlm": [_record("random-init d128 exlm", "mean", 128, 0, 0, 0.60, 0.8)],
+        # its last point (most tokens), not its best, is what the arm bought
+        "wide": [_record("wide", "mean", 256, 1.0, 10_000_000, 0.75, 0.8),
+                 _record("wide", "mean", 256, 2.0, 20_000_000, 0.72, 0.8)],
+        "narrow": [_record("narrow", "mean", 128, 0.5, 30, 0.62, 0.8)],
+        "no control of this pooling": [_record("no control of this pooling", "bos", 256, 1.0,
+                                               5, 0.9, 0.9)],
+    }
+    rows = study._bought(arms)[2:]
+    assert len(rows) == 2  # controls and the arm without a matching control are left out
+    narrow, wide = (row.split(" | ") for row in rows)
+    # wide: 4 tasks at 72 and ClinTox 80 against 4 at 69 and 80 -> +2.4 (5), +3.0 (4), over 2 h
+    assert wide[2:] == ["2.00 (Intel)", "20.00", "73.6", "+2.4", "+1.20", "72.0", "+3.0",
+                        "+1.50 |"]
+    assert narrow[5:7] == ["+1.6", "+3.20"]  # against the d 128 control, over half an hour
