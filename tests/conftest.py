@@ -88,3 +88,21 @@ def tiny_mlm_checkpoint(tmp_path_factory, pretrain_dir) -> Path:
 
     out = tmp_path_factory.mktemp("tiny_pretrain_mlm")
     return make_tiny_checkpoint(out, pretrain_dir / "moses_train.smi.gz", objective="mlm")
+
+
+#: Lines appended to 40 MOSES lines by :func:`messy_corpus`: phenol written Kekulé (RDKit's
+#: canonical form is aromatic), ethanol written around its middle atom, then ethanol again
+#: canonically and an exact copy of MOSES line 3 (the two duplicates).
+MESSY_TAIL = ["OC1=CC=CC=C1", "C(C)O", "CCO"]
+
+
+@pytest.fixture(scope="session")
+def messy_corpus(tmp_path_factory, pretrain_dir) -> tuple[Path, list[str]]:
+    """A SMILES file with non-canonical lines and two duplicates, and the molecules that
+    preparing it must keep: its first occurrences as RDKit canonical SMILES, in order."""
+    from exlm_chem.data.corpus import read_smiles_file
+
+    moses = read_smiles_file(pretrain_dir / "moses_train.smi.gz", limit=40)
+    path = tmp_path_factory.mktemp("messy") / "messy.smi"
+    path.write_text("\n".join([*moses, *MESSY_TAIL, moses[3]]) + "\n")
+    return path, [*moses, "Oc1ccccc1", "CCO"]  # MOSES lines are canonical already

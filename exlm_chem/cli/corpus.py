@@ -10,8 +10,9 @@ from exlm_chem.cli.base import Subcommand
 class CorpusPrepareCommand(Subcommand):
     group = "corpus"
     name = "prepare"
-    help = ("prepare a pre-training corpus (benchmark hygiene over every split mode, "
-            "deduplication, tokens, train/valid hold-out) for `pretrain --prepared`")
+    help = ("prepare a pre-training corpus (canonical SMILES, benchmark hygiene over every "
+            "split mode, deduplication, tokens, train/valid hold-out) for `pretrain "
+            "--prepared`; `pretrain --corpus` does the same into OUT/corpus")
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:

@@ -48,7 +48,10 @@ class PretrainCommand(Subcommand):
         from exlm_chem.train.pretrain_args import PretrainArgs
 
         source = parser.add_mutually_exclusive_group(required=True)
-        source.add_argument("--corpus", nargs="+", help="SMILES files (.smi[.gz])")
+        source.add_argument("--corpus", nargs="+",
+                            help="SMILES files (.smi[.gz]), prepared into OUT/corpus as "
+                                 "`exlm-chem corpus prepare` does (canonical SMILES, "
+                                 "deduplicated, hygiene; RDKit), reused on --resume")
         source.add_argument("--prepared", help="folder from `exlm-chem corpus prepare` "
                                                "(no RDKit needed)")
         parser.add_argument("--out", required=True, help="run directory")
@@ -57,7 +60,7 @@ class PretrainCommand(Subcommand):
             "--no-hygiene",
             dest="hygiene",
             action="store_false",
-            help="keep benchmark valid/test molecules in the corpus",
+            help="keep benchmark valid/test molecules in the --corpus files",
         )
         parser.add_argument("--no-progress", dest="progress", action="store_false")
         parser.add_argument("--betas", nargs=2, type=float, default=(0.9, 0.98))

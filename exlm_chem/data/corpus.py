@@ -1,8 +1,10 @@
 """The pre-training corpus: reading and tokenising.
 
-A corpus is one or more SMILES files (one per line, optionally gzipped). It is tokenised
-once into a flat id array with offsets (compact: ~2M molecules fit in tens of MB), which
-:class:`exlm_chem.data.batching.BatchStream` serves as token-budget batches.
+A corpus is one or more SMILES files (one per line, optionally gzipped). Pre-training reads
+them only through :mod:`exlm_chem.data.corpus_prepare` (canonical SMILES, deduplicated,
+benchmark hygiene), which tokenises them once into a flat id array with offsets (compact:
+~2M molecules fit in tens of MB); :class:`exlm_chem.data.batching.BatchStream` serves it as
+token-budget batches.
 """
 
 from __future__ import annotations
@@ -20,11 +22,14 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+_ENCODE_CHUNK = 50_000  # molecules per batch_encode call: keeps the padded matrix small
+
 
 class TokenizedCorpus(NamedTuple):
-    ids: np.ndarray  # [total tokens] int16, every molecule's [BOS ... EOS] back to back
+    # [total tokens] uint8 (uint16 beyond 256 tokens; text: int32), every molecule's
+    # [BOS ... EOS] back to back
+    ids: np.ndarray
     offsets: np.ndarray  # [n + 1] int64, molecule i is ids[offsets[i]:offsets[i+1]]
-    smiles: list[str]  # the source strings, aligned with the molecules
     n_unknown_tokens: int  # tokens that mapped to [UNK]
 
     def __len__(self) -> int:
@@ -46,11 +51,10 @@ class TokenizedCorpus(NamedTuple):
         return self.ids[np.arange(int(lengths.sum())) + shift], lengths
 
     def subset(self, index: np.ndarray) -> TokenizedCorpus:
-        """Molecules ``index`` in that order; SMILES kept when the corpus has them."""
+        """Molecules ``index`` in that order."""
         ids, lengths = self.tokens(index)
         offsets = np.concatenate(([0], np.cumsum(lengths)))
-        smiles = [self.smiles[i] for i in index] if self.smiles else []
-        return TokenizedCorpus(ids, offsets, smiles, 0)
+        return TokenizedCorpus(ids, offsets, 0)
 
 
 def open_text(path: str | Path):
@@ -76,16 +80,26 @@ def read_smiles_file(path: str | Path, limit: int | None = None) -> list[str]:
 def tokenize_corpus(
     smiles: Sequence[str], tokenizer: SmilesTokenizer, max_length: int = 256
 ) -> TokenizedCorpus:
-    """Tokenise every SMILES to ``[BOS ... EOS]`` (truncated to ``max_length``, EOS kept)."""
-    before = sum(tokenizer.unknown_token_counts.values())
-    encoded = [tokenizer.encode(s, max_length=max_length) for s in smiles]
-    lengths = np.fromiter((len(e) for e in encoded), dtype=np.int64, count=len(encoded))
+    """Tokenise every SMILES to ``[BOS ... EOS]`` (truncated to ``max_length``, EOS kept).
+
+    Vectorised in chunks of :data:`_ENCODE_CHUNK` molecules (``batch_encode``), which keeps
+    the padded id matrix small; the ids are uint8 while the vocabulary fits (uint16 else).
+    """
+    dtype = np.uint8 if len(tokenizer) <= 256 else np.uint16
+    before = sum(tokenizer.unknown_token_counts.values())  # the caller's count stays intact
+    ids_parts, length_parts = [], []
+    for start in range(0, len(smiles), _ENCODE_CHUNK):
+        batch = tokenizer.batch_encode(list(smiles[start : start + _ENCODE_CHUNK]), max_length)
+        real = np.arange(batch.input_ids.shape[1])[None, :] < batch.lengths[:, None]  # [B, N]
+        ids_parts.append(batch.input_ids[real].astype(dtype))  # row-major: molecule order
+        length_parts.append(batch.lengths)
+    lengths = np.concatenate(length_parts) if length_parts else np.zeros(0, np.int64)
+    ids = np.concatenate(ids_parts) if ids_parts else np.zeros(0, dtype)
     offsets = np.concatenate(([0], np.cumsum(lengths)))
-    flat = np.fromiter((t for e in encoded for t in e), dtype=np.int16, count=int(offsets[-1]))
     n_unknown = sum(tokenizer.unknown_token_counts.values()) - before
     if n_unknown:
         logger.warning("%d corpus tokens are not in the vocabulary and became [UNK]", n_unknown)
-    return TokenizedCorpus(flat, offsets, list(smiles), n_unknown)
+    return TokenizedCorpus(ids, offsets, n_unknown)
 
 
 def split_validation(n: int, n_valid: int, seed: int) -> tuple[np.ndarray, np.ndarray]:

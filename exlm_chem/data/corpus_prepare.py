@@ -1,5 +1,10 @@
 """A pre-training corpus prepared once on CPU, read on a GPU machine without RDKit.
 
+This is the one way SMILES files become pre-training data: ``exlm-chem corpus prepare``
+writes a folder for ``pretrain --prepared``, and ``pretrain --corpus`` prepares its files
+into ``OUT/corpus`` the same way (:func:`preparation_differences` tells whether a folder
+already there can be reused), so both train on the same molecules.
+
 ``prepare_corpus`` canonicalises every line with RDKit, drops unparsable lines and
 duplicates (same canonical SMILES; the first occurrence is kept), removes the valid/test
 molecules of every benchmark split mode (:func:`exlm_chem.data.hygiene.runner_split_modes`),
@@ -27,15 +32,17 @@ import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from exlm_chem.data.corpus import TokenizedCorpus, read_smiles_file, split_validation
+from exlm_chem.data.corpus import (
+    TokenizedCorpus,
+    read_smiles_file,
+    split_validation,
+    tokenize_corpus,
+)
 from exlm_chem.files.checksums import file_sha256, vocab_sha256
-
-if TYPE_CHECKING:
-    from exlm_chem.data.tokenizer import SmilesTokenizer
 
 logger = logging.getLogger(__name__)
 
@@ -44,7 +51,6 @@ FORMAT = "exlm_chem.prepared_corpus"
 #: checkpoints; version 1 (still read) hashed the tokens joined by newlines.
 FORMAT_VERSION = 2
 MANIFEST = "manifest.json"
-_ENCODE_CHUNK = 50_000  # molecules per batch_encode call: keeps the padded matrix small
 
 
 class PreparedCorpus(NamedTuple):
@@ -58,22 +64,6 @@ class PreparedCorpus(NamedTuple):
 def _version1_vocab_sha256(tokens: Sequence[str]) -> str:
     """The vocabulary checksum of format version 1."""
     return hashlib.sha256("\n".join(tokens).encode("utf-8")).hexdigest()
-
-
-def _encode(smiles: list[str], tokenizer: SmilesTokenizer, max_length: int) -> TokenizedCorpus:
-    """Like :func:`exlm_chem.data.corpus.tokenize_corpus`, vectorised in chunks; no SMILES kept."""
-    dtype = np.uint8 if len(tokenizer) <= 256 else np.uint16
-    tokenizer.reset_unknown_counts()
-    ids_parts, length_parts = [], []
-    for start in range(0, len(smiles), _ENCODE_CHUNK):
-        batch = tokenizer.batch_encode(smiles[start : start + _ENCODE_CHUNK], max_length)
-        real = np.arange(batch.input_ids.shape[1])[None, :] < batch.lengths[:, None]  # [B, N]
-        ids_parts.append(batch.input_ids[real].astype(dtype))  # row-major: molecule order
-        length_parts.append(batch.lengths)
-    lengths = np.concatenate(length_parts) if length_parts else np.zeros(0, np.int64)
-    ids = np.concatenate(ids_parts) if ids_parts else np.zeros(0, dtype)
-    offsets = np.concatenate(([0], np.cumsum(lengths)))
-    return TokenizedCorpus(ids, offsets, [], sum(tokenizer.unknown_token_counts.values()))
 
 
 def _deduplicate(smiles: list[str], n_jobs: int) -> tuple[list[str], list[str], dict[str, int]]:
@@ -167,7 +157,7 @@ def prepare_corpus(
         canon = [c for c, k in zip(canon, keep, strict=True) if k]
         hygiene_summary.update(details, removed=int((~keep).sum()))
     # the models read canonical SMILES everywhere, so the corpus holds that form
-    corpus = _encode(canon, tokenizer, max_length)
+    corpus = tokenize_corpus(canon, tokenizer, max_length)
     n_valid = min(valid_size, max(1, len(corpus) // 10))
     train_idx, valid_idx = split_validation(len(corpus), n_valid, seed)
     manifest: dict[str, Any] = {
@@ -231,6 +221,76 @@ def _descriptor_targets(canon: list[str], kind: str, train_idx: np.ndarray,
     return targets, entry
 
 
+def _read_manifest(directory: Path) -> dict[str, Any]:
+    """The manifest of a prepared corpus of a format version this module reads."""
+    path = directory / MANIFEST
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found: is {directory} a prepared corpus "
+                                "(exlm-chem corpus prepare --out ...)?")
+    manifest = json.loads(path.read_text())
+    if manifest.get("format") != FORMAT or manifest.get("format_version") not in (
+            1, FORMAT_VERSION):
+        raise ValueError(f"{path}: format {manifest.get('format')!r} version "
+                         f"{manifest.get('format_version')!r}; this exlm_chem reads {FORMAT!r} "
+                         f"version {FORMAT_VERSION}: prepare the corpus again")
+    return manifest
+
+
+def preparation_differences(
+    directory: str | Path,
+    files: Sequence[str | Path],
+    *,
+    max_length: int = 256,
+    valid_size: int = 2000,
+    seed: int = 0,
+    limit: int | None = None,
+    hygiene: bool = True,
+    tasks: Sequence[str] | None = None,
+    split_seeds: Sequence[int] = (0, 1, 2),
+    descriptors: str | None = None,
+) -> list[str]:
+    """How the prepared corpus in ``directory`` differs from what :func:`prepare_corpus`
+    would build from the same arguments; empty when it is that corpus.
+
+    Sources are compared by content (sha256, in order), so a file given by another path
+    still matches. Stored descriptors that were not asked for are no difference.
+
+    Raises
+    ------
+    FileNotFoundError, ValueError
+        ``directory`` holds no prepared corpus of a format this module reads.
+    """
+    manifest = _read_manifest(Path(directory))
+    differ = []
+    there = [f"{s['path']} ({s['sha256'][:12]}...)" for s in manifest["sources"]]
+    hashes = [file_sha256(f) for f in files]
+    if [s["sha256"] for s in manifest["sources"]] != hashes:
+        here = [f"{f} ({h[:12]}...)" for f, h in zip(files, hashes, strict=True)]
+        differ.append(f"sources: {', '.join(there)} there, {', '.join(here)} here")
+    settings = {"max_length": max_length, "valid_size": valid_size, "seed": seed,
+                "limit": limit}
+    differ += [f"{k}: {manifest['settings'].get(k)!r} there, {v!r} here"
+               for k, v in settings.items() if manifest["settings"].get(k) != v]
+    saved = manifest["hygiene"]
+    if saved["enabled"] != hygiene:
+        differ.append(f"hygiene: {saved['enabled']} there, {hygiene} here")
+    elif hygiene:  # the same held-out molecules: the same split modes of the same tasks
+        from exlm_chem.data.hygiene import runner_split_modes
+        from exlm_chem.data.moleculenet import dataset_names
+
+        modes = [list(m) for m in runner_split_modes(split_seeds)]
+        if saved["split_modes"] != modes:
+            differ.append(f"hygiene split modes: {saved['split_modes']} there, {modes} here")
+        wanted = sorted(tasks or dataset_names())
+        if sorted(saved["heldout_molecules"]) != wanted:
+            differ.append(f"hygiene tasks: {sorted(saved['heldout_molecules'])} there, "
+                          f"{wanted} here")
+    stored = manifest.get("descriptors", {}).get("kind")
+    if descriptors is not None and stored != descriptors:
+        differ.append(f"descriptors: {stored} there, {descriptors} here")
+    return differ
+
+
 def load_prepared(directory: str | Path, tokenizer_tokens: Sequence[str]) -> PreparedCorpus:
     """Read a prepared corpus; NumPy only (RDKit is never imported).
 
@@ -243,16 +303,8 @@ def load_prepared(directory: str | Path, tokenizer_tokens: Sequence[str]) -> Pre
         vocabulary other than ``tokenizer_tokens`` (the ids would mean other tokens).
     """
     directory = Path(directory)
-    path = directory / MANIFEST
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} not found: is {directory} a prepared corpus "
-                                "(exlm-chem corpus prepare --out ...)?")
-    manifest = json.loads(path.read_text())
-    version = manifest.get("format_version")
-    if manifest.get("format") != FORMAT or version not in (1, FORMAT_VERSION):
-        raise ValueError(f"{path}: format {manifest.get('format')!r} version "
-                         f"{manifest.get('format_version')!r}; this exlm_chem reads {FORMAT!r} "
-                         f"version {FORMAT_VERSION}: prepare the corpus again")
+    manifest = _read_manifest(directory)
+    path, version = directory / MANIFEST, manifest["format_version"]
     expected = (vocab_sha256(tokenizer_tokens) if version == FORMAT_VERSION
                 else _version1_vocab_sha256(tokenizer_tokens))
     if manifest["vocabulary"]["sha256"] != expected:
@@ -271,7 +323,7 @@ def load_prepared(directory: str | Path, tokenizer_tokens: Sequence[str]) -> Pre
         if offsets[-1] != ids.size:
             raise ValueError(f"{file}: lengths add up to {offsets[-1]} tokens, ids hold "
                              f"{ids.size}")
-        parts[name] = TokenizedCorpus(ids, offsets, [], 0)
+        parts[name] = TokenizedCorpus(ids, offsets, 0)
     targets = None
     if "descriptors" in manifest:
         file = directory / "descriptors.npz"
@@ -286,4 +338,4 @@ def load_prepared(directory: str | Path, tokenizer_tokens: Sequence[str]) -> Pre
     return PreparedCorpus(parts["train"], parts["valid"], manifest, targets)
 
 
-__all__ = ["PreparedCorpus", "load_prepared", "prepare_corpus"]
+__all__ = ["PreparedCorpus", "load_prepared", "preparation_differences", "prepare_corpus"]

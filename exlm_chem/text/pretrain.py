@@ -122,8 +122,7 @@ def pack_documents(pieces: Iterable[Sequence[int]], max_length: int, bos: int, e
     ids[offsets[:-1]] = bos
     ids[offsets[1:] - 1] = eos
     ids[inner] = body
-    # TokenizedCorpus's per-sample strings only serve fragment masking (not used on text)
-    return TokenizedCorpus(ids, offsets, [""] * n, 0)
+    return TokenizedCorpus(ids, offsets, 0)
 
 
 class TextPretrainer(Pretrainer):

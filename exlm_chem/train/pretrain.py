@@ -26,7 +26,6 @@ import torch
 
 from exlm_chem.data.batching import BatchStream
 from exlm_chem.data.collate import SpecialIds
-from exlm_chem.data.corpus import split_validation, tokenize_corpus
 from exlm_chem.data.tokenizer import SmilesTokenizer
 from exlm_chem.device import resolve_device
 from exlm_chem.files.safe_write import atomic_directory
@@ -39,8 +38,8 @@ from exlm_chem.train.pretrain_data import (
     BatchMaker,
     PretrainBatches,
     make_loader,
+    prepare_run_corpus,
     prepared_summary,
-    read_corpus_files,
     to_device,
 )
 from exlm_chem.train.training_state import read_training_state, write_training_state
@@ -83,33 +82,30 @@ class Pretrainer:
         self.lineage: list[dict] = []
         self.descriptors: dict | None = None  # "train"/"valid" -> [n, D] targets (aux_weight)
         self.descriptor_info: dict | None = None  # kind, RDKit version, scaler (manifest's)
+        self.corpus_counts: dict | None = None  # the prepared corpus's lines, removals, kept
 
     # ----- data -------------------------------------------------------------------
     def load_data(self) -> None:
-        args = self.args
-        if args.prepared is not None:
-            from exlm_chem.data.corpus_prepare import load_prepared
+        """Read the prepared corpus: ``args.prepared``, or ``args.corpus`` prepared into
+        ``OUT/corpus`` first (:func:`~exlm_chem.train.pretrain_data.prepare_run_corpus`);
+        from there on both read alike."""
+        from exlm_chem.data.corpus_prepare import load_prepared
 
-            prepared = load_prepared(args.prepared, self.tokenizer.tokens)
-            self.train, self.valid = prepared.train, prepared.valid
-            self.corpus_checksums, self.hygiene_summary = prepared_summary(
-                prepared.manifest, args.prepared)
-            self.n_unknown_tokens = prepared.manifest["counts"]["unknown_tokens"]
-            if args.aux_weight > 0:
-                if prepared.descriptors is None:
-                    raise ValueError(f"{args.prepared} holds no descriptors, which aux_weight "
-                                     "needs: prepare it with --descriptors rdkit2d")
-                self.descriptors = prepared.descriptors
-                self.descriptor_info = prepared.manifest["descriptors"]
-        else:
-            smiles, self.corpus_checksums, self.hygiene_summary = read_corpus_files(
-                args, self.rank)
-            corpus = tokenize_corpus(smiles, self.tokenizer, max_length=args.max_length)
-            n_valid = min(args.valid_size, max(1, len(corpus) // 10))
-            train_idx, valid_idx = split_validation(len(corpus), n_valid, args.seed)
-            self.train = corpus.subset(train_idx)
-            self.valid = corpus.subset(valid_idx)
-            self.n_unknown_tokens = corpus.n_unknown_tokens
+        args = self.args
+        directory = args.prepared if args.prepared is not None else prepare_run_corpus(
+            args, self.rank)
+        prepared = load_prepared(directory, self.tokenizer.tokens)
+        self.train, self.valid = prepared.train, prepared.valid
+        self.corpus_checksums, self.hygiene_summary = prepared_summary(prepared.manifest,
+                                                                       directory)
+        self.corpus_counts = prepared.manifest["counts"]
+        self.n_unknown_tokens = prepared.manifest["counts"]["unknown_tokens"]
+        if args.aux_weight > 0:
+            if prepared.descriptors is None:
+                raise ValueError(f"{directory} holds no descriptors, which aux_weight "
+                                 "needs: prepare it with --descriptors rdkit2d")
+            self.descriptors = prepared.descriptors
+            self.descriptor_info = prepared.manifest["descriptors"]
         self.stream = BatchStream(self.train.lengths(), args.max_tokens, args.seed)
         if self.rank == 0:
             logger.info("corpus: %d train / %d valid molecules", len(self.train), len(self.valid))
@@ -207,6 +203,7 @@ class Pretrainer:
             else "cpu",
             "corpus_sha256": self.corpus_checksums,
             "hygiene": self.hygiene_summary,
+            "corpus_counts": self.corpus_counts,  # what preparation kept of the files' lines
             "pretrain_args": asdict(self.args),
             "budget": self.budget,
             "last_validation": progress.get("last_validation"),

@@ -13,8 +13,8 @@ from exlm_chem.presets import resolve_schedule
 
 @dataclass
 class PretrainArgs:
-    corpus: list[str] | None = None  # SMILES files, one molecule per line (.gz ok) ...
-    out: str | None = None  # run directory: checkpoint/, log.jsonl, budget.json
+    corpus: list[str] | None = None  # SMILES files (.gz ok), prepared into OUT/corpus first ...
+    out: str | None = None  # run directory: checkpoint/, log.jsonl, budget.json, corpus/
     prepared: str | None = None  # ... or a folder from `exlm-chem corpus prepare` (no RDKit)
     preset: str = "small"  # model tiny | small | base, or "paper" (base + the paper's schedule)
     objective: str = "exlm"  # exlm (states alignment) | mlm (the SMILES-BERT twin)
@@ -31,7 +31,7 @@ class PretrainArgs:
     weight_decay: float = 0.0  # decoupled (AdamW; fairseq's Adam does the same)
     clip_norm: float = 1.0
     mask_ratio: float = 0.15  # share of tokens masked (paper 0.15; MolEncoder found 0.3)
-    aux_weight: float = 0.0  # weight of the descriptor-regression loss (prepared descriptors)
+    aux_weight: float = 0.0  # weight of the descriptor-regression loss (RDKit 2D targets; 0: off)
     d_model: int | None = None  # width override: heads d/64, FFN 4d (default: the preset's)
     dropout: float | None = None  # override of every dropout (paper 0.1; CPU runs see < 1 epoch)
     masking: str = "token"  # token | fragment (whole BRICS fragments; needs RDKit)
@@ -87,8 +87,6 @@ def check_args(args: PretrainArgs) -> PretrainArgs:
         problems.append("out (the run directory) is required")
     if (args.corpus is None) == (args.prepared is None):
         problems.append("give exactly one of corpus (SMILES files) or prepared (a folder)")
-    if args.prepared is not None and args.masking == "fragment":
-        problems.append("fragment masking needs SMILES and RDKit: use corpus, not prepared")
     if (args.budget_minutes is not None or args.budget_from) and args.max_steps is not None:
         problems.append("give max_steps or a budget (budget_minutes, budget_from), not both")
     if args.repeat_k < 1 or (args.repeat_k > 1 and args.masking != "token"):
@@ -97,9 +95,6 @@ def check_args(args: PretrainArgs) -> PretrainArgs:
         problems.append(f"mask_ratio must be in (0, 1), got {args.mask_ratio}")
     if args.aux_weight < 0:
         problems.append(f"aux_weight must be >= 0, got {args.aux_weight}")
-    if args.aux_weight > 0 and args.prepared is None:
-        problems.append("aux_weight needs descriptor targets: give prepared, a folder from "
-                        "`exlm-chem corpus prepare --descriptors rdkit2d`")
     if args.aux_weight > 0 and args.repeat_k > 1:
         problems.append("aux_weight does not combine with repeat_k > 1")
     if args.decay_steps is not None and args.decay_steps < 1:

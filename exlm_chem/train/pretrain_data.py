@@ -1,5 +1,9 @@
 """Pre-training input: the corpus, and batches built in DataLoader workers.
 
+The corpus is always a prepared one (:mod:`exlm_chem.data.corpus_prepare`): ``--prepared``
+names its folder, and ``--corpus`` files are prepared into ``OUT/corpus`` first
+(:func:`prepare_run_corpus`), so the two read the same molecules.
+
 Batch ``(epoch, position)`` of the token-budget stream is masked with a generator seeded
 by ``(seed, epoch, position)``, so a batch does not depend on which process builds it:
 with W workers, worker w builds the batches w, w + W, ... of the stream, and the
@@ -10,8 +14,6 @@ process only copies finished (pinned) tensors to the device.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import os
 from pathlib import Path
@@ -23,9 +25,7 @@ import torch
 from exlm_chem.data.batching import BatchStream
 from exlm_chem.data.collate import SpecialIds, collate_exlm, collate_mlm, mask_tokens
 from exlm_chem.data.collate_flat import collate_exlm_flat, collate_mlm_flat, mask_flat
-from exlm_chem.data.corpus import TokenizedCorpus, read_smiles_file
-from exlm_chem.files.checksums import file_sha256
-from exlm_chem.files.safe_write import write_text_atomic
+from exlm_chem.data.corpus import TokenizedCorpus
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +47,7 @@ class BatchMaker:
         self.descriptors = descriptors  # [n, D] aligned with the corpus, or None
         self.objective, self.ratio = args.objective, args.mask_ratio
         self.masking, self.repeat_k = args.masking, args.repeat_k
-        self.tokenizer = tokenizer  # only fragment masking needs it (with RDKit)
+        self.tokenizer = tokenizer  # only fragment masking needs it: ids -> SMILES (RDKit)
 
     def __call__(self, indices: np.ndarray, rng: np.random.Generator):
         if self.repeat_k > 1:  # Repeated MLM: per-copy Bernoulli masking
@@ -76,7 +76,11 @@ class BatchMaker:
         samples = []
         for i in indices:
             ids = self.corpus.get(int(i))
-            groups = fragment_token_groups(self.corpus.smiles[int(i)], self.tokenizer, len(ids))
+            # The tokens join back into the (canonical) SMILES they came from, so the corpus
+            # stores no strings. A molecule truncated to max_length or holding [UNK] decodes
+            # to a string RDKit mostly cannot parse: no groups, plain token masking for it.
+            smiles = self.tokenizer.decode(ids)
+            groups = fragment_token_groups(smiles, self.tokenizer, len(ids))
             samples.append(mask_tokens(ids, self.ratio, rng, self.special, groups))
         if self.objective == "exlm":
             return collate_exlm(samples, self.k_states, self.special)
@@ -125,54 +129,70 @@ def to_device(batch: Any, device: torch.device) -> Any:
     return type(batch)(*(t.to(device, non_blocking=True) for t in batch))
 
 
-# ----- corpus from SMILES files (the path that needs RDKit for hygiene) ---------------------
-def read_corpus_files(args: Any, rank: int) -> tuple[list[str], dict, dict]:
-    """SMILES of ``args.corpus`` after hygiene; their checksums; the hygiene summary."""
-    smiles: list[str] = []
-    checksums = {}
-    for path in args.corpus:
-        smiles.extend(read_smiles_file(path, limit=args.corpus_limit))
-        checksums[str(path)] = file_sha256(path)
-    summary: dict[str, Any] = {"enabled": args.hygiene, "lines": len(smiles)}
-    if args.hygiene:
-        smiles = _apply_hygiene(smiles, checksums, args.corpus_limit, summary, rank)
-    return smiles, checksums, summary
+# ----- the corpus --------------------------------------------------------------------------
+RUN_CORPUS = "corpus"  # OUT/corpus: where a run prepares its --corpus files
 
 
-def _apply_hygiene(smiles: list[str], checksums: dict, limit: int | None, summary: dict,
-                   rank: int) -> list[str]:
-    """Drop benchmark valid/test molecules; the result is cached per corpus checksum."""
-    from exlm_chem.data.hygiene import benchmark_heldout_molecules, exclude_molecules
-    from exlm_chem.data.moleculenet import default_cache_dir
+def prepare_run_corpus(args: Any, rank: int = 0) -> Path:
+    """Prepare ``args.corpus`` into ``OUT/corpus`` as ``exlm-chem corpus prepare`` does.
 
-    # version 2: held-out molecules of every split mode the runner offers, not only scaffold
-    key = {"corpus": checksums, "limit": limit, "version": 2}
-    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
-    cache = default_cache_dir().parent / "hygiene" / f"{digest}.json"
-    if cache.exists():
-        saved = json.loads(cache.read_text())
-        removed = set(saved["removed_lines"])
-        summary.update(saved["summary"])
-        logger.info("corpus hygiene (cached in %s): %s", cache, saved["summary"])
-        return [s for i, s in enumerate(smiles) if i not in removed]
-    heldout = benchmark_heldout_molecules(n_jobs=os.cpu_count() or 1)
-    report = exclude_molecules(smiles, heldout, n_jobs=os.cpu_count() or 1)
-    summary.update(
-        removed=report.n_removed,
-        canonicalised=report.n_candidates,
-        heldout_molecules={k: len(v) for k, v in heldout.items()},
-        removed_by_task=report.removed_by_task,
+    :func:`~exlm_chem.data.corpus_prepare.prepare_corpus` canonicalises, deduplicates,
+    applies the benchmark hygiene (``args.hygiene``) and, when ``args.aux_weight > 0``,
+    stores the RDKit 2D descriptor targets. A folder already there from the same files and
+    settings (a resumed or restarted run) is reused, not prepared again: that would cost
+    minutes, and a resumed run must go on reading the molecules its data position counts.
+
+    Parameters
+    ----------
+    args : PretrainArgs
+        ``corpus``, ``out``, ``max_length``, ``valid_size``, ``seed``, ``corpus_limit``,
+        ``hygiene`` and ``aux_weight`` are read.
+    rank : int
+        Rank 0 prepares; under torch.distributed the other ranks wait for it.
+
+    Returns
+    -------
+    Path
+        The prepared folder, to read with :func:`~exlm_chem.data.corpus_prepare.load_prepared`.
+
+    Raises
+    ------
+    ValueError
+        ``OUT/corpus`` holds a corpus prepared from other files or settings: resuming on
+        it would continue on different data.
+    """
+    from exlm_chem.data.corpus_prepare import (
+        MANIFEST,
+        preparation_differences,
+        prepare_corpus,
     )
+
+    directory = Path(args.out) / RUN_CORPUS
+    settings = {"max_length": args.max_length, "valid_size": args.valid_size,
+                "seed": args.seed, "limit": args.corpus_limit, "hygiene": args.hygiene,
+                "descriptors": "rdkit2d" if args.aux_weight > 0 else None}
     if rank == 0:
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        payload = {"key": key, "summary": summary,
-                   "removed_lines": np.flatnonzero(~report.keep).tolist()}
-        write_text_atomic(cache, json.dumps(payload))
-    return [s for s, keep in zip(smiles, report.keep, strict=True) if keep]
+        if (directory / MANIFEST).is_file():
+            differ = preparation_differences(directory, args.corpus, **settings)
+            if differ:
+                raise ValueError(f"{directory} was prepared from other files or settings "
+                                 f"({'; '.join(differ)}): give the run's own corpus and "
+                                 "settings, or a new --out (or remove that folder)")
+            logger.info("reusing the corpus prepared in %s", directory)
+        else:
+            if (Path(args.out) / "checkpoint" / "training_state.json").is_file():
+                logger.warning("%s/checkpoint predates %s: its steps read the SMILES files as "
+                               "written; from here on the run reads them prepared (canonical, "
+                               "deduplicated)", args.out, directory)
+            prepare_corpus(args.corpus, directory, n_jobs=os.cpu_count() or 1, **settings)
+    if torch.distributed.is_initialized():
+        torch.distributed.barrier()  # the other ranks read what rank 0 prepared
+    return directory
 
 
 def prepared_summary(manifest: dict, directory: str | Path) -> tuple[dict, dict]:
-    """Checksums and hygiene summary of a prepared corpus, shaped like the files path's."""
+    """Checksums (of the source files and of ``train.npz``) and the hygiene summary of a
+    prepared corpus, for a checkpoint's metadata."""
     checksums = {s["path"]: s["sha256"] for s in manifest["sources"]}
     checksums[f"{directory}/train.npz"] = manifest["files"]["train.npz"]
     hygiene = {**manifest["hygiene"], "lines": manifest["counts"]["lines"],
@@ -180,5 +200,5 @@ def prepared_summary(manifest: dict, directory: str | Path) -> tuple[dict, dict]
     return checksums, hygiene
 
 
-__all__ = ["BatchMaker", "PretrainBatches", "StepBatch", "make_loader", "prepared_summary",
-           "read_corpus_files", "to_device"]
+__all__ = ["RUN_CORPUS", "BatchMaker", "PretrainBatches", "StepBatch", "make_loader",
+           "prepare_run_corpus", "prepared_summary", "to_device"]

@@ -45,6 +45,24 @@ def test_unknown_dataset_is_a_clear_error(moleculenet_dir, monkeypatch):
         main(["data", "summary", "--datasets", "nope"])
 
 
+def test_pretrain_corpus_is_prepared_in_the_run_and_kept_to_on_resume(messy_corpus, tmp_path,
+                                                                       capsys):
+    path, expected = messy_corpus
+    out = tmp_path / "run"
+    cmd = ["pretrain", "--corpus", str(path), "--out", str(out), "--preset", "tiny",
+           "--max-steps", "2", "--max-tokens", "1024", "--warmup-steps", "1",
+           "--valid-size", "4", "--no-hygiene", "--no-progress", "--device", "cpu"]
+    assert main(cmd) == 0
+    assert "finished at step 2" in capsys.readouterr().out
+    manifest = json.loads((out / "corpus" / "manifest.json").read_text())
+    assert manifest["counts"]["duplicates_removed"] == 2
+    assert manifest["counts"]["molecules"] == len(expected)
+    assert manifest["hygiene"] == {"enabled": False}
+    # resuming with another preparation setting would continue on other molecules
+    with pytest.raises(ValueError, match="max_length: 256 there, 64 here"):
+        main([*cmd, "--max-steps", "3", "--max-length", "64", "--resume"])
+
+
 @pytest.mark.slow
 def test_pretrain_survives_a_kill_and_resumes(pretrain_dir, moleculenet_dir, tmp_path):
     corpus = pretrain_dir / "moses_train.smi.gz"

@@ -106,6 +106,36 @@ def test_fragment_masking_trains(corpus, tmp_path):
     assert result["step"] == 4 and result["invalid_paths"] == 0
 
 
+def test_corpus_trains_on_its_canonical_deduplicated_molecules_and_resumes_on_them(
+        messy_corpus, tmp_path):
+    from exlm_chem.data.corpus_prepare import load_prepared
+    from exlm_chem.data.hygiene import canonical_smiles
+
+    path, expected = messy_corpus
+    out = tmp_path / "run"
+    kw = dict(max_steps=3, corpus_limit=None, valid_size=4, valid_every=3, log_every=1)
+    pretrain(_args(path, out, **kw, stop_at_step=2))
+    manifest = out / "corpus" / "manifest.json"
+    written = manifest.stat().st_mtime_ns
+    pretrain(_args(path, out, **kw), resume=True)
+    assert manifest.stat().st_mtime_ns == written  # reused on --resume, not prepared again
+    tok = SmilesTokenizer()
+    prepared = load_prepared(out / "corpus", tok.tokens)
+    trained = [tok.decode(prepared.train.get(i)) for i in range(len(prepared.train))]
+    held_out = [tok.decode(prepared.valid.get(i)) for i in range(len(prepared.valid))]
+    # the form embed and fine-tuning feed the model, each molecule once
+    assert sorted(trained + held_out) == sorted(expected)
+    assert all(canonical_smiles(s) == s for s in trained)
+    meta = json.loads((out / "checkpoint" / "metadata.json").read_text())
+    assert meta["steps"] == 3 and meta["last_validation"]["valid_molecules"] == 4
+    counts = meta["corpus_counts"]
+    assert (counts["lines"], counts["duplicates_removed"], counts["molecules"]) == (44, 2, 42)
+    assert counts["train"] == len(trained) == 38
+    assert meta["hygiene"]["prepared"] == str(out / "corpus")
+    assert meta["pretrain_args"]["corpus"] == [str(path)]
+    assert set(meta["corpus_sha256"]) == {str(path), str(out / "corpus" / "train.npz")}
+
+
 @pytest.mark.parametrize("objective", ["exlm", "mlm"])
 def test_repeated_mlm_pretrains(corpus, tmp_path, objective):
     args = _args(corpus, tmp_path, max_steps=3, repeat_k=3, objective=objective, corpus_limit=100)
@@ -205,8 +235,6 @@ def test_conflicting_sources_or_steps_are_rejected(prepared_dir, corpus, tmp_pat
         pretrain(_prepared_args(prepared_dir, tmp_path, corpus=corpus))
     with pytest.raises(ValueError, match="max_steps or a budget"):
         pretrain(_prepared_args(prepared_dir, tmp_path, budget_minutes=1.0))
-    with pytest.raises(ValueError, match="fragment masking needs SMILES"):
-        pretrain(_prepared_args(prepared_dir, tmp_path, masking="fragment"))
 
 
 @pytest.mark.gpu
@@ -271,11 +299,18 @@ def test_auxiliary_descriptor_objective_trains_and_ships_its_scaler(prepared_wit
     assert vectors.shape == (2, 128) and valid.all()
 
 
-def test_auxiliary_objective_needs_descriptors(prepared_dir, corpus, tmp_path):
+def test_auxiliary_objective_needs_descriptors(prepared_dir, messy_corpus, tmp_path):
     with pytest.raises(ValueError, match="holds no descriptors"):
         pretrain(_prepared_args(prepared_dir, tmp_path / "a", max_steps=2, aux_weight=1.0))
-    with pytest.raises(ValueError, match="aux_weight needs descriptor targets"):
-        pretrain(_args(corpus, tmp_path / "b", max_steps=2, aux_weight=1.0))
+    # --corpus computes them while preparing, as `corpus prepare --descriptors rdkit2d` does
+    out = tmp_path / "b"
+    pretrain(_args(messy_corpus[0], out, max_steps=2, aux_weight=1.0, corpus_limit=None,
+                   valid_size=4))
+    manifest = json.loads((out / "corpus" / "manifest.json").read_text())
+    meta = json.loads((out / "checkpoint" / "metadata.json").read_text())
+    assert manifest["descriptors"]["kind"] == "rdkit2d"
+    assert meta["descriptors"]["scaler"] == manifest["descriptors"]["scaler"]
+    assert "aux_loss" in _log(out)[-2]  # the last training record, before validation
 
 
 def test_snapshots_every_cpu_interval_and_a_stable_then_decaying_rate(prepared_dir, tmp_path):

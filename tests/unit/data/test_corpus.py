@@ -24,8 +24,22 @@ def test_subset_takes_molecules_in_the_given_order():
     from exlm_chem.data.corpus import TokenizedCorpus
 
     ids = np.array([0, 7, 2, 0, 8, 9, 2, 0, 5, 2], dtype=np.uint8)
-    corpus = TokenizedCorpus(ids, np.array([0, 3, 7, 10]), ["a", "b", "c"], 0)
+    corpus = TokenizedCorpus(ids, np.array([0, 3, 7, 10]), 0)
     sub = corpus.subset(np.array([2, 0]))
     assert sub.ids.tolist() == [0, 5, 2, 0, 7, 2] and sub.ids.dtype == np.uint8
-    assert sub.offsets.tolist() == [0, 3, 6] and sub.smiles == ["c", "a"]
-    assert TokenizedCorpus(ids, corpus.offsets, [], 0).subset(np.array([1])).smiles == []
+    assert sub.offsets.tolist() == [0, 3, 6]
+
+
+def test_tokenize_corpus_gives_the_tokenizer_s_ids_compactly():
+    from exlm_chem.data.corpus import tokenize_corpus
+    from exlm_chem.data.tokenizer import SmilesTokenizer
+
+    tok = SmilesTokenizer()
+    smiles = ["CCO", "c1ccccc1Cl", "CC(=O)O" * 20, "C[Xx]C"]
+    tok.encode("C[Yy]")  # an unknown token counted before: the corpus count leaves it be
+    corpus = tokenize_corpus(smiles, tok, max_length=12)
+    assert corpus.n_unknown_tokens == 1 and sum(tok.unknown_token_counts.values()) == 2
+    assert corpus.ids.dtype == np.uint8  # the packaged vocabulary fits a byte
+    for i, s in enumerate(smiles):
+        assert corpus.get(i).tolist() == tok.encode(s, max_length=12)
+    assert len(tokenize_corpus([], tok)) == 0

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from exlm_chem.data.corpus import read_smiles_file, split_validation
-from exlm_chem.data.corpus_prepare import load_prepared, prepare_corpus
+from exlm_chem.data.corpus_prepare import load_prepared, preparation_differences, prepare_corpus
 from exlm_chem.data.tokenizer import SmilesTokenizer
 from exlm_chem.files.checksums import vocab_sha256
 
@@ -116,6 +116,35 @@ def test_loading_refuses_another_vocabulary_or_a_changed_file(prepared, tmp_path
     assert len(load_prepared(v1, tokens).train) == len(load_prepared(out, tokens).train)
     with pytest.raises(FileNotFoundError, match="corpus prepare"):
         load_prepared(tmp_path, tokens)
+
+
+def test_preparation_differences_name_what_another_preparation_would_change(prepared, source,
+                                                                          tmp_path):
+    import shutil
+
+    out, _ = prepared
+    same = {"valid_size": 10, "seed": 3, "tasks": ["bace"], "split_seeds": (0,)}
+    assert preparation_differences(out, [source[0]], **same) == []
+    copy = tmp_path / "copy.smi.gz"  # the same content by another path: the same source
+    shutil.copy(source[0], copy)
+    assert preparation_differences(out, [copy], **same) == []
+    changed = {**same, "seed": 4, "limit": 50, "tasks": ["bbbp", "bace"], "descriptors": "rdkit2d"}
+    assert preparation_differences(out, [source[0]], **changed) == [
+        "seed: 3 there, 4 here", "limit: None there, 50 here",
+        "hygiene tasks: ['bace'] there, ['bace', 'bbbp'] here",
+        "descriptors: None there, rdkit2d here"]
+    assert preparation_differences(out, [source[0]], **{**same, "split_seeds": (0, 1)}) == [
+        "hygiene split modes: [['scaffold', 0], ['deepchem_scaffold', 0], "
+        "['scaffold_balanced', 0]] there, [['scaffold', 0], ['deepchem_scaffold', 0], "
+        "['scaffold_balanced', 0], ['scaffold_balanced', 1]] here"]
+    assert preparation_differences(out, [source[0]], **{**same, "hygiene": False}) == [
+        "hygiene: True there, False here"]
+    other = tmp_path / "other.smi"
+    other.write_text("CCO\n")
+    (differ,) = preparation_differences(out, [other], **same)
+    assert differ.startswith("sources: ") and str(other) in differ
+    with pytest.raises(FileNotFoundError, match="corpus prepare"):
+        preparation_differences(tmp_path, [source[0]])
 
 
 def test_cli_prepares_without_hygiene(source, tmp_path, capsys):
