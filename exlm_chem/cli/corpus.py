@@ -17,7 +17,9 @@ class CorpusPrepareCommand(Subcommand):
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--corpus", nargs="+", required=True, help="SMILES files (.smi[.gz])")
-        parser.add_argument("--out", required=True, help="folder to write (replaced if present)")
+        parser.add_argument("--out", required=True,
+                            help="folder to write: new or empty (a corpus there is never "
+                                 "overwritten)")
         parser.add_argument("--max-length", type=int, default=256,
                             help="tokens per molecule incl. BOS/EOS (longer: truncated)")
         parser.add_argument("--valid-size", type=int, default=2000,

@@ -124,7 +124,8 @@ def prepare_corpus(
     files : sequence of path
         SMILES files, one molecule per line (first field), ``.gz`` allowed.
     out : path
-        Folder to write; replaced atomically if it exists.
+        Folder to write, new or empty: it is built under a temporary name and published in
+        one step, and an existing corpus is never overwritten.
     max_length : int
         Tokens per molecule including BOS/EOS; longer molecules are truncated (EOS kept).
     valid_size : int
