@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -155,8 +154,8 @@ def _apply_hygiene(smiles: list[str], checksums: dict, limit: int | None, summar
         summary.update(saved["summary"])
         logger.info("corpus hygiene (cached in %s): %s", cache, saved["summary"])
         return [s for i, s in enumerate(smiles) if i not in removed]
-    heldout = benchmark_heldout_molecules(n_jobs=os.cpu_count() or 1)
-    report = exclude_molecules(smiles, heldout, n_jobs=os.cpu_count() or 1)
+    heldout = benchmark_heldout_molecules(n_jobs=-1)
+    report = exclude_molecules(smiles, heldout, n_jobs=-1)
     summary.update(
         removed=report.n_removed,
         canonicalised=report.n_candidates,
