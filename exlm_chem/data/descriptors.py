@@ -17,7 +17,7 @@ would be dominated by a few molecules), then clipped to ``±CLIP``; a missing va
 (NaN or infinite) becomes 0, the training median, after scaling. Rows never move: row
 ``i`` of every output is molecule ``i`` of the input.
 
-Computation runs over spawned worker processes
+Computation runs over worker processes
 (:func:`~exlm_chem.data.process_map.map_chunks`, as scaffolds and canonical SMILES do)
 once there are enough molecules to pay for starting them; callers compute each distinct
 canonical SMILES once (:func:`molecule_features` deduplicates).
@@ -133,7 +133,7 @@ def rdkit2d_descriptors(smiles: Sequence[str],
     smiles : sequence of str
         Molecules, one per row (canonical or not).
     n_jobs : int or None
-        Worker processes (spawned); None or -1: every core this process may use (fewer
+        Worker processes; None or -1: every core this process may use (fewer
         than 2000 molecules run in-process). Not 0.
 
     Returns

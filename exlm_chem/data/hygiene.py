@@ -61,7 +61,7 @@ def _canonical_many(smiles: Sequence[str]) -> list[str | None]:
 def canonicalize(smiles: Sequence[str], n_jobs: int = 1) -> list[str | None]:
     """Canonical SMILES (None where RDKit cannot parse), in input order.
 
-    ``n_jobs``: worker processes (spawned) for large inputs, ``-1`` every core this
+    ``n_jobs``: worker processes for large inputs, ``-1`` every core this
     process may use (:func:`~exlm_chem.data.process_map.map_chunks`).
     """
     parts = map_chunks(_canonical_many, smiles, n_jobs=n_jobs,

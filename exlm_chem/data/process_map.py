@@ -11,19 +11,18 @@ and canonical SMILES (:mod:`exlm_chem.data.hygiene`) all call :func:`map_chunks`
   process, with no pool at all.
 * The input is cut into contiguous chunks and the chunk results come back in input
   order, so the result never depends on ``n_jobs``.
-* Workers are *spawned*, not forked: the caller may hold torch's OpenMP threads (an
-  estimator's ``fit``), and forking a threaded process can deadlock. A spawned worker
-  imports only the mapped function's module; keep such modules free of torch at import.
-  Spawning re-imports a script's ``__main__``, so a script that maps with ``n_jobs > 1``
-  needs the ``if __name__ == "__main__":`` guard; a worker dying says so.
+* Workers are fresh interpreters from joblib's loky backend, not forks: the caller may
+  hold torch's OpenMP threads (an estimator's ``fit``), and forking a threaded process can
+  deadlock. Unlike :mod:`multiprocessing`'s spawn, loky does not re-run the caller's
+  ``__main__`` script in its workers, so a plain script (no ``if __name__ ==
+  "__main__":`` guard) can fit with ``n_jobs > 1``. A worker imports only the mapped
+  function's module: keep such modules free of torch at import. The workers stay up for
+  a while and serve the next map, so repeated fits pay the start-up once.
 """
 
 from __future__ import annotations
 
-import multiprocessing
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from typing import TypeVar
 
 import numpy as np
@@ -134,7 +133,7 @@ def map_chunks(
     chunk_size: int | None = None,
     task: str = "mapping over processes",
 ) -> list[R]:
-    """``func`` applied to contiguous chunks of ``items``, over spawned processes.
+    """``func`` applied to contiguous chunks of ``items``, over worker processes.
 
     Parameters
     ----------
@@ -166,8 +165,8 @@ def map_chunks(
     ValueError
         For a bad ``n_jobs`` (even when the input is small).
     RuntimeError
-        If a worker process died (its usual cause, a script without the ``__main__``
-        guard, is named). An exception ``func`` raises reaches the caller unchanged.
+        If a worker process died. An exception ``func`` raises reaches the caller
+        unchanged.
     """
     workers = worker_count(n_jobs, len(items), min_per_worker)
     if workers == 1:
@@ -176,13 +175,15 @@ def map_chunks(
         chunks = contiguous_chunks(items, n_chunks=workers * CHUNKS_PER_WORKER)
     else:
         chunks = contiguous_chunks(items, chunk_size=chunk_size)
-    context = multiprocessing.get_context("spawn")
+    # joblib is scikit-learn's own dependency; import it only when a pool is needed
+    from joblib import Parallel, delayed
+    from joblib.externals.loky.process_executor import TerminatedWorkerError
+
     try:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-            return list(pool.map(func, chunks))  # map yields in submission order
-    except BrokenProcessPool as err:
+        # results come back in submission order, whatever order the workers finish in
+        return Parallel(n_jobs=workers, backend="loky")(delayed(func)(c) for c in chunks)
+    except TerminatedWorkerError as err:
         raise RuntimeError(
-            f"a worker process died while {task} with n_jobs={n_jobs}. The usual cause: "
-            "a script calls this at top level; spawned workers re-import the script, so "
-            "put the call under `if __name__ == '__main__':`, or use n_jobs=1."
+            f"a worker process died while {task} with n_jobs={n_jobs} (killed, or out of "
+            "memory); n_jobs=1 computes in this process"
         ) from err

@@ -114,7 +114,7 @@ def _scaffolds_of_chunk(chunk: Sequence[str], include_chirality: bool | None) ->
     This is what ``MurckoScaffoldSmiles(mol=mol, includeChirality=...)`` computes (it calls
     the same two functions), minus a Python wrapper per molecule; every molecule is parsed
     exactly once. ``include_chirality=None`` only checks that RDKit accepts each SMILES
-    (valid rows get ``""``). Module level so a spawned worker process can import it.
+    (valid rows get ``""``). Module level so a worker process can import it.
     """
     from rdkit import Chem, rdBase
     from rdkit.Chem.Scaffolds.MurckoScaffold import GetScaffoldForMol
@@ -160,8 +160,7 @@ def murcko_scaffolds(
     n_jobs
         Worker processes for large inputs (``-1``: every core this process may use;
         :func:`~exlm_chem.data.process_map.map_chunks`). The result does not depend on
-        it. Workers are spawned, so a script calling this with ``n_jobs > 1`` needs the
-        usual ``if __name__ == "__main__":`` guard.
+        it.
 
     Returns
     -------

@@ -90,9 +90,7 @@ _PARAMETERS = """
         the pooled state followed by these scaled features: what the head reads.
     n_jobs : int or None, default None
         Processes computing ``features``; None or -1: every core this process may use
-        (fewer than 2000 distinct molecules are computed in-process). The workers are
-        spawned, so a script fitting on more needs the ``if __name__ == "__main__":``
-        guard (or ``n_jobs=1``).
+        (fewer than 2000 distinct molecules are computed in-process).
 """
 
 _ATTRIBUTES = """

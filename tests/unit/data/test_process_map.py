@@ -1,13 +1,13 @@
-"""Tests of exlm_chem.data.process_map: the one parallel map over spawned processes."""
+"""Tests of exlm_chem.data.process_map: the one parallel map over worker processes."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
-from concurrent.futures import ProcessPoolExecutor
-from typing import ClassVar
+from pathlib import Path
 
+import joblib
 import numpy as np
 import pytest
 
@@ -19,7 +19,7 @@ from exlm_chem.data.process_map import (
     worker_count,
 )
 
-# A spawned worker re-imports this module, so it sees this value even after a test
+# A fresh worker interpreter imports this module, so it sees this value even after a test
 # changes it in the parent; a forked one would inherit the change.
 _ORIGIN = "imported"
 
@@ -33,17 +33,17 @@ def _squares_and_origin(chunk: list[int]) -> list[tuple[int, int, str]]:
 
 
 def _die(chunk: list[int]) -> list[int]:
-    os._exit(3)  # a worker killed mid-task, as a script without the __main__ guard is
+    os._exit(3)  # a worker killed mid-task (by the OOM killer, say)
 
 
-class _RecordingPool(ProcessPoolExecutor):
-    """A real pool that records how it was started."""
+class _RecordingParallel(joblib.Parallel):
+    """joblib's real Parallel, recording how the map asked for it."""
 
-    started: ClassVar[list[tuple[int | None, str]]] = []
+    started: list[tuple[int | None, str | None]] = []  # noqa: RUF012 (reset per test)
 
-    def __init__(self, max_workers=None, mp_context=None, **kwargs):
-        _RecordingPool.started.append((max_workers, mp_context.get_start_method()))
-        super().__init__(max_workers=max_workers, mp_context=mp_context, **kwargs)
+    def __init__(self, n_jobs=None, backend=None, **kwargs):
+        _RecordingParallel.started.append((n_jobs, backend))
+        super().__init__(n_jobs=n_jobs, backend=backend, **kwargs)
 
 
 @pytest.fixture
@@ -54,9 +54,9 @@ def two_cores(monkeypatch):
 
 @pytest.fixture
 def recording_pool(monkeypatch):
-    _RecordingPool.started = []
-    monkeypatch.setattr(process_map, "ProcessPoolExecutor", _RecordingPool)
-    return _RecordingPool
+    _RecordingParallel.started = []
+    monkeypatch.setattr(joblib, "Parallel", _RecordingParallel)
+    return _RecordingParallel
 
 
 @pytest.fixture
@@ -64,7 +64,7 @@ def no_pool(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("a process pool was started for a small input")
 
-    monkeypatch.setattr(process_map, "ProcessPoolExecutor", refuse)
+    monkeypatch.setattr(joblib, "Parallel", refuse)
 
 
 # --------------------------------------------------------------------------- n_jobs
@@ -148,34 +148,59 @@ def test_a_small_input_runs_in_this_process_with_the_input_as_given(two_cores, n
     ]
 
 
-def test_a_large_input_runs_in_spawned_workers_and_keeps_order(two_cores, recording_pool,
+def test_a_large_input_runs_in_fresh_workers_and_keeps_order(two_cores, recording_pool,
                                                                monkeypatch):
     monkeypatch.setattr(sys.modules[__name__], "_ORIGIN", "changed in the parent")
     items = list(range(1000, 0, -1))  # descending, so a reordering would show
     parts = map_chunks(_squares_and_origin, items, n_jobs=-1, min_per_worker=100,
                        chunk_size=37)
-    assert recording_pool.started == [(2, "spawn")]
+    assert recording_pool.started == [(2, "loky")]
     assert len(parts) == -(-len(items) // 37)
     flat = [row for part in parts for row in part]
     assert [square for square, _, _ in flat] == _squares(items)  # the in-process result
     pids = {pid for _, pid, _ in flat}
     assert os.getpid() not in pids and 1 <= len(pids) <= 2
-    assert {origin for _, _, origin in flat} == {"imported"}  # fresh interpreters: spawn
+    assert {origin for _, _, origin in flat} == {"imported"}  # fresh interpreters, no fork
 
 
 def test_default_chunks_are_a_few_per_worker_in_order(two_cores, recording_pool):
     items = list(range(400))
     parts = map_chunks(_squares, items, n_jobs=2, min_per_worker=100)
-    assert recording_pool.started == [(2, "spawn")]
+    assert recording_pool.started == [(2, "loky")]
     assert len(parts) == 2 * process_map.CHUNKS_PER_WORKER
     assert [x for part in parts for x in part] == map_chunks(
         _squares, items, n_jobs=1, min_per_worker=100
     )[0]
 
 
-def test_a_dead_worker_is_a_runtime_error_naming_the_main_guard(two_cores):
-    with pytest.raises(RuntimeError, match=r"while testing with n_jobs=2.*__name__ =="):
+def test_a_dead_worker_is_a_runtime_error(two_cores):
+    with pytest.raises(RuntimeError, match=r"worker process died while testing with n_jobs=2"):
         map_chunks(_die, list(range(10)), n_jobs=2, min_per_worker=1, task="testing")
+
+
+def test_a_script_without_the_main_guard_maps_once(tmp_path: Path):
+    """Workers do not re-run the calling script (multiprocessing's spawn would: every
+    worker would run its top level again, and the map inside it would fail)."""
+    script = tmp_path / "plain_script.py"
+    script.write_text(
+        "from exlm_chem.data.hygiene import canonical_smiles\n"
+        "from exlm_chem.data.process_map import map_chunks\n"
+        "print('top level ran', flush=True)\n"
+        "def canon(chunk):  # defined in the script: sent to the workers by value\n"
+        "    return [canonical_smiles(s) for s in chunk]\n"
+        "parts = map_chunks(canon, ['OCC', 'c1ccccc1O', 'not a smiles'] * 20, n_jobs=2,\n"
+        "                   min_per_worker=10, chunk_size=3)\n"
+        "print(len(parts), parts[0])\n",
+        encoding="utf-8",
+    )
+    repo = Path(__file__).resolve().parents[3]
+    path = os.pathsep.join(filter(None, [str(repo), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONPATH": path}
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         env=env, timeout=600)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.count("top level ran") == 1
+    assert "20 ['CCO', 'Oc1ccccc1', None]" in run.stdout
 
 
 def test_importing_the_module_imports_neither_torch_nor_rdkit():
