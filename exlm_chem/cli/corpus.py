@@ -34,7 +34,8 @@ class CorpusPrepareCommand(Subcommand):
                             help="seeds of the seeded split modes (scaffold_balanced) to clean")
         parser.add_argument("--no-hygiene", dest="hygiene", action="store_false",
                             help="keep benchmark valid/test molecules")
-        parser.add_argument("--n-jobs", type=int, default=2, help="processes for RDKit")
+        parser.add_argument("--n-jobs", type=int, default=2,
+                            help="processes for RDKit (-1: all cores)")
         parser.add_argument("--descriptors", choices=["rdkit2d"], default=None,
                             help="also store standardised RDKit 2D descriptors, the targets "
                                  "of `pretrain --aux-weight` (about 13 CPU-ms a molecule)")

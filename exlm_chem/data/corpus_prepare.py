@@ -136,7 +136,8 @@ def prepare_corpus(
         Remove benchmark valid/test molecules (``tasks``: default all; ``split_seeds``:
         the seeds of the seeded split modes).
     n_jobs : int
-        Processes for RDKit canonicalisation (and descriptors).
+        Processes for RDKit canonicalisation (and descriptors); ``-1``: every core this
+        process may use.
     descriptors : str, optional
         ``"rdkit2d"``: also compute the molecules' standardised RDKit 2D descriptors,
         the targets of pre-training's auxiliary objective (about 13 CPU-ms per molecule).

@@ -17,21 +17,22 @@ would be dominated by a few molecules), then clipped to ``±CLIP``; a missing va
 (NaN or infinite) becomes 0, the training median, after scaling. Rows never move: row
 ``i`` of every output is molecule ``i`` of the input.
 
-Computation runs over processes (:class:`concurrent.futures.ProcessPoolExecutor`, as
-:func:`exlm_chem.data.hygiene.canonicalize`) once there are enough molecules to pay for
-starting them; callers compute each distinct canonical SMILES once
-(:func:`molecule_features` deduplicates).
+Computation runs over worker processes
+(:func:`~exlm_chem.data.process_map.map_chunks`, as scaffolds and canonical SMILES do)
+once there are enough molecules to pay for starting them; callers compute each distinct
+canonical SMILES once (:func:`molecule_features` deduplicates).
 """
 
 from __future__ import annotations
 
-import os
+import functools
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from exlm_chem.data.process_map import map_chunks
 
 __all__ = [
     "CLIP", "COMPUTED_KINDS", "KINDS", "MORGAN_BITS", "MORGAN_RADIUS", "USER_KIND",
@@ -45,8 +46,8 @@ MORGAN_RADIUS = 2
 MORGAN_BITS = 2048
 CLIP = 5.0  # scaled values beyond ±CLIP robust standard deviations are clipped
 _IQR_TO_SD = 1.349  # IQR of a standard normal: a robust scale in standard-deviation units
-_PARALLEL_MIN = 2000  # fewer molecules than this are computed in this process
-_CHUNK = 500  # molecules per task sent to a worker process
+_MIN_PER_WORKER = 1000  # fewest molecules worth a worker: under 2000 all run in-process
+_CHUNK = 500  # molecules per task sent to a worker (bounds the float64 rows sent back)
 
 
 def rdkit_version() -> str:
@@ -108,12 +109,6 @@ def _compute(kind: str, smiles: Sequence[str]) -> np.ndarray:
     raise ValueError(f"unknown feature kind {kind!r}; choose from {COMPUTED_KINDS}")
 
 
-def _n_workers(n_jobs: int | None, n: int) -> int:
-    cores = os.cpu_count() or 1
-    workers = cores if n_jobs is None or n_jobs < 0 else max(1, n_jobs)
-    return 1 if n < _PARALLEL_MIN else min(workers, cores, -(-n // _CHUNK))
-
-
 def _float32(values: np.ndarray) -> np.ndarray:
     """float64 -> float32 with NaN for anything float32 cannot hold (inf, overflow)."""
     with np.errstate(over="ignore", invalid="ignore"):
@@ -123,13 +118,10 @@ def _float32(values: np.ndarray) -> np.ndarray:
 
 
 def _computed(kind: str, smiles: Sequence[str], n_jobs: int | None) -> np.ndarray:
-    workers = _n_workers(n_jobs, len(smiles))
-    if workers == 1:
-        return _float32(_compute(kind, smiles))
-    chunks = [list(smiles[i : i + _CHUNK]) for i in range(0, len(smiles), _CHUNK)]
-    with ProcessPoolExecutor(workers) as pool:
-        parts = list(pool.map(_compute, [kind] * len(chunks), chunks))  # order kept
-    return _float32(np.concatenate(parts))
+    parts = map_chunks(functools.partial(_compute, kind), smiles, n_jobs=n_jobs,
+                       min_per_worker=_MIN_PER_WORKER, chunk_size=_CHUNK,
+                       task=f"computing {kind} features")
+    return _float32(parts[0] if len(parts) == 1 else np.concatenate(parts))
 
 
 def rdkit2d_descriptors(smiles: Sequence[str],
@@ -141,7 +133,8 @@ def rdkit2d_descriptors(smiles: Sequence[str],
     smiles : sequence of str
         Molecules, one per row (canonical or not).
     n_jobs : int or None
-        Worker processes; None or negative: all cores (small inputs run in-process).
+        Worker processes; None or -1: every core this process may use (fewer
+        than 2000 molecules run in-process). Not 0.
 
     Returns
     -------

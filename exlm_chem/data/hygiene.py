@@ -12,12 +12,17 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 from typing import NamedTuple
 
 import numpy as np
 
+from exlm_chem.data.process_map import map_chunks
+
 logger = logging.getLogger(__name__)
+
+# Fewest SMILES worth a worker process: canonicalising is cheap per molecule, so under
+# 20k SMILES the pool's start-up costs more than it saves and all run in-process.
+_MIN_PER_WORKER = 10_000
 
 # the element symbol of an atom token: bracket atoms "[13C@@H+]", organic "Cl", aromatic "c"
 _ATOM = re.compile(r"\[\d*([A-Za-z][a-z]?)|(Br|Cl|B|C|N|O|P|S|F|I|b|c|n|o|s|p)")
@@ -54,13 +59,14 @@ def _canonical_many(smiles: Sequence[str]) -> list[str | None]:
 
 
 def canonicalize(smiles: Sequence[str], n_jobs: int = 1) -> list[str | None]:
-    """Canonical SMILES (None where RDKit cannot parse), optionally over processes."""
-    if n_jobs <= 1 or len(smiles) < 20_000:
-        return _canonical_many(smiles)
-    size = -(-len(smiles) // (n_jobs * 8))
-    chunks = [smiles[i : i + size] for i in range(0, len(smiles), size)]
-    with ProcessPoolExecutor(n_jobs) as pool:
-        return [c for part in pool.map(_canonical_many, chunks) for c in part]
+    """Canonical SMILES (None where RDKit cannot parse), in input order.
+
+    ``n_jobs``: worker processes for large inputs, ``-1`` every core this
+    process may use (:func:`~exlm_chem.data.process_map.map_chunks`).
+    """
+    parts = map_chunks(_canonical_many, smiles, n_jobs=n_jobs,
+                       min_per_worker=_MIN_PER_WORKER, task="canonicalising SMILES")
+    return parts[0] if len(parts) == 1 else [c for part in parts for c in part]
 
 
 def exclude_molecules(
@@ -120,7 +126,7 @@ def benchmark_heldout_molecules(
     names : sequence of str, optional
         Tasks (default: every MoleculeNet task of the registry).
     n_jobs : int
-        Processes for canonicalisation.
+        Processes for canonicalisation (``-1``: every core this process may use).
     splits : sequence of (split, seed), optional
         The split modes whose valid/test parts are held out, each split as the benchmark
         splits it (:func:`~exlm_chem.data.split_modes.split_rows`). Default:

@@ -27,14 +27,14 @@ stays cheap.
 
 from __future__ import annotations
 
-import itertools
+import functools
 import math
-import os
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 
+from exlm_chem.data.process_map import map_chunks, resolve_n_jobs
 from exlm_chem.data.rdkit_reasons import rdkit_reason
 from exlm_chem.errors import InvalidRow, InvalidSmilesError
 
@@ -51,8 +51,8 @@ __all__ = [
 
 Fractions = tuple[float, float, float]
 
-# Below this many distinct SMILES a process pool costs more (worker start-up, RDKit import)
-# than it saves, so n_jobs > 1 silently runs in-process.
+# Fewest distinct SMILES that pay for a worker process (start-up, RDKit import): below
+# twice this, n_jobs > 1 silently runs in-process.
 _MIN_PER_WORKER = 2000
 # How many bad rows the error message spells out; all of them are in ``.rows``.
 
@@ -114,7 +114,7 @@ def _scaffolds_of_chunk(chunk: Sequence[str], include_chirality: bool | None) ->
     This is what ``MurckoScaffoldSmiles(mol=mol, includeChirality=...)`` computes (it calls
     the same two functions), minus a Python wrapper per molecule; every molecule is parsed
     exactly once. ``include_chirality=None`` only checks that RDKit accepts each SMILES
-    (valid rows get ``""``). Module level so a spawned worker process can import it.
+    (valid rows get ``""``). Module level so a worker process can import it.
     """
     from rdkit import Chem, rdBase
     from rdkit.Chem.Scaffolds.MurckoScaffold import GetScaffoldForMol
@@ -133,45 +133,14 @@ def _scaffolds_of_chunk(chunk: Sequence[str], include_chirality: bool | None) ->
     return out
 
 
-def _resolve_n_jobs(n_jobs: int) -> int:
-    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int | np.integer) or n_jobs == 0:
-        raise ValueError(f"n_jobs must be a positive integer or -1 (all cores), got {n_jobs!r}")
-    if n_jobs < 0:
-        try:
-            return len(os.sched_getaffinity(0))
-        except AttributeError:  # not on Linux
-            return os.cpu_count() or 1
-    return int(n_jobs)
-
-
 def _scaffolds_of_unique(
-    unique: list[str], include_chirality: bool | None, n_jobs: int
+    unique: list[str], include_chirality: bool | None, n_jobs: int | None
 ) -> list[str | None]:
-    workers = min(n_jobs, len(unique) // _MIN_PER_WORKER)
-    if workers <= 1:
-        return _scaffolds_of_chunk(unique, include_chirality)
-
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-    from concurrent.futures.process import BrokenProcessPool
-
-    # A few chunks per worker balance the load; contiguous chunks keep the result order.
-    n_chunks = workers * 4
-    bounds = np.linspace(0, len(unique), n_chunks + 1).astype(int)
-    chunks = [unique[a:b] for a, b in itertools.pairwise(bounds.tolist())]
-    # spawn, not fork: the parent may hold torch/OpenMP threads, and forking a threaded
-    # process can deadlock. Workers only import this light module and RDKit.
-    ctx = multiprocessing.get_context("spawn")
-    try:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-            parts = pool.map(_scaffolds_of_chunk, chunks, [include_chirality] * len(chunks))
-            return [s for part in parts for s in part]
-    except BrokenProcessPool as err:
-        raise RuntimeError(
-            f"a worker process died while computing scaffolds with n_jobs={n_jobs}. The "
-            "usual cause: a script calls this at top level; spawned workers re-import the "
-            "script, so put the call under `if __name__ == '__main__':`, or use n_jobs=1."
-        ) from err
+    parts = map_chunks(
+        functools.partial(_scaffolds_of_chunk, include_chirality=include_chirality),
+        unique, n_jobs=n_jobs, min_per_worker=_MIN_PER_WORKER, task="computing scaffolds",
+    )
+    return parts[0] if len(parts) == 1 else [s for part in parts for s in part]
 
 
 def murcko_scaffolds(
@@ -189,9 +158,9 @@ def murcko_scaffolds(
     include_chirality
         Write stereo in the scaffold SMILES (enantiomeric scaffolds are then different).
     n_jobs
-        Worker processes for large inputs (``-1``: all cores). The result does not depend
-        on it. Workers are spawned, so a script calling this with ``n_jobs > 1`` needs the
-        usual ``if __name__ == "__main__":`` guard.
+        Worker processes for large inputs (``-1``: every core this process may use;
+        :func:`~exlm_chem.data.process_map.map_chunks`). The result does not depend on
+        it.
 
     Returns
     -------
@@ -208,7 +177,7 @@ def murcko_scaffolds(
 
 def _checked_scaffolds(values: list[Any], include_chirality: bool | None, n_jobs: int) -> list[str]:
     """Validate every row, then compute scaffolds (``None``: validate only, all ``""``)."""
-    n_jobs = _resolve_n_jobs(n_jobs)
+    resolve_n_jobs(n_jobs)  # a bad n_jobs fails before any work, whatever the input
     bad: list[InvalidRow] = []
     # Identical strings share one RDKit computation (MUV, ToxCast repeat some rows).
     slot_of: dict[str, int] = {}

@@ -89,8 +89,8 @@ _PARAMETERS = """
         molecule is computed once per call. Saved with the model. ``transform`` returns
         the pooled state followed by these scaled features: what the head reads.
     n_jobs : int or None, default None
-        Processes computing ``features``; None or -1: all cores (a few hundred molecules
-        are computed in-process).
+        Processes computing ``features``; None or -1: every core this process may use
+        (fewer than 2000 distinct molecules are computed in-process).
 """
 
 _ATTRIBUTES = """

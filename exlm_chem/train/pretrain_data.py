@@ -15,7 +15,6 @@ process only copies finished (pinned) tensors to the device.
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -184,7 +183,7 @@ def prepare_run_corpus(args: Any, rank: int = 0) -> Path:
                 logger.warning("%s/checkpoint predates %s: its steps read the SMILES files as "
                                "written; from here on the run reads them prepared (canonical, "
                                "deduplicated)", args.out, directory)
-            prepare_corpus(args.corpus, directory, n_jobs=os.cpu_count() or 1, **settings)
+            prepare_corpus(args.corpus, directory, n_jobs=-1, **settings)
     if torch.distributed.is_initialized():
         torch.distributed.barrier()  # the other ranks read what rank 0 prepared
     return directory
