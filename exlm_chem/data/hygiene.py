@@ -1,18 +1,15 @@
 """Corpus hygiene: keep benchmark valid/test molecules out of pre-training.
 
-Molecules are compared as RDKit canonical SMILES. Canonicalising two million corpus
-lines is the slow part, so a cheap necessary condition comes first: two SMILES of the
-same molecule have the same multiset of heavy-atom element symbols (read off the
-tokens), so only corpus lines whose element multiset occurs among the excluded
-molecules are canonicalised at all.
+Molecules are compared as RDKit canonical SMILES: :func:`benchmark_heldout_molecules`
+gives the canonical valid/test molecules of every split the runner makes, and corpus
+preparation (:mod:`exlm_chem.data.corpus_prepare`), which canonicalises every line
+anyway (:func:`canonicalize`), drops the lines among them.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Sequence
-from typing import NamedTuple
 
 import numpy as np
 
@@ -23,27 +20,6 @@ logger = logging.getLogger(__name__)
 # Fewest SMILES worth a worker process: canonicalising is cheap per molecule, so under
 # 20k SMILES the pool's start-up costs more than it saves and all run in-process.
 _MIN_PER_WORKER = 10_000
-
-# the element symbol of an atom token: bracket atoms "[13C@@H+]", organic "Cl", aromatic "c"
-_ATOM = re.compile(r"\[\d*([A-Za-z][a-z]?)|(Br|Cl|B|C|N|O|P|S|F|I|b|c|n|o|s|p)")
-
-
-class HygieneReport(NamedTuple):
-    keep: np.ndarray  # [n] bool, False for corpus lines that are excluded molecules
-    n_corpus: int  # lines checked
-    n_candidates: int  # lines whose element multiset matched (these were canonicalised)
-    n_removed: int  # lines removed
-    removed_by_task: dict[str, int]  # task name -> corpus lines matching its valid/test set
-
-
-def element_key(smiles: str) -> str:
-    """Sorted heavy-atom element symbols of a SMILES (hydrogens and charges ignored)."""
-    symbols = []
-    for bracket, organic in _ATOM.findall(smiles):
-        symbol = (bracket or organic).capitalize()
-        if symbol != "H":
-            symbols.append(symbol)
-    return ",".join(sorted(symbols))
 
 
 def canonical_smiles(smiles: str) -> str | None:
@@ -67,35 +43,6 @@ def canonicalize(smiles: Sequence[str], n_jobs: int = 1) -> list[str | None]:
     parts = map_chunks(_canonical_many, smiles, n_jobs=n_jobs,
                        min_per_worker=_MIN_PER_WORKER, task="canonicalising SMILES")
     return parts[0] if len(parts) == 1 else [c for part in parts for c in part]
-
-
-def exclude_molecules(
-    corpus: Sequence[str], excluded: dict[str, set[str]], n_jobs: int = 1
-) -> HygieneReport:
-    """Mark corpus lines whose canonical SMILES is in any ``excluded`` set.
-
-    ``excluded`` maps a task name to the canonical SMILES of its valid/test molecules.
-    """
-    all_excluded = set().union(*excluded.values()) if excluded else set()
-    keys = {element_key(s) for s in all_excluded}
-    candidates = [i for i, s in enumerate(corpus) if element_key(s) in keys]
-    canon = canonicalize([corpus[i] for i in candidates], n_jobs=n_jobs)
-    keep = np.ones(len(corpus), dtype=bool)
-    by_task = dict.fromkeys(excluded, 0)
-    for i, c in zip(candidates, canon, strict=True):
-        if c is not None and c in all_excluded:
-            keep[i] = False
-            for task, members in excluded.items():
-                by_task[task] += c in members
-    report = HygieneReport(keep, len(corpus), len(candidates), int((~keep).sum()), by_task)
-    logger.info(
-        "corpus hygiene: %d of %d lines removed (%d canonicalised); per task %s",
-        report.n_removed,
-        report.n_corpus,
-        report.n_candidates,
-        by_task,
-    )
-    return report
 
 
 def runner_split_modes(seeds: Sequence[int] = (0, 1, 2)) -> list[tuple[str, int]]:
