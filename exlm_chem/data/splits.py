@@ -54,7 +54,6 @@ Fractions = tuple[float, float, float]
 # Fewest distinct SMILES that pay for a worker process (start-up, RDKit import): below
 # twice this, n_jobs > 1 silently runs in-process.
 _MIN_PER_WORKER = 2000
-# How many bad rows the error message spells out; all of them are in ``.rows``.
 
 
 class SplitIndices(NamedTuple):
