@@ -138,6 +138,20 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
+def _preparation_row(counts: dict | None) -> list[str]:
+    """What corpus preparation kept of the files' lines; checkpoints from before
+    ``corpus_counts`` was recorded have no row."""
+    if not counts:
+        return []
+    return [
+        f"| corpus preparation | {counts['lines']:,} lines: {counts['unparsable_removed']:,} "
+        f"unparsable and {counts['duplicates_removed']:,} duplicates (same canonical SMILES) "
+        f"removed, then {counts['hygiene_removed']:,} benchmark molecules; "
+        f"{counts['molecules']:,} molecules ({counts['train']:,} train / {counts['valid']:,} "
+        f"valid) |"
+    ]
+
+
 def _field_table(name: str, meta: dict, config: dict) -> list[str]:
     """Title and the table of what the run was: architecture, data, recipe, tokens, time."""
     args = meta.get("pretrain_args", {})
@@ -161,6 +175,7 @@ def _field_table(name: str, meta: dict, config: dict) -> list[str]:
         f"| hygiene | {hygiene.get('removed')} of {hygiene.get('lines')} corpus lines removed "
         f"(benchmark valid/test molecules, canonical SMILES); per task "
         f"{hygiene.get('removed_by_task')} |",
+        *_preparation_row(meta.get("corpus_counts")),
         f"| steps | {meta['steps']} (batches of <= {args.get('max_tokens')} padded tokens, "
         f"lr {args.get('lr')}, warm-up {args.get('warmup_steps')}, schedule over "
         f"{args.get('max_steps')} steps, mask ratio {args.get('mask_ratio')}) |",

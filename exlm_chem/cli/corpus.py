@@ -42,14 +42,14 @@ class CorpusPrepareCommand(Subcommand):
 
     @classmethod
     def run(cls, args: argparse.Namespace) -> int:
-        from exlm_chem.data.corpus_prepare import prepare_corpus
+        from exlm_chem.data.corpus_prepare import PreparationSettings, prepare_corpus
 
-        manifest = prepare_corpus(
-            args.corpus, args.out, max_length=args.max_length, valid_size=args.valid_size,
-            seed=args.seed, limit=args.limit, hygiene=args.hygiene, tasks=args.tasks,
-            split_seeds=args.split_seeds, n_jobs=args.n_jobs,
-            descriptors=args.descriptors,
+        settings = PreparationSettings(
+            max_length=args.max_length, valid_size=args.valid_size, seed=args.seed,
+            limit=args.limit, hygiene=args.hygiene, tasks=args.tasks,
+            split_seeds=tuple(args.split_seeds), descriptors=args.descriptors,
         )
+        manifest = prepare_corpus(args.corpus, args.out, settings, n_jobs=args.n_jobs)
         counts = manifest["counts"]
         print(f"{counts['train']} train / {counts['valid']} valid molecules "
               f"({counts['tokens']} tokens) in {args.out}; removed: "

@@ -51,6 +51,26 @@ FORMAT = "exlm_chem.prepared_corpus"
 #: checkpoints; version 1 (still read) hashed the tokens joined by newlines.
 FORMAT_VERSION = 2
 MANIFEST = "manifest.json"
+# the settings the manifest's "settings" entry holds; hygiene's are under "hygiene"
+_MANIFEST_SETTINGS = ("max_length", "valid_size", "seed", "limit")
+
+
+class PreparationSettings(NamedTuple):
+    """Everything besides the source files that decides which molecules a prepared corpus
+    holds: :func:`prepare_corpus` builds from it, the manifest records it, and
+    :func:`preparation_differences` compares a folder against it."""
+
+    max_length: int = 256  # tokens per molecule incl. BOS/EOS; longer: truncated, EOS kept
+    valid_size: int = 2000  # held-out molecules (at most a tenth of the corpus)
+    seed: int = 0  # draws the held-out molecules
+    limit: int | None = None  # read only the first `limit` lines of each file
+    hygiene: bool = True  # remove the valid/test molecules of the benchmark splits
+    tasks: Sequence[str] | None = None  # hygiene's benchmark tasks; None: all of them
+    split_seeds: Sequence[int] = (0, 1, 2)  # seeds of the seeded split modes hygiene cleans
+    descriptors: str | None = None  # "rdkit2d": also store the auxiliary objective's targets
+
+
+DEFAULT_SETTINGS = PreparationSettings()
 
 
 class PreparedCorpus(NamedTuple):
@@ -106,16 +126,9 @@ def _hygiene(
 def prepare_corpus(
     files: Sequence[str | Path],
     out: str | Path,
+    settings: PreparationSettings = DEFAULT_SETTINGS,
     *,
-    max_length: int = 256,
-    valid_size: int = 2000,
-    seed: int = 0,
-    limit: int | None = None,
-    hygiene: bool = True,
-    tasks: Sequence[str] | None = None,
-    split_seeds: Sequence[int] = (0, 1, 2),
     n_jobs: int = 2,
-    descriptors: str | None = None,
 ) -> dict[str, Any]:
     """Build a prepared corpus folder (see the module docstring); returns its manifest.
 
@@ -126,21 +139,12 @@ def prepare_corpus(
     out : path
         Folder to write, new or empty: it is built under a temporary name and published in
         one step, and an existing corpus is never overwritten.
-    max_length : int
-        Tokens per molecule including BOS/EOS; longer molecules are truncated (EOS kept).
-    valid_size : int
-        Held-out molecules (at most a tenth of the corpus), drawn with ``seed``.
-    limit : int, optional
-        Read only the first ``limit`` lines of each file.
-    hygiene : bool
-        Remove benchmark valid/test molecules (``tasks``: default all; ``split_seeds``:
-        the seeds of the seeded split modes).
+    settings : PreparationSettings
+        Truncation, hold-out, line limit, hygiene and descriptor targets (its fields say
+        what each does). ``descriptors="rdkit2d"`` costs about 13 CPU-ms per molecule.
     n_jobs : int
         Processes for RDKit canonicalisation (and descriptors); ``-1``: every core this
         process may use.
-    descriptors : str, optional
-        ``"rdkit2d"``: also compute the molecules' standardised RDKit 2D descriptors,
-        the targets of pre-training's auxiliary objective (about 13 CPU-ms per molecule).
     """
     from exlm_chem import __version__
     from exlm_chem.data.tokenizer import SmilesTokenizer
@@ -149,26 +153,25 @@ def prepare_corpus(
     tokenizer = SmilesTokenizer()
     sources, smiles = [], []
     for path in files:
-        lines = read_smiles_file(path, limit=limit)
+        lines = read_smiles_file(path, limit=settings.limit)
         sources.append({"path": str(path), "sha256": file_sha256(path), "lines": len(lines)})
         smiles.extend(lines)
     _, canon, counts = _deduplicate(smiles, n_jobs)
-    hygiene_summary: dict[str, Any] = {"enabled": hygiene}
-    if hygiene:
-        keep, details = _hygiene(canon, tasks, split_seeds, n_jobs)
+    hygiene_summary: dict[str, Any] = {"enabled": settings.hygiene}
+    if settings.hygiene:
+        keep, details = _hygiene(canon, settings.tasks, settings.split_seeds, n_jobs)
         canon = [c for c, k in zip(canon, keep, strict=True) if k]
         hygiene_summary.update(details, removed=int((~keep).sum()))
     # the models read canonical SMILES everywhere, so the corpus holds that form
-    corpus = tokenize_corpus(canon, tokenizer, max_length)
-    n_valid = min(valid_size, max(1, len(corpus) // 10))
-    train_idx, valid_idx = split_validation(len(corpus), n_valid, seed)
+    corpus = tokenize_corpus(canon, tokenizer, settings.max_length)
+    n_valid = min(settings.valid_size, max(1, len(corpus) // 10))
+    train_idx, valid_idx = split_validation(len(corpus), n_valid, settings.seed)
     manifest: dict[str, Any] = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "exlm_chem_version": __version__,
         "sources": sources,
-        "settings": {"max_length": max_length, "valid_size": valid_size, "seed": seed,
-                     "limit": limit},
+        "settings": {k: getattr(settings, k) for k in _MANIFEST_SETTINGS},
         "counts": {
             "lines": len(smiles),
             **counts,
@@ -177,7 +180,7 @@ def prepare_corpus(
             "train": len(train_idx),
             "valid": len(valid_idx),
             "tokens": int(corpus.offsets[-1]),
-            "at_max_length": int((corpus.lengths() >= max_length).sum()),
+            "at_max_length": int((corpus.lengths() >= settings.max_length).sum()),
             "unknown_tokens": corpus.n_unknown_tokens,
         },
         "hygiene": hygiene_summary,
@@ -185,9 +188,9 @@ def prepare_corpus(
         "files": {},
     }
     targets = None
-    if descriptors is not None:
-        targets, manifest["descriptors"] = _descriptor_targets(canon, descriptors, train_idx,
-                                                               valid_idx, n_jobs)
+    if settings.descriptors is not None:
+        targets, manifest["descriptors"] = _descriptor_targets(
+            canon, settings.descriptors, train_idx, valid_idx, n_jobs)
     with atomic_directory(out) as tmp:
         for name, index in (("train", train_idx), ("valid", valid_idx)):
             part = corpus.subset(index)
@@ -241,18 +244,10 @@ def _read_manifest(directory: Path) -> dict[str, Any]:
 def preparation_differences(
     directory: str | Path,
     files: Sequence[str | Path],
-    *,
-    max_length: int = 256,
-    valid_size: int = 2000,
-    seed: int = 0,
-    limit: int | None = None,
-    hygiene: bool = True,
-    tasks: Sequence[str] | None = None,
-    split_seeds: Sequence[int] = (0, 1, 2),
-    descriptors: str | None = None,
+    settings: PreparationSettings = DEFAULT_SETTINGS,
 ) -> list[str]:
     """How the prepared corpus in ``directory`` differs from what :func:`prepare_corpus`
-    would build from the same arguments; empty when it is that corpus.
+    would build from ``files`` and ``settings``; empty when it is that corpus.
 
     Sources are compared by content (sha256, in order), so a file given by another path
     still matches. Stored descriptors that were not asked for are no difference.
@@ -269,27 +264,25 @@ def preparation_differences(
     if [s["sha256"] for s in manifest["sources"]] != hashes:
         here = [f"{f} ({h[:12]}...)" for f, h in zip(files, hashes, strict=True)]
         differ.append(f"sources: {', '.join(there)} there, {', '.join(here)} here")
-    settings = {"max_length": max_length, "valid_size": valid_size, "seed": seed,
-                "limit": limit}
-    differ += [f"{k}: {manifest['settings'].get(k)!r} there, {v!r} here"
-               for k, v in settings.items() if manifest["settings"].get(k) != v]
+    differ += [f"{k}: {manifest['settings'].get(k)!r} there, {getattr(settings, k)!r} here"
+               for k in _MANIFEST_SETTINGS if manifest["settings"].get(k) != getattr(settings, k)]
     saved = manifest["hygiene"]
-    if saved["enabled"] != hygiene:
-        differ.append(f"hygiene: {saved['enabled']} there, {hygiene} here")
-    elif hygiene:  # the same held-out molecules: the same split modes of the same tasks
+    if saved["enabled"] != settings.hygiene:
+        differ.append(f"hygiene: {saved['enabled']} there, {settings.hygiene} here")
+    elif settings.hygiene:  # the same held-out molecules: the same split modes of the same tasks
         from exlm_chem.data.hygiene import runner_split_modes
         from exlm_chem.data.moleculenet import dataset_names
 
-        modes = [list(m) for m in runner_split_modes(split_seeds)]
+        modes = [list(m) for m in runner_split_modes(settings.split_seeds)]
         if saved["split_modes"] != modes:
             differ.append(f"hygiene split modes: {saved['split_modes']} there, {modes} here")
-        wanted = sorted(tasks or dataset_names())
+        wanted = sorted(settings.tasks or dataset_names())
         if sorted(saved["heldout_molecules"]) != wanted:
             differ.append(f"hygiene tasks: {sorted(saved['heldout_molecules'])} there, "
                           f"{wanted} here")
     stored = manifest.get("descriptors", {}).get("kind")
-    if descriptors is not None and stored != descriptors:
-        differ.append(f"descriptors: {stored} there, {descriptors} here")
+    if settings.descriptors is not None and stored != settings.descriptors:
+        differ.append(f"descriptors: {stored} there, {settings.descriptors} here")
     return differ
 
 
@@ -340,4 +333,5 @@ def load_prepared(directory: str | Path, tokenizer_tokens: Sequence[str]) -> Pre
     return PreparedCorpus(parts["train"], parts["valid"], manifest, targets)
 
 
-__all__ = ["PreparedCorpus", "load_prepared", "preparation_differences", "prepare_corpus"]
+__all__ = ["PreparationSettings", "PreparedCorpus", "load_prepared", "preparation_differences",
+           "prepare_corpus"]

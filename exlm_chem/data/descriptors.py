@@ -101,14 +101,6 @@ def _morgan_rows(smiles: Sequence[str], radius: int, n_bits: int) -> np.ndarray:
     return out
 
 
-def _compute(kind: str, smiles: Sequence[str]) -> np.ndarray:
-    if kind == "rdkit2d":
-        return _rdkit2d_rows(smiles)
-    if kind == "morgan":
-        return _morgan_rows(smiles, MORGAN_RADIUS, MORGAN_BITS)
-    raise ValueError(f"unknown feature kind {kind!r}; choose from {COMPUTED_KINDS}")
-
-
 def _float32(values: np.ndarray) -> np.ndarray:
     """float64 -> float32 with NaN for anything float32 cannot hold (inf, overflow)."""
     with np.errstate(over="ignore", invalid="ignore"):
@@ -117,11 +109,19 @@ def _float32(values: np.ndarray) -> np.ndarray:
     return out
 
 
+def _compute(kind: str, smiles: Sequence[str]) -> np.ndarray:
+    """One chunk's rows, float32 already: a worker sends back half the bytes of float64."""
+    if kind == "rdkit2d":
+        return _float32(_rdkit2d_rows(smiles))
+    if kind == "morgan":
+        return _float32(_morgan_rows(smiles, MORGAN_RADIUS, MORGAN_BITS))
+    raise ValueError(f"unknown feature kind {kind!r}; choose from {COMPUTED_KINDS}")
+
+
 def _computed(kind: str, smiles: Sequence[str], n_jobs: int | None) -> np.ndarray:
-    parts = map_chunks(functools.partial(_compute, kind), smiles, n_jobs=n_jobs,
-                       min_per_worker=_MIN_PER_WORKER, chunk_size=_CHUNK,
-                       task=f"computing {kind} features")
-    return _float32(parts[0] if len(parts) == 1 else np.concatenate(parts))
+    return map_chunks(functools.partial(_compute, kind), smiles, n_jobs=n_jobs,
+                      min_per_worker=_MIN_PER_WORKER, chunk_size=_CHUNK,
+                      task=f"computing {kind} features", join=np.concatenate)
 
 
 def rdkit2d_descriptors(smiles: Sequence[str],

@@ -40,9 +40,8 @@ def canonicalize(smiles: Sequence[str], n_jobs: int = 1) -> list[str | None]:
     ``n_jobs``: worker processes for large inputs, ``-1`` every core this
     process may use (:func:`~exlm_chem.data.process_map.map_chunks`).
     """
-    parts = map_chunks(_canonical_many, smiles, n_jobs=n_jobs,
-                       min_per_worker=_MIN_PER_WORKER, task="canonicalising SMILES")
-    return parts[0] if len(parts) == 1 else [c for part in parts for c in part]
+    return map_chunks(_canonical_many, smiles, n_jobs=n_jobs,
+                      min_per_worker=_MIN_PER_WORKER, task="canonicalising SMILES")
 
 
 def runner_split_modes(seeds: Sequence[int] = (0, 1, 2)) -> list[tuple[str, int]]:

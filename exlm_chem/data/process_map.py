@@ -9,8 +9,9 @@ and canonical SMILES (:mod:`exlm_chem.data.hygiene`) all call :func:`map_chunks`
 * Never more workers than usable cores, and never fewer than the caller's
   ``min_per_worker`` items per worker: an input too small for two workers runs in this
   process, with no pool at all.
-* The input is cut into contiguous chunks and the chunk results come back in input
-  order, so the result never depends on ``n_jobs``.
+* The input is cut into contiguous chunks and the chunk results are joined in input
+  order (list concatenation unless the caller gives ``join``), so the result never
+  depends on ``n_jobs``.
 * Workers are fresh interpreters from joblib's loky backend, not forks: the caller may
   hold torch's OpenMP threads (an estimator's ``fit``), and forking a threaded process can
   deadlock. Unlike :mod:`multiprocessing`'s spawn, loky does not re-run the caller's
@@ -29,7 +30,14 @@ import numpy as np
 
 from exlm_chem.threads import available_cores
 
-__all__ = ["CHUNKS_PER_WORKER", "contiguous_chunks", "map_chunks", "resolve_n_jobs", "worker_count"]
+__all__ = [
+    "CHUNKS_PER_WORKER",
+    "concatenate_lists",
+    "contiguous_chunks",
+    "map_chunks",
+    "resolve_n_jobs",
+    "worker_count",
+]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -124,6 +132,11 @@ def contiguous_chunks(
     return [values[n * i // k : n * (i + 1) // k] for i in range(k)]
 
 
+def concatenate_lists(parts: list[list[T]]) -> list[T]:
+    """The chunk results of a function that returns one list item per input item, joined."""
+    return [x for part in parts for x in part]
+
+
 def map_chunks(
     func: Callable[[list[T]], R],
     items: Sequence[T],
@@ -132,8 +145,9 @@ def map_chunks(
     min_per_worker: int,
     chunk_size: int | None = None,
     task: str = "mapping over processes",
-) -> list[R]:
-    """``func`` applied to contiguous chunks of ``items``, over worker processes.
+    join: Callable[[list[R]], R] = concatenate_lists,  # type: ignore[assignment]
+) -> R:
+    """``func`` applied to contiguous chunks of ``items`` over worker processes, joined.
 
     Parameters
     ----------
@@ -153,12 +167,16 @@ def map_chunks(
         :data:`CHUNKS_PER_WORKER` near-equal chunks per worker.
     task : str
         What the map does, for the error message (``"computing scaffolds"``).
+    join : callable
+        Makes the whole result from the chunk results, given in input order: list
+        concatenation by default, :func:`numpy.concatenate` for arrays.
 
     Returns
     -------
-    list
-        One result per chunk, in input order: ``[func(items)]`` when it ran in this
-        process (``items`` passed as given). Concatenate them to get the whole result.
+    object
+        What ``func(items)`` returns: computed in this process when the input is too small
+        for two workers (``items`` passed as given, ``join`` not called), else joined from
+        the workers' chunk results.
 
     Raises
     ------
@@ -170,7 +188,7 @@ def map_chunks(
     """
     workers = worker_count(n_jobs, len(items), min_per_worker)
     if workers == 1:
-        return [func(items)]  # type: ignore[arg-type]
+        return func(items)  # type: ignore[arg-type]
     if chunk_size is None:
         chunks = contiguous_chunks(items, n_chunks=workers * CHUNKS_PER_WORKER)
     else:
@@ -181,9 +199,10 @@ def map_chunks(
 
     try:
         # results come back in submission order, whatever order the workers finish in
-        return Parallel(n_jobs=workers, backend="loky")(delayed(func)(c) for c in chunks)
+        parts = Parallel(n_jobs=workers, backend="loky")(delayed(func)(c) for c in chunks)
     except TerminatedWorkerError as err:
         raise RuntimeError(
             f"a worker process died while {task} with n_jobs={n_jobs} (killed, or out of "
             "memory); n_jobs=1 computes in this process"
         ) from err
+    return join(parts)

@@ -135,11 +135,10 @@ def _scaffolds_of_chunk(chunk: Sequence[str], include_chirality: bool | None) ->
 def _scaffolds_of_unique(
     unique: list[str], include_chirality: bool | None, n_jobs: int | None
 ) -> list[str | None]:
-    parts = map_chunks(
+    return map_chunks(
         functools.partial(_scaffolds_of_chunk, include_chirality=include_chirality),
         unique, n_jobs=n_jobs, min_per_worker=_MIN_PER_WORKER, task="computing scaffolds",
     )
-    return parts[0] if len(parts) == 1 else [s for part in parts for s in part]
 
 
 def murcko_scaffolds(

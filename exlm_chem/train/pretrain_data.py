@@ -162,17 +162,19 @@ def prepare_run_corpus(args: Any, rank: int = 0) -> Path:
     """
     from exlm_chem.data.corpus_prepare import (
         MANIFEST,
+        PreparationSettings,
         preparation_differences,
         prepare_corpus,
     )
 
     directory = Path(args.out) / RUN_CORPUS
-    settings = {"max_length": args.max_length, "valid_size": args.valid_size,
-                "seed": args.seed, "limit": args.corpus_limit, "hygiene": args.hygiene,
-                "descriptors": "rdkit2d" if args.aux_weight > 0 else None}
+    settings = PreparationSettings(
+        max_length=args.max_length, valid_size=args.valid_size, seed=args.seed,
+        limit=args.corpus_limit, hygiene=args.hygiene,
+        descriptors="rdkit2d" if args.aux_weight > 0 else None)
     if rank == 0:
         if (directory / MANIFEST).is_file():
-            differ = preparation_differences(directory, args.corpus, **settings)
+            differ = preparation_differences(directory, args.corpus, settings)
             if differ:
                 raise ValueError(f"{directory} was prepared from other files or settings "
                                  f"({'; '.join(differ)}): give the run's own corpus and "
@@ -183,7 +185,7 @@ def prepare_run_corpus(args: Any, rank: int = 0) -> Path:
                 logger.warning("%s/checkpoint predates %s: its steps read the SMILES files as "
                                "written; from here on the run reads them prepared (canonical, "
                                "deduplicated)", args.out, directory)
-            prepare_corpus(args.corpus, directory, n_jobs=-1, **settings)
+            prepare_corpus(args.corpus, directory, settings, n_jobs=-1)
     if torch.distributed.is_initialized():
         torch.distributed.barrier()  # the other ranks read what rank 0 prepared
     return directory

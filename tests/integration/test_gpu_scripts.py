@@ -35,11 +35,11 @@ def _run(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def prepared(pretrain_dir, tmp_path_factory) -> Path:
-    from exlm_chem.data.corpus_prepare import prepare_corpus
+    from exlm_chem.data.corpus_prepare import PreparationSettings, prepare_corpus
 
     out = tmp_path_factory.mktemp("prepared") / "tiny"
-    prepare_corpus([pretrain_dir / "moses_train.smi.gz"], out, limit=300, valid_size=20,
-                   hygiene=False, n_jobs=1)  # fmt: skip
+    settings = PreparationSettings(limit=300, valid_size=20, hygiene=False)
+    prepare_corpus([pretrain_dir / "moses_train.smi.gz"], out, settings, n_jobs=1)
     return out
 
 

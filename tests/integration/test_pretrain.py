@@ -146,10 +146,11 @@ def test_repeated_mlm_pretrains(corpus, tmp_path, objective):
 # ----- a prepared corpus, workers, budget -------------------------------------------------
 @pytest.fixture(scope="module")
 def prepared_dir(corpus, tmp_path_factory):
-    from exlm_chem.data.corpus_prepare import prepare_corpus
+    from exlm_chem.data.corpus_prepare import PreparationSettings, prepare_corpus
 
     out = tmp_path_factory.mktemp("prepared") / "corpus"
-    prepare_corpus([corpus], out, limit=400, valid_size=40, hygiene=False, n_jobs=1)
+    prepare_corpus([corpus], out, PreparationSettings(limit=400, valid_size=40, hygiene=False),
+                   n_jobs=1)
     return out
 
 
@@ -263,11 +264,12 @@ def test_a_training_step_does_not_wait_for_the_gpu(prepared_dir, tmp_path, objec
 
 @pytest.fixture(scope="module")
 def prepared_with_descriptors(corpus, tmp_path_factory):
-    from exlm_chem.data.corpus_prepare import prepare_corpus
+    from exlm_chem.data.corpus_prepare import PreparationSettings, prepare_corpus
 
     out = tmp_path_factory.mktemp("prepared") / "descriptors"
-    prepare_corpus([corpus], out, limit=300, valid_size=40, hygiene=False, n_jobs=1,
-                   descriptors="rdkit2d")
+    settings = PreparationSettings(limit=300, valid_size=40, hygiene=False,
+                                   descriptors="rdkit2d")
+    prepare_corpus([corpus], out, settings, n_jobs=1)
     return out
 
 

@@ -10,7 +10,12 @@ import numpy as np
 import pytest
 
 from exlm_chem.data.corpus import read_smiles_file, split_validation
-from exlm_chem.data.corpus_prepare import load_prepared, preparation_differences, prepare_corpus
+from exlm_chem.data.corpus_prepare import (
+    PreparationSettings,
+    load_prepared,
+    preparation_differences,
+    prepare_corpus,
+)
 from exlm_chem.data.tokenizer import SmilesTokenizer
 from exlm_chem.files.checksums import vocab_sha256
 
@@ -48,8 +53,8 @@ def source(tmp_path_factory, pretrain_dir, moleculenet_dir):
 def prepared(source, tmp_path_factory, moleculenet_dir, monkeypatch_module):
     monkeypatch_module.setenv("EXLM_CHEM_DATA", str(moleculenet_dir))
     out = tmp_path_factory.mktemp("prepared") / "corpus"
-    manifest = prepare_corpus([source[0]], out, valid_size=10, seed=3, tasks=["bace"],
-                              split_seeds=(0,), n_jobs=1)
+    settings = PreparationSettings(valid_size=10, seed=3, tasks=["bace"], split_seeds=(0,))
+    manifest = prepare_corpus([source[0]], out, settings, n_jobs=1)
     return out, manifest
 
 
@@ -123,25 +128,25 @@ def test_preparation_differences_name_what_another_preparation_would_change(prep
     import shutil
 
     out, _ = prepared
-    same = {"valid_size": 10, "seed": 3, "tasks": ["bace"], "split_seeds": (0,)}
-    assert preparation_differences(out, [source[0]], **same) == []
+    same = PreparationSettings(valid_size=10, seed=3, tasks=["bace"], split_seeds=(0,))
+    assert preparation_differences(out, [source[0]], same) == []
     copy = tmp_path / "copy.smi.gz"  # the same content by another path: the same source
     shutil.copy(source[0], copy)
-    assert preparation_differences(out, [copy], **same) == []
-    changed = {**same, "seed": 4, "limit": 50, "tasks": ["bbbp", "bace"], "descriptors": "rdkit2d"}
-    assert preparation_differences(out, [source[0]], **changed) == [
+    assert preparation_differences(out, [copy], same) == []
+    changed = same._replace(seed=4, limit=50, tasks=["bbbp", "bace"], descriptors="rdkit2d")
+    assert preparation_differences(out, [source[0]], changed) == [
         "seed: 3 there, 4 here", "limit: None there, 50 here",
         "hygiene tasks: ['bace'] there, ['bace', 'bbbp'] here",
         "descriptors: None there, rdkit2d here"]
-    assert preparation_differences(out, [source[0]], **{**same, "split_seeds": (0, 1)}) == [
+    assert preparation_differences(out, [source[0]], same._replace(split_seeds=(0, 1))) == [
         "hygiene split modes: [['scaffold', 0], ['deepchem_scaffold', 0], "
         "['scaffold_balanced', 0]] there, [['scaffold', 0], ['deepchem_scaffold', 0], "
         "['scaffold_balanced', 0], ['scaffold_balanced', 1]] here"]
-    assert preparation_differences(out, [source[0]], **{**same, "hygiene": False}) == [
+    assert preparation_differences(out, [source[0]], same._replace(hygiene=False)) == [
         "hygiene: True there, False here"]
     other = tmp_path / "other.smi"
     other.write_text("CCO\n")
-    (differ,) = preparation_differences(out, [other], **same)
+    (differ,) = preparation_differences(out, [other], same)
     assert differ.startswith("sources: ") and str(other) in differ
     with pytest.raises(FileNotFoundError, match="corpus prepare"):
         preparation_differences(tmp_path, [source[0]])
@@ -166,8 +171,8 @@ def test_descriptor_targets_are_aligned_with_the_molecules(source, tmp_path):
     from exlm_chem.data.descriptors import FeatureScaler, rdkit2d_descriptors
 
     out = tmp_path / "p"
-    manifest = prepare_corpus([source[0]], out, valid_size=10, seed=3, hygiene=False,
-                              n_jobs=1, descriptors="rdkit2d")
+    settings = PreparationSettings(valid_size=10, seed=3, hygiene=False, descriptors="rdkit2d")
+    manifest = prepare_corpus([source[0]], out, settings, n_jobs=1)
     corpus = load_prepared(out, SmilesTokenizer().tokens)
     entry = manifest["descriptors"]
     assert entry["kind"] == "rdkit2d" and entry["count"] == len(entry["names"]) > 200

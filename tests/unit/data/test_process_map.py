@@ -32,6 +32,10 @@ def _squares_and_origin(chunk: list[int]) -> list[tuple[int, int, str]]:
     return [(x * x, os.getpid(), _ORIGIN) for x in chunk]
 
 
+def _aranges(chunk: list[int]) -> np.ndarray:
+    return np.concatenate([np.arange(float(n)) for n in chunk])
+
+
 def _die(chunk: list[int]) -> list[int]:
     os._exit(3)  # a worker killed mid-task (by the OOM killer, say)
 
@@ -141,11 +145,14 @@ def test_a_small_input_runs_in_this_process_with_the_input_as_given(two_cores, n
         seen.append(chunk)
         return _squares(list(chunk))
 
-    assert map_chunks(record, items, n_jobs=-1, min_per_worker=2) == [[9, 1, 4]]
+    def never(parts):
+        raise AssertionError("one chunk needs no join")
+
+    assert map_chunks(record, items, n_jobs=-1, min_per_worker=2, join=never) == [9, 1, 4]
     assert seen[0] is items
-    assert map_chunks(record, list(range(100)), n_jobs=1, min_per_worker=1) == [
-        _squares(list(range(100)))
-    ]
+    assert map_chunks(record, list(range(100)), n_jobs=1, min_per_worker=1) == _squares(
+        list(range(100))
+    )
 
 
 def test_a_large_input_runs_in_fresh_workers_and_keeps_order(two_cores, recording_pool,
@@ -153,9 +160,9 @@ def test_a_large_input_runs_in_fresh_workers_and_keeps_order(two_cores, recordin
     monkeypatch.setattr(sys.modules[__name__], "_ORIGIN", "changed in the parent")
     items = list(range(1000, 0, -1))  # descending, so a reordering would show
     parts = map_chunks(_squares_and_origin, items, n_jobs=-1, min_per_worker=100,
-                       chunk_size=37)
+                       chunk_size=37, join=list)  # join=list: the chunk results as they come
     assert recording_pool.started == [(2, "loky")]
-    assert len(parts) == -(-len(items) // 37)
+    assert [len(part) for part in parts] == [37] * 27 + [1]
     flat = [row for part in parts for row in part]
     assert [square for square, _, _ in flat] == _squares(items)  # the in-process result
     pids = {pid for _, pid, _ in flat}
@@ -165,12 +172,19 @@ def test_a_large_input_runs_in_fresh_workers_and_keeps_order(two_cores, recordin
 
 def test_default_chunks_are_a_few_per_worker_in_order(two_cores, recording_pool):
     items = list(range(400))
-    parts = map_chunks(_squares, items, n_jobs=2, min_per_worker=100)
+    parts = map_chunks(_squares, items, n_jobs=2, min_per_worker=100, join=list)
     assert recording_pool.started == [(2, "loky")]
     assert len(parts) == 2 * process_map.CHUNKS_PER_WORKER
     assert [x for part in parts for x in part] == map_chunks(
         _squares, items, n_jobs=1, min_per_worker=100
-    )[0]
+    )
+
+
+def test_the_join_makes_the_whole_result(two_cores, recording_pool):
+    items = [3, 5] * 150
+    whole = map_chunks(_aranges, items, n_jobs=2, min_per_worker=100, join=np.concatenate)
+    assert recording_pool.started == [(2, "loky")]
+    np.testing.assert_array_equal(whole, _aranges(items))
 
 
 def test_a_dead_worker_is_a_runtime_error(two_cores):
@@ -188,9 +202,9 @@ def test_a_script_without_the_main_guard_maps_once(tmp_path: Path):
         "print('top level ran', flush=True)\n"
         "def canon(chunk):  # defined in the script: sent to the workers by value\n"
         "    return [canonical_smiles(s) for s in chunk]\n"
-        "parts = map_chunks(canon, ['OCC', 'c1ccccc1O', 'not a smiles'] * 20, n_jobs=2,\n"
-        "                   min_per_worker=10, chunk_size=3)\n"
-        "print(len(parts), parts[0])\n",
+        "out = map_chunks(canon, ['OCC', 'c1ccccc1O', 'not a smiles'] * 20, n_jobs=2,\n"
+        "                 min_per_worker=10, chunk_size=3)\n"
+        "print(len(out), out[:3])\n",
         encoding="utf-8",
     )
     repo = Path(__file__).resolve().parents[3]
@@ -200,7 +214,7 @@ def test_a_script_without_the_main_guard_maps_once(tmp_path: Path):
                          env=env, timeout=600)
     assert run.returncode == 0, run.stderr
     assert run.stdout.count("top level ran") == 1
-    assert "20 ['CCO', 'Oc1ccccc1', None]" in run.stdout
+    assert "60 ['CCO', 'Oc1ccccc1', None]" in run.stdout
 
 
 def test_importing_the_module_imports_neither_torch_nor_rdkit():

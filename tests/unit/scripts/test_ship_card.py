@@ -247,3 +247,13 @@ def test_constants_match_the_study_script() -> None:
     assert ship.STUDY_TASKS == study.TASKS
     assert ship.DESCRIPTOR_ARM == study.DESCRIPTOR_ARM
     assert set(ship.POOLINGS) == set(study.POOLINGS)
+
+
+def test_preparation_row_names_what_preparation_removed() -> None:
+    counts = {"lines": 200000, "unparsable_removed": 3, "duplicates_removed": 1204,
+              "hygiene_removed": 8660, "molecules": 190133, "train": 188133, "valid": 2000}
+    (row,) = ship._preparation_row(counts)
+    assert row.startswith("| corpus preparation | 200,000 lines: 3 unparsable and 1,204 "
+                          "duplicates")
+    assert "8,660 benchmark molecules; 190,133 molecules (188,133 train / 2,000 valid)" in row
+    assert ship._preparation_row(None) == []  # checkpoints from before corpus_counts
