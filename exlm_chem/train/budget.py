@@ -1,8 +1,12 @@
 """A pre-training run that fits a wall-clock budget and still decays its learning rate.
 
 ``--budget-minutes M`` times a few real steps (after warm-up steps that are not timed),
-then fixes ``max_steps`` so that warm-up plus the full linear decay end inside the
-budget, with the warm-up cut to a tenth of those steps if it was longer. The probe's
+each on its own, and takes the median step as the run's pace: the first steps of a run
+are slow while the DataLoader workers start, each new batch length compiles its kernels
+and a partner run on the same GPU initialises CUDA, and a mean over so few steps would
+let those stalls plan a run several times shorter than the time allows. It then fixes
+``max_steps`` so that warm-up plus the full linear decay end inside the budget, with the
+warm-up cut to a tenth of those steps if it was longer. The probe's
 updates are undone, so the run that follows is exactly the run ``--max-steps N
 --warmup-steps W`` would give with the decided N and W.
 
@@ -20,6 +24,7 @@ import copy
 import json
 import logging
 import math
+import statistics
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -96,6 +101,19 @@ def measure_pace(trainer: Any, progress: dict) -> dict[str, Any]:
     Runs ``budget_warmup_steps`` untimed and ``budget_probe_steps`` timed optimizer steps
     on the batches the run starts with, then restores the weights, the optimizer state and
     the torch RNG, so the run afterwards is the one it would have been without the probe.
+
+    Each timed step (fetching its batch included, as in the training loop) is timed on
+    its own, synchronised with the GPU before and after, and the pace is the median step:
+    a few steps that wait for a worker or compile kernels for a new batch length would
+    otherwise set it, and the run would plan far fewer steps than its budget holds.
+
+    Returns
+    -------
+    dict
+        ``probe_steps`` and ``untimed_steps``; ``seconds_per_step``, the median timed
+        step; ``tokens_per_second``, the mean tokens of a timed step over that median (the
+        token rate at the pace the steps are planned with); ``step_seconds``, each timed
+        step's seconds (rounded), to show the spread in ``budget.json``.
     """
     from exlm_chem.train.pretrain_data import to_device
 
@@ -107,24 +125,33 @@ def measure_pace(trainer: Any, progress: dict) -> dict[str, Any]:
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     batches = trainer.loader(progress)
     n_warm, n_timed = args.budget_warmup_steps, max(1, args.budget_probe_steps)
-    start, tokens = time.perf_counter(), 0
+    step_seconds: list[float] = []
+    tokens = 0
     for i in range(n_warm + n_timed):
-        if i == n_warm:
-            sync()  # the untimed steps' queued work must not count
-            start, tokens = time.perf_counter(), 0
+        timed = i >= n_warm
+        if timed:
+            sync()  # earlier steps' queued work must not count
+            start = time.perf_counter()
         item = next(batches)
         trainer.train_step(to_device(item.batch, device), progress["step"] + i)
-        tokens += item.n_tokens
-    sync()
-    elapsed = time.perf_counter() - start
+        if timed:
+            sync()
+            step_seconds.append(time.perf_counter() - start)
+            tokens += item.n_tokens
     del batches  # stops the workers
     trainer.model.load_state_dict(model_state)
     trainer.optimizer.load_state_dict(optimizer_state)
     torch.set_rng_state(rng_state)
     if cuda_rng is not None:
         torch.cuda.set_rng_state_all(cuda_rng)
-    return {"probe_steps": n_timed, "untimed_steps": n_warm,
-            "seconds_per_step": elapsed / n_timed, "tokens_per_second": tokens / elapsed}
+    seconds_per_step = statistics.median(step_seconds)
+    return {
+        "probe_steps": n_timed,
+        "untimed_steps": n_warm,
+        "seconds_per_step": seconds_per_step,
+        "tokens_per_second": tokens / n_timed / seconds_per_step,
+        "step_seconds": [round(s, 4) for s in step_seconds],
+    }
 
 
 def _from_rank0(record: dict | None) -> dict:

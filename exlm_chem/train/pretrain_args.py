@@ -56,7 +56,9 @@ class PretrainArgs:
     budget_minutes: float | None = None  # measure the pace, then fit max_steps to this time
     budget_from: list[str] | None = None  # partner runs (the twin): all take the fewest steps
     budget_probe_steps: int = 10  # timed steps of the pace probe (undone afterwards)
-    budget_warmup_steps: int = 3  # untimed steps before them (compilation, autotuning)
+    # the first batches wait for the DataLoader workers to start and compile kernels for each
+    # new batch length: timed, they would plan a run far shorter than its budget
+    budget_warmup_steps: int = 10  # untimed steps before them (worker start-up, compilation)
     budget_margin: float = 0.1  # share of the remaining time kept for validation/checkpoints
     budget_wait_minutes: float = 10.0  # longest wait for the partners' budget.json
     num_workers: int = 0  # DataLoader processes building batches (0: the training process)
