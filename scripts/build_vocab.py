@@ -33,17 +33,14 @@ from typing import NamedTuple
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run from a checkout without installing
 
+from exlm_chem.data.moleculenet_sets import DATASETS  # noqa: E402
 from exlm_chem.data.tokenizer import SPECIAL_TOKENS, SmilesTokenizer, tokenize_smiles  # noqa: E402
 
-# MoleculeNet file -> SMILES column (BACE names it "mol")
+# the seven classification sets, in name order: file name -> SMILES column
 MOLECULENET = {
-    "bace": "mol",
-    "bbbp": "smiles",
-    "clintox": "smiles",
-    "muv": "smiles",
-    "sider": "smiles",
-    "tox21": "smiles",
-    "toxcast": "smiles",
+    name: spec.smiles_column
+    for name, spec in sorted(DATASETS.items())
+    if spec.task_type == "classification"
 }
 PRETRAIN = ("moses_train", "chembl_mix")
 CHUNK = 5000

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from exlm_chem.data.moleculenet_sets import DATASETS
 from exlm_chem.data.tokenizer import (
     SCHWALLER_PATTERN,
     SPECIAL_TOKENS,
@@ -27,13 +28,9 @@ from exlm_chem.data.tokenizer import (
 
 REPO = Path(__file__).resolve().parents[3]
 MOLECULENET_COLUMNS = {
-    "bace": "mol",
-    "bbbp": "smiles",
-    "clintox": "smiles",
-    "muv": "smiles",
-    "sider": "smiles",
-    "tox21": "smiles",
-    "toxcast": "smiles",
+    name: spec.smiles_column
+    for name, spec in sorted(DATASETS.items())
+    if spec.task_type == "classification"
 }
 # the literal regex plus a catch-all, i.e. "Schwaller, but never drop a character"
 SCHWALLER_RE = re.compile(SCHWALLER_PATTERN)
