@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
+from pathlib import Path
 
 import pytest
 import torch
@@ -238,14 +240,23 @@ def test_conflicting_sources_or_steps_are_rejected(prepared_dir, corpus, tmp_pat
         pretrain(_prepared_args(prepared_dir, tmp_path, budget_minutes=1.0))
 
 
+@pytest.fixture(scope="module")
+def step_corpus(request) -> Path:
+    """The GPU step test's prepared corpus: ``$EXLM_CHEM_PREPARED_CORPUS`` when set (one
+    prepared on CPU: the GPU machine has no RDKit, which preparing needs), else this module's
+    small one."""
+    env = os.environ.get("EXLM_CHEM_PREPARED_CORPUS")
+    return Path(env) if env else request.getfixturevalue("prepared_dir")
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 @pytest.mark.parametrize("objective", ["exlm", "mlm"])
-def test_a_training_step_does_not_wait_for_the_gpu(prepared_dir, tmp_path, objective):
+def test_a_training_step_does_not_wait_for_the_gpu(step_corpus, tmp_path, objective):
     from exlm_chem.train.pretrain import Pretrainer
     from exlm_chem.train.pretrain_data import to_device
 
-    trainer = Pretrainer(_prepared_args(prepared_dir, tmp_path, objective=objective,
+    trainer = Pretrainer(_prepared_args(step_corpus, tmp_path, objective=objective,
                                         device="cuda", max_tokens=4096))
     trainer.load_data()
     trainer.build_model()
