@@ -103,23 +103,33 @@ def make_step(module, batch, device: torch.device):
     return step
 
 
+def variants(args: argparse.Namespace) -> list[tuple[str, str, bool]]:
+    """(row name, objective, compiled) of each model timed: eager, then compiled ones."""
+    rows = [(o, o, False) for o in ("mlm", "exlm")]
+    return rows + ([(f"{o}+compile", o, True) for o in ("mlm", "exlm")] if args.compile else [])
+
+
 def measure(preset: str, samples, tok, special, args, device) -> dict[str, dict]:
-    """Median step time, FLOPs and peak memory per objective, stepped in turn."""
+    """Median step time, FLOPs and peak memory per variant, stepped in turn."""
     steps, info = {}, {}
-    for objective in ("mlm", "exlm"):
+    for name, objective, compiled in variants(args):
         config = ExLMConfig.preset(preset, vocab_size=len(tok), objective=objective)
         torch.manual_seed(0)
         module = ObjectiveModule(ExLMModel(config).to(device), objective)
+        if compiled:  # as `pretrain --compile` does: the encoder, in place, dynamic shapes
+            module.model.encoder.compile(dynamic=True)
         if objective == "exlm":
             batch = collate_exlm(samples, config.k_states, special)
         else:
             batch = collate_mlm(samples, special)
         batch = type(batch)(*(t.to(device) for t in batch))
-        steps[objective] = make_step(module, batch, device)
-        info[objective] = {"flops": step_flops(config, batch), "positions": batch.input_ids.numel()}
+        steps[name] = make_step(module, batch, device)
+        info[name] = {"objective": objective, "compiled": compiled,
+                      "flops": step_flops(config, batch), "positions": batch.input_ids.numel()}
     timings: dict[str, list[float]] = {name: [] for name in steps}
     peaks = {}
     for name, step in steps.items():  # warm-up: allocators, caches, kernel compilation
+        start = time.perf_counter()
         if device.type == "cuda":  # peak above what is held already (both models' weights)
             torch.cuda.synchronize()
             torch.cuda.reset_peak_memory_stats()
@@ -128,6 +138,7 @@ def measure(preset: str, samples, tok, special, args, device) -> dict[str, dict]
             step()
         if device.type == "cuda":
             peaks[name] = (torch.cuda.max_memory_allocated() - held) / 2**30
+        info[name]["warmup_s"] = time.perf_counter() - start  # compilation included
     for _ in range(args.repeats):  # in turn, so that drift hits both
         for name, step in steps.items():
             timings[name].append(step())
@@ -135,6 +146,15 @@ def measure(preset: str, samples, tok, special, args, device) -> dict[str, dict]
         name: {**info[name], "seconds": float(np.median(t)), "peak_gib": peaks.get(name)}
         for name, t in timings.items()
     }
+
+
+def exlm_over_mlm(rows: list[dict], row: dict) -> str:
+    """ExLM's step time over its MLM twin's (same preset, both eager or both compiled)."""
+    if row["objective"] != "exlm":
+        return ""
+    twin = next(r for r in rows if r["preset"] == row["preset"] and r["objective"] == "mlm"
+                and r["compiled"] == row["compiled"])
+    return f"{row['seconds'] / twin['seconds']:.2f}"
 
 
 def main() -> None:
@@ -147,6 +167,9 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=1, help="untimed steps per objective")
     parser.add_argument("--device", default="cpu", help="cpu | cuda | auto")
     parser.add_argument("--peak-tflops", type=float, default=H100_BF16_DENSE_TFLOPS)
+    parser.add_argument("--compile", action="store_true",
+                        help="also time each objective with its encoder torch.compile'd "
+                             "(as `pretrain --compile`), side by side with eager")
     parser.add_argument("--json", type=Path, help="also write the rows here")
     args = parser.parse_args()
     if args.device == "auto":
@@ -164,13 +187,13 @@ def main() -> None:
     samples = [mask_tokens(x, 0.15, rng, special) for x in ids]
     rows = []
     for preset in args.presets:
-        for objective, r in measure(preset, samples, tok, special, args, device).items():
+        for name, r in measure(preset, samples, tok, special, args, device).items():
             tflops = r["flops"] / r["seconds"] / 1e12
             mfu = tflops / args.peak_tflops if device.type == "cuda" else None
             rows.append(
                 {
                     "preset": preset,
-                    "objective": objective,
+                    "variant": name,
                     "tokens": n_tokens,
                     "molecules": len(samples),
                     "tokens_per_s": n_tokens / r["seconds"],
@@ -200,19 +223,18 @@ def main() -> None:
         f"{args.peak_tflops:g} TFLOP/s\n"
     )
     print(
-        "| preset | objective | step (ms) | tokens/s | padded positions | model TFLOP/s | "
-        "MFU | peak mem (GiB) | ExLM / MLM time |"
+        "| preset | variant | step (ms) | tokens/s | padded positions | model TFLOP/s | "
+        "MFU | peak mem (GiB) | ExLM / MLM time | warm-up (s) |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
-    mlm_time = {r["preset"]: r["seconds"] for r in rows if r["objective"] == "mlm"}
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        ratio = f"{r['seconds'] / mlm_time[r['preset']]:.2f}" if r["objective"] == "exlm" else ""
+        ratio = exlm_over_mlm(rows, r)
         mfu = f"{100 * r['mfu']:.1f}%" if r["mfu"] is not None else "n/a (CPU)"
         peak = f"{r['peak_gib']:.2f}" if r["peak_gib"] is not None else "n/a"
         print(
-            f"| {r['preset']} | {r['objective']} | {1e3 * r['seconds']:.1f} | "
+            f"| {r['preset']} | {r['variant']} | {1e3 * r['seconds']:.1f} | "
             f"{r['tokens_per_s']:.0f} | {r['positions']} | {r['model_tflops_per_s']:.2f} | "
-            f"{mfu} | {peak} | {ratio} |"
+            f"{mfu} | {peak} | {ratio} | {r['warmup_s']:.1f} |"
         )
     if args.json:
         args.json.write_text(json.dumps({"env": env, "rows": rows}, indent=2) + "\n")

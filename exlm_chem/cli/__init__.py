@@ -15,7 +15,7 @@ from exlm_chem import __version__
 from exlm_chem.cli.analysis import EntropyCommand, ExplainCommand
 from exlm_chem.cli.base import Subcommand
 from exlm_chem.cli.benchmark import BenchmarkCommand
-from exlm_chem.cli.corpus import CorpusPrepareCommand
+from exlm_chem.cli.corpus import CorpusDescriptorsCommand, CorpusPrepareCommand
 from exlm_chem.cli.data import DataSummaryCommand
 from exlm_chem.cli.embed import EmbedCommand
 from exlm_chem.cli.fit import FitCommand
@@ -29,7 +29,7 @@ from exlm_chem.cli.text import TextGlueCommand, TextPretrainCommand
 COMMANDS: list[type[Subcommand]] = [
     DataSummaryCommand, PretrainCommand, EmbedCommand, FitCommand, PredictCommand,
     ExplainCommand, EntropyCommand, TextPretrainCommand, TextGlueCommand, BenchmarkCommand,
-    CorpusPrepareCommand, ScreenCommand,
+    CorpusPrepareCommand, CorpusDescriptorsCommand, ScreenCommand,
     PrepareSplitsCommand,
 ]
 

@@ -102,6 +102,66 @@ def tokenize_corpus(
     return TokenizedCorpus(ids, offsets, n_unknown)
 
 
+def decode_corpus(corpus: TokenizedCorpus, tokenizer: SmilesTokenizer,
+                  max_length: int) -> list[str | None]:
+    """The SMILES each molecule of ``corpus`` was tokenised from: the inverse of
+    :func:`tokenize_corpus`, vectorised.
+
+    Tokenisation keeps every character (``"".join(tokens) == smiles``), so the tokens
+    between BOS and EOS joined give the SMILES back exactly. Some molecules cannot be
+    read back faithfully; they are None:
+
+    * truncated ones: ``max_length`` tokens or more (a molecule of exactly ``max_length``
+      tokens may or may not have been cut; it counts as cut);
+    * those holding ``[UNK]`` (an out-of-vocabulary token) or any special token other
+      than the framing BOS first and EOS last.
+
+    Parameters
+    ----------
+    corpus : TokenizedCorpus
+        Molecules as ``[BOS ... EOS]`` ids (:func:`tokenize_corpus`).
+    tokenizer : SmilesTokenizer
+        The tokenizer (vocabulary) that made the ids.
+    max_length : int
+        The ``max_length`` they were tokenised with.
+
+    Returns
+    -------
+    list of (str or None)
+        One entry per molecule, in corpus order.
+    """
+    ids = np.asarray(corpus.ids)  # uint8 / uint16 index as they are: no int64 copy
+    if ids.size == 0:
+        return [None] * len(corpus)  # every molecule empty: none framed
+    if ids.min() < 0 or ids.max() >= len(tokenizer):
+        raise ValueError(f"token ids range over {ids.min()}..{ids.max()}, beyond the "
+                         f"vocabulary of {len(tokenizer)}")
+    special = np.zeros(len(tokenizer), dtype=bool)
+    special[sorted(tokenizer.special_ids)] = True
+    table = np.array(tokenizer.tokens, dtype=object)  # id -> token text
+    table[special] = ""  # framing writes nothing (the others make a row undecodable)
+    widths = np.fromiter(map(len, table), dtype=np.int64, count=table.size)  # characters
+    starts, ends = corpus.offsets[:-1], corpus.offsets[1:]
+    lengths = ends - starts
+    specials_before = np.concatenate(([0], np.cumsum(special[ids])))  # [T + 1]
+    chars_before = np.concatenate(([0], np.cumsum(widths[ids])))  # [T + 1] text positions
+    first = ids[np.minimum(starts, ids.size - 1)]  # meaningful where lengths >= 2
+    last = ids[np.maximum(ends - 1, 0)]
+    ok = ((lengths >= 2) & (lengths < max_length) & (first == tokenizer.bos_id)
+          & (last == tokenizer.eos_id) & (specials_before[ends] - specials_before[starts] == 2))
+    out: list[str | None] = []
+    for lo in range(0, len(corpus), _ENCODE_CHUNK):  # bounds the list of token strings
+        hi = min(lo + _ENCODE_CHUNK, len(corpus))
+        first_token, end_token = int(starts[lo]), int(ends[hi - 1])
+        text = "".join(table[ids[first_token:end_token]].tolist())
+        base = chars_before[first_token]
+        begin = (chars_before[starts[lo:hi]] - base).tolist()
+        stop = (chars_before[ends[lo:hi]] - base).tolist()
+        out.extend(text[b:e] if keep else None
+                   for b, e, keep in zip(begin, stop, ok[lo:hi].tolist(), strict=True))
+    return out
+
+
 def split_validation(n: int, n_valid: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Hold out ``n_valid`` molecules at random (seeded); returns (train, valid) indices."""
     order = np.random.default_rng(seed).permutation(n)

@@ -14,12 +14,15 @@ tokenises the rest and fixes the train/valid hold-out. The folder it writes hold
                     hash, sha256 of the two array files
     train.npz       ids [total tokens] uint8 (uint16 beyond 256 tokens), every molecule's
     valid.npz       [BOS ... EOS] back to back; lengths [n] uint16 (deflate-compressed)
-    descriptors.npz with ``descriptors="rdkit2d"``: scaled RDKit 2D descriptors of every
+    descriptors.npz with ``descriptors="rdkit2d"`` (all 217 RDKit 2D descriptors) or
+                    ``"rdkit2d_fast"`` (35 cheap ones): scaled descriptors of every
                     train / valid molecule, float16 [n, D] (the estimators' scaling: a value
-                    RDKit cannot compute is 0); names and scaler are in the manifest
+                    RDKit cannot compute is 0); kind, names and scaler are in the manifest
 
 The descriptors are physico-chemical targets for pre-training's auxiliary objective,
-computed here once so that a GPU run never needs RDKit.
+computed here once so that a GPU run never needs RDKit. :func:`add_descriptors` (``exlm-chem
+corpus descriptors``) adds or replaces them in a folder prepared without them: the folder
+holds token ids only, which it decodes back to the canonical SMILES.
 
 ``load_prepared`` reads it back with NumPy alone (no RDKit, no tokenisation) and checks
 the checksums and that the vocabulary is the one the trainer uses.
@@ -51,6 +54,9 @@ FORMAT = "exlm_chem.prepared_corpus"
 #: checkpoints; version 1 (still read) hashed the tokens joined by newlines.
 FORMAT_VERSION = 2
 MANIFEST = "manifest.json"
+DESCRIPTORS = "descriptors.npz"
+#: feature kinds (:mod:`exlm_chem.data.descriptors`) a prepared corpus stores as targets
+DESCRIPTOR_KINDS = ("rdkit2d", "rdkit2d_fast")
 # the settings the manifest's "settings" entry holds; hygiene's are under "hygiene"
 _MANIFEST_SETTINGS = ("max_length", "valid_size", "seed", "limit")
 
@@ -67,7 +73,9 @@ class PreparationSettings(NamedTuple):
     hygiene: bool = True  # remove the valid/test molecules of the benchmark splits
     tasks: Sequence[str] | None = None  # hygiene's benchmark tasks; None: all of them
     split_seeds: Sequence[int] = (0, 1, 2)  # seeds of the seeded split modes hygiene cleans
-    descriptors: str | None = None  # "rdkit2d": also store the auxiliary objective's targets
+    # "rdkit2d" or "rdkit2d_fast" (DESCRIPTOR_KINDS): also store the auxiliary objective's
+    # targets, computed with that feature kind of exlm_chem.data.descriptors
+    descriptors: str | None = None
 
 
 DEFAULT_SETTINGS = PreparationSettings()
@@ -141,7 +149,8 @@ def prepare_corpus(
         one step, and an existing corpus is never overwritten.
     settings : PreparationSettings
         Truncation, hold-out, line limit, hygiene and descriptor targets (its fields say
-        what each does). ``descriptors="rdkit2d"`` costs about 13 CPU-ms per molecule.
+        what each does). ``descriptors="rdkit2d"`` costs about 13 CPU-ms per molecule,
+        ``"rdkit2d_fast"`` under 1.
     n_jobs : int
         Processes for RDKit canonicalisation (and descriptors); ``-1``: every core this
         process may use.
@@ -150,6 +159,8 @@ def prepare_corpus(
     from exlm_chem.data.tokenizer import SmilesTokenizer
     from exlm_chem.files.safe_write import atomic_directory
 
+    if settings.descriptors is not None:
+        _check_descriptor_kind(settings.descriptors)  # before the long canonicalisation
     tokenizer = SmilesTokenizer()
     sources, smiles = [], []
     for path in files:
@@ -198,7 +209,7 @@ def prepare_corpus(
             np.savez_compressed(path, ids=part.ids, lengths=part.lengths().astype(np.uint16))
             manifest["files"][path.name] = file_sha256(path)
         if targets is not None:
-            path = tmp / "descriptors.npz"
+            path = tmp / DESCRIPTORS
             np.savez_compressed(path, **targets)
             manifest["files"][path.name] = file_sha256(path)
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
@@ -206,17 +217,30 @@ def prepare_corpus(
     return manifest
 
 
-def _descriptor_targets(canon: list[str], kind: str, train_idx: np.ndarray,
+def _check_descriptor_kind(kind: str) -> None:
+    if kind not in DESCRIPTOR_KINDS:
+        raise ValueError(f"descriptors must be one of {', '.join(DESCRIPTOR_KINDS)}, "
+                         f"got {kind!r}")
+
+
+def _descriptor_targets(smiles: Sequence[str | None], kind: str, train_idx: np.ndarray,
                         valid_idx: np.ndarray, n_jobs: int
                         ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """Scaled descriptors per split (float16) and their manifest entry. The scaler is the
     estimators' (:class:`~exlm_chem.data.descriptors.FeatureScaler`), fitted on the
-    training molecules only."""
-    from exlm_chem.data.descriptors import FeatureScaler, rdkit2d_descriptors, rdkit_version
+    training molecules only. A None molecule (unknown) gets an all-NaN row, so all 0
+    (the training median) once scaled."""
+    from exlm_chem.data.descriptors import FeatureScaler, descriptor_values, rdkit_version
 
-    if kind != "rdkit2d":
-        raise ValueError(f"descriptors must be 'rdkit2d', got {kind!r}")
-    values, names = rdkit2d_descriptors(canon, n_jobs=n_jobs)  # [n, D], NaN: missing
+    _check_descriptor_kind(kind)
+    known = np.fromiter((s is not None for s in smiles), dtype=bool, count=len(smiles))
+    present, names = descriptor_values(kind, [s for s in smiles if s is not None],
+                                       n_jobs=n_jobs)  # [n known, D], NaN: missing
+    if known.all():
+        values = present
+    else:
+        values = np.full((len(smiles), len(names)), np.nan, dtype=present.dtype)
+        values[known] = present
     scaler = FeatureScaler.fit(values[train_idx])
     targets = {name: scaler.transform(values[index]).astype(np.float16)
                for name, index in (("train", train_idx), ("valid", valid_idx))}
@@ -286,8 +310,84 @@ def preparation_differences(
     return differ
 
 
-def load_prepared(directory: str | Path, tokenizer_tokens: Sequence[str]) -> PreparedCorpus:
+def add_descriptors(directory: str | Path, kind: str, *, n_jobs: int = -1) -> dict[str, Any]:
+    """Add (or replace) the descriptor targets of an already prepared corpus folder.
+
+    The folder stores token ids only: each molecule is decoded back to the canonical
+    SMILES it was tokenised from (:func:`~exlm_chem.data.corpus.decode_corpus`), and the
+    targets are then computed exactly as :func:`prepare_corpus` computes them (scaler
+    fitted on the training molecules), so preparing with ``descriptors=kind`` gives the
+    same ``descriptors.npz`` when every molecule decodes. A molecule that cannot be
+    decoded faithfully (truncated at ``max_length``, or holding an out-of-vocabulary
+    token) gets an all-NaN row, i.e. 0 (the training median) once scaled, and is counted
+    in the manifest entry's ``"undecodable"`` (:func:`prepare_corpus`, which reads the
+    SMILES, computes those rows from the whole molecule).
+
+    Every file is replaced atomically and ``manifest.json`` last, so an interruption
+    leaves a valid folder: the old targets, none, or the new ones.
+
+    Parameters
+    ----------
+    directory : path
+        A prepared corpus (:func:`prepare_corpus`, ``exlm-chem corpus prepare``).
+    kind : str
+        One of :data:`DESCRIPTOR_KINDS`.
+    n_jobs : int
+        Processes for RDKit; ``-1``: every core this process may use.
+
+    Returns
+    -------
+    dict
+        The updated manifest (its ``"descriptors"`` entry: kind, RDKit version, count,
+        names, missing values, undecodable molecules and scaler).
+
+    Raises
+    ------
+    FileNotFoundError, ValueError
+        No prepared corpus in ``directory`` (or a damaged one), or an unknown ``kind``.
+    """
+    from exlm_chem.data.corpus import decode_corpus
+    from exlm_chem.data.tokenizer import SmilesTokenizer
+    from exlm_chem.files.safe_write import atomic_path, write_text_atomic
+
+    _check_descriptor_kind(kind)
+    directory = Path(directory)
+    tokenizer = SmilesTokenizer()
+    prepared = load_prepared(directory, tokenizer.tokens, descriptors=False)
+    manifest = prepared.manifest
+    max_length = int(manifest["settings"]["max_length"])
+    smiles = [*decode_corpus(prepared.train, tokenizer, max_length),
+              *decode_corpus(prepared.valid, tokenizer, max_length)]
+    n_train = len(prepared.train)
+    train_idx, valid_idx = np.arange(n_train), np.arange(n_train, len(smiles))
+    targets, entry = _descriptor_targets(smiles, kind, train_idx, valid_idx, n_jobs)
+    entry["undecodable"] = sum(s is None for s in smiles)
+
+    def write_manifest() -> None:
+        write_text_atomic(directory / MANIFEST, json.dumps(manifest, indent=1) + "\n",
+                          durable=True)
+
+    if "descriptors" in manifest:  # while the file is replaced, the folder holds none
+        del manifest["descriptors"]
+        manifest["files"].pop(DESCRIPTORS, None)
+        write_manifest()
+    with atomic_path(directory / DESCRIPTORS, durable=True) as tmp:
+        with open(tmp, "wb") as handle:  # an open file: savez would add ".npz" to a name
+            np.savez_compressed(handle, **targets)
+    manifest["descriptors"] = entry
+    manifest["files"][DESCRIPTORS] = file_sha256(directory / DESCRIPTORS)
+    write_manifest()
+    logger.info("%s descriptors (%d) of %d molecules in %s; %d undecodable", kind,
+                entry["count"], len(smiles), directory, entry["undecodable"])
+    return manifest
+
+
+def load_prepared(directory: str | Path, tokenizer_tokens: Sequence[str], *,
+                  descriptors: bool = True) -> PreparedCorpus:
     """Read a prepared corpus; NumPy only (RDKit is never imported).
+
+    ``descriptors=False`` leaves the descriptor targets unread (and unchecked):
+    ``PreparedCorpus.descriptors`` is then None.
 
     Raises
     ------
@@ -320,8 +420,8 @@ def load_prepared(directory: str | Path, tokenizer_tokens: Sequence[str]) -> Pre
                              f"{ids.size}")
         parts[name] = TokenizedCorpus(ids, offsets, 0)
     targets = None
-    if "descriptors" in manifest:
-        file = directory / "descriptors.npz"
+    if descriptors and "descriptors" in manifest:
+        file = directory / DESCRIPTORS
         if file_sha256(file) != manifest["files"][file.name]:
             raise ValueError(f"{file}: sha256 differs from {MANIFEST} (corrupt or replaced)")
         with np.load(file, allow_pickle=False) as arrays:
@@ -333,5 +433,5 @@ def load_prepared(directory: str | Path, tokenizer_tokens: Sequence[str]) -> Pre
     return PreparedCorpus(parts["train"], parts["valid"], manifest, targets)
 
 
-__all__ = ["PreparationSettings", "PreparedCorpus", "load_prepared", "preparation_differences",
-           "prepare_corpus"]
+__all__ = ["DESCRIPTOR_KINDS", "PreparationSettings", "PreparedCorpus", "add_descriptors",
+           "load_prepared", "preparation_differences", "prepare_corpus"]

@@ -2,11 +2,16 @@
 
 The one place descriptors are computed: the estimators' ``features=`` option, the
 benchmark's descriptor rows and pre-training's auxiliary targets (``exlm-chem corpus
-prepare --descriptors``) all call :func:`molecule_features` (or
+prepare --descriptors``, ``exlm-chem corpus descriptors``) all call
+:func:`molecule_features` or :func:`descriptor_values` (or their shorthands
 :func:`rdkit2d_descriptors` / :func:`morgan_counts`).
 
 * ``"rdkit2d"``: RDKit's 2D descriptor set (``rdkit.Chem.Descriptors._descList``, 217
   descriptors in RDKit 2026.09), as chemprop's ``rdkit_2d`` featurizer computes it.
+* ``"rdkit2d_fast"``: the 35 descriptors of :data:`FAST_NAMES`, a subset of the same
+  list that costs under a CPU-millisecond a molecule, parsing included (about 0.6 ms, most
+  of it the parse and Crippen's logP/MR; ``"rdkit2d"``: about 13 ms), so that pre-training
+  targets for a 1.87M-molecule corpus take CPU-minutes.
 * ``"morgan"``: Morgan count fingerprint, radius 2, folded to 2048 entries.
 
 Values come back raw (float32, NaN where RDKit cannot compute a descriptor or the value
@@ -26,7 +31,7 @@ canonical SMILES once (:func:`molecule_features` deduplicates).
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,13 +40,24 @@ import numpy as np
 from exlm_chem.data.process_map import map_chunks
 
 __all__ = [
-    "CLIP", "COMPUTED_KINDS", "KINDS", "MORGAN_BITS", "MORGAN_RADIUS", "USER_KIND",
-    "FeatureScaler", "FeatureSpec", "feature_kinds",
+    "CLIP", "COMPUTED_KINDS", "FAST_NAMES", "KINDS", "MORGAN_BITS", "MORGAN_RADIUS",
+    "USER_KIND", "FeatureScaler", "FeatureSpec", "descriptor_values", "feature_kinds",
     "feature_names", "molecule_features", "morgan_counts", "rdkit2d_descriptors",
     "rdkit2d_names", "rdkit_version",
 ]  # fmt: skip
 
-COMPUTED_KINDS = ("rdkit2d", "morgan")  # feature sets computed from the SMILES alone
+COMPUTED_KINDS = ("rdkit2d", "rdkit2d_fast", "morgan")  # computed from the SMILES alone
+# 2D descriptors costing a few tens of µs or less, + Crippen logP/MR (benchmarks/descriptor_cost.py)
+FAST_NAMES = (
+    "MolWt", "HeavyAtomMolWt", "ExactMolWt", "Chi0n", "Chi0v", "Chi1n", "Chi1v",
+    "HallKierAlpha", "Kappa1", "LabuteASA", "TPSA", "FractionCSP3", "HeavyAtomCount",
+    "NHOHCount", "NOCount", "NumAliphaticCarbocycles", "NumAliphaticHeterocycles",
+    "NumAliphaticRings", "NumAmideBonds", "NumAromaticCarbocycles", "NumAromaticHeterocycles",
+    "NumAromaticRings", "NumAtomStereoCenters", "NumBridgeheadAtoms", "NumHDonors",
+    "NumHeteroatoms", "NumHeterocycles", "NumSaturatedCarbocycles", "NumSaturatedHeterocycles",
+    "NumSaturatedRings", "NumSpiroAtoms", "NumUnspecifiedAtomStereoCenters", "RingCount",
+    "MolLogP", "MolMR",
+)  # fmt: skip
 MORGAN_RADIUS = 2
 MORGAN_BITS = 2048
 CLIP = 5.0  # scaled values beyond ±CLIP robust standard deviations are clipped
@@ -70,11 +86,27 @@ def _mol(smiles: str) -> Any:
         return Chem.MolFromSmiles(smiles)
 
 
-def _rdkit2d_rows(smiles: Sequence[str]) -> np.ndarray:
-    from rdkit import rdBase
+def _descriptor_functions(kind: str) -> list[Callable[[Any], float]]:
+    """The RDKit descriptor functions of ``"rdkit2d"`` or ``"rdkit2d_fast"``, in column
+    order; a :data:`FAST_NAMES` entry the installed RDKit lacks raises ValueError."""
     from rdkit.Chem import Descriptors
 
-    functions = [fn for _, fn in Descriptors._descList]
+    if kind == "rdkit2d":
+        return [fn for _, fn in Descriptors._descList]
+    table = dict(Descriptors._descList)
+    missing = [name for name in FAST_NAMES if name not in table]
+    if missing:
+        raise ValueError(f"the installed RDKit {rdkit_version()} has no descriptor "
+                         f"{', '.join(missing)} of the rdkit2d_fast set (FAST_NAMES): use "
+                         "kind 'rdkit2d' or an RDKit that has them")
+    return [table[name] for name in FAST_NAMES]
+
+
+def _rdkit2d_rows(smiles: Sequence[str], functions: Sequence[Callable[[Any], float]]
+                  ) -> np.ndarray:
+    """float64 [N, len(functions)]: each descriptor function of each SMILES."""
+    from rdkit import rdBase
+
     out = np.full((len(smiles), len(functions)), np.nan, dtype=np.float64)
     for row, text in enumerate(smiles):
         mol = _mol(text)
@@ -111,27 +143,32 @@ def _float32(values: np.ndarray) -> np.ndarray:
 
 def _compute(kind: str, smiles: Sequence[str]) -> np.ndarray:
     """One chunk's rows, float32 already: a worker sends back half the bytes of float64."""
-    if kind == "rdkit2d":
-        return _float32(_rdkit2d_rows(smiles))
+    if kind in ("rdkit2d", "rdkit2d_fast"):
+        return _float32(_rdkit2d_rows(smiles, _descriptor_functions(kind)))
     if kind == "morgan":
         return _float32(_morgan_rows(smiles, MORGAN_RADIUS, MORGAN_BITS))
     raise ValueError(f"unknown feature kind {kind!r}; choose from {COMPUTED_KINDS}")
 
 
 def _computed(kind: str, smiles: Sequence[str], n_jobs: int | None) -> np.ndarray:
+    if kind == "rdkit2d_fast":
+        _descriptor_functions(kind)  # a missing descriptor fails here, not in every worker
     return map_chunks(functools.partial(_compute, kind), smiles, n_jobs=n_jobs,
                       min_per_worker=_MIN_PER_WORKER, chunk_size=_CHUNK,
                       task=f"computing {kind} features", join=np.concatenate)
 
 
-def rdkit2d_descriptors(smiles: Sequence[str],
-                        n_jobs: int | None = None) -> tuple[np.ndarray, list[str]]:
-    """RDKit's 2D descriptors of each SMILES.
+def descriptor_values(kind: str, smiles: Sequence[str],
+                      n_jobs: int | None = None) -> tuple[np.ndarray, list[str]]:
+    """Raw features of one computed kind for each SMILES, row-aligned.
 
     Parameters
     ----------
+    kind : str
+        One of :data:`COMPUTED_KINDS`.
     smiles : sequence of str
-        Molecules, one per row (canonical or not).
+        Molecules, one per row (canonical or not); every row is computed (no
+        deduplication: :func:`molecule_features` does that).
     n_jobs : int or None
         Worker processes; None or -1: every core this process may use (fewer
         than 2000 molecules run in-process). Not 0.
@@ -139,25 +176,40 @@ def rdkit2d_descriptors(smiles: Sequence[str],
     Returns
     -------
     values : ndarray float32 [N, D]
-        NaN where a descriptor cannot be computed (or overflows float32), and on every
+        NaN where a value cannot be computed (or overflows float32), and on every
         column of a row RDKit cannot parse.
     names : list of str
-        The D descriptor names (:func:`rdkit2d_names`).
+        The D column names (:func:`feature_names`).
+
+    Raises
+    ------
+    ValueError
+        An unknown kind, or a :data:`FAST_NAMES` descriptor the installed RDKit lacks.
     """
-    return _computed("rdkit2d", smiles, n_jobs), rdkit2d_names()
+    names = feature_names(kind)  # an unknown kind fails before any work
+    return _computed(kind, smiles, n_jobs), names
+
+
+def rdkit2d_descriptors(smiles: Sequence[str],
+                        n_jobs: int | None = None) -> tuple[np.ndarray, list[str]]:
+    """RDKit's 2D descriptors of each SMILES: :func:`descriptor_values` of ``"rdkit2d"``
+    (names: :func:`rdkit2d_names`)."""
+    return descriptor_values("rdkit2d", smiles, n_jobs)
 
 
 def morgan_counts(smiles: Sequence[str],
                   n_jobs: int | None = None) -> tuple[np.ndarray, list[str]]:
     """Morgan count fingerprints (radius 2, 2048 entries), float32 [N, 2048] with names
     ``morgan_r2_<i>``; NaN rows for SMILES RDKit cannot parse."""
-    return _computed("morgan", smiles, n_jobs), feature_names("morgan")
+    return descriptor_values("morgan", smiles, n_jobs)
 
 
 def feature_names(kind: str) -> list[str]:
-    """Column names of a computed feature set (``"rdkit2d"`` or ``"morgan"``)."""
+    """Column names of a computed feature set (one of :data:`COMPUTED_KINDS`)."""
     if kind == "rdkit2d":
         return rdkit2d_names()
+    if kind == "rdkit2d_fast":
+        return list(FAST_NAMES)
     if kind == "morgan":
         return [f"morgan_r{MORGAN_RADIUS}_{i}" for i in range(MORGAN_BITS)]
     raise ValueError(f"unknown feature kind {kind!r}; choose from {COMPUTED_KINDS}")

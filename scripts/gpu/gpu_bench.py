@@ -19,6 +19,8 @@ def run_benchmarks(
     dry_run: bool,
     clock: Clock,
     reserve: float,
+    compile_rows: bool = False,
+    dag: bool = True,
 ) -> None:
     """Time one pre-training step of ExLM and its twin per preset (first: the plan uses
     it), then the DAG loss (Triton vs reference, fp32 and bf16); tables and JSON go to
@@ -26,8 +28,8 @@ def run_benchmarks(
     needs is cut short or skipped: the training comes first."""
     work.bench.mkdir(parents=True, exist_ok=True)
     device = "cpu" if dry_run else "cuda"
-    _step_benchmark(work, prepared, presets, tokens, dry_run, clock, reserve)
-    for dtype in DTYPES:
+    _step_benchmark(work, prepared, presets, tokens, dry_run, clock, reserve, compile_rows)
+    for dtype in DTYPES if dag else ():
         cmd = [
             python(),
             "benchmarks/dag_loss.py",
@@ -46,7 +48,8 @@ def run_benchmarks(
         run_logged(f"DAG loss {dtype}", cmd, log, timeout=min(300, clock.left() - reserve))
 
 
-def _step_benchmark(work, prepared, presets, tokens, dry_run, clock, reserve) -> None:
+def _step_benchmark(work, prepared, presets, tokens, dry_run, clock, reserve,
+                    compile_rows) -> None:
     device = "cpu" if dry_run else "cuda"
     cmd = [
         python(),
@@ -63,6 +66,7 @@ def _step_benchmark(work, prepared, presets, tokens, dry_run, clock, reserve) ->
         str(work.bench / "pretrain_step.json"),
     ]
     cmd += ["--repeats", "1", "--warmup", "1"] if dry_run else ["--repeats", "10", "--warmup", "3"]
+    cmd += ["--compile"] if compile_rows else []
     log = work.logs / "pretrain_step.log"
     run_logged("pre-training step", cmd, log, timeout=min(300, clock.left() - reserve))
     if log.exists():  # the step benchmark's own table, for the gathered results
@@ -90,25 +94,26 @@ def summary(work: Work) -> str:
                 f"{base['full_ms'] / r['full_ms']:.2f}x | {r['check']} |"
             )
         if not data["rows"]:
-            lines.append(f"| (no result: see logs/dag_loss_{dtype}.log) | {dtype} | | | | |")
+            lines.append(f"| (no result: see logs/dag_loss_{dtype}.log, or --skip-dag) "
+                         f"| {dtype} | | | | |")
     step = read_json(work.bench / "pretrain_step.json", {"rows": []})
     lines += [
         "",
-        "| preset | objective | step ms | tokens/s | model TFLOP/s | MFU | peak GiB | ExLM / MLM |",
-        "|---|---|---|---|---|---|---|---|",
+        "| preset | variant | step ms | tokens/s | model TFLOP/s | MFU | peak GiB | ExLM / MLM "
+        "| warm-up s |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
-    mlm = {r["preset"]: r["seconds"] for r in step["rows"] if r["objective"] == "mlm"}
     for r in step["rows"]:
-        ratio = f"{r['seconds'] / mlm[r['preset']]:.2f}" if r["objective"] == "exlm" else ""
+        ratio = exlm_over_mlm(step["rows"], r)
         mfu = f"{100 * r['mfu']:.1f}%" if r.get("mfu") is not None else "n/a"
         peak = f"{r['peak_gib']:.2f}" if r.get("peak_gib") is not None else "n/a"
         lines.append(
-            f"| {r['preset']} | {r['objective']} | {1e3 * r['seconds']:.1f} | "
+            f"| {r['preset']} | {r['variant']} | {1e3 * r['seconds']:.1f} | "
             f"{r['tokens_per_s']:,.0f} | {r['model_tflops_per_s']:.1f} | {mfu} | "
-            f"{peak} | {ratio} |"
+            f"{peak} | {ratio} | {r['warmup_s']:.1f} |"
         )
     if not step["rows"]:
-        lines.append("| (no result: see logs/pretrain_step.log) | | | | | | | |")
+        lines.append("| (no result: see logs/pretrain_step.log) | | | | | | | | |")
     if step.get("env"):
         lines.append(
             f"\nMFU against {step['env']['peak_tflops']:g} TFLOP/s (H100 SXM bf16 "
@@ -117,26 +122,38 @@ def summary(work: Work) -> str:
     return "\n".join(lines)
 
 
-def decide_max_steps(
-    work: Work, preset: str, train_minutes: float, startup_minutes: float, safety: float
-) -> tuple[int | None, str]:
-    """Steps that both runs can finish side by side in ``train_minutes``.
+def exlm_over_mlm(rows: list[dict], row: dict) -> str:
+    """ExLM's step time over its twin's (same preset, both eager or both compiled)."""
+    if row["objective"] != "exlm":
+        return ""
+    twin = [r for r in rows if r["preset"] == row["preset"] and r["objective"] == "mlm"
+            and r["compiled"] == row["compiled"]]
+    return f"{row['seconds'] / twin[0]['seconds']:.2f}" if twin else ""
 
-    Both runs share one GPU, so a pair of steps is taken to cost the ExLM step plus the
-    MLM step measured alone (each alone keeps the GPU busy; if they overlap better the
-    runs simply end early). ``safety`` covers the input pipeline and checkpoints.
+
+def decide_max_steps(
+    work: Work, preset: str, objectives: list[str], train_minutes: float,
+    startup_minutes: float, safety: float
+) -> tuple[int | None, str]:
+    """Steps that every arm (its objective in ``objectives``) can finish side by side in
+    ``train_minutes``.
+
+    The arms share one GPU, so a round of steps is taken to cost the sum of their eager
+    steps measured alone (each alone keeps the GPU busy; if they overlap better the runs
+    simply end early). ``safety`` covers the input pipeline and checkpoints.
     Returns ``(None, reason)`` when the step benchmark has no figure for ``preset``.
     """
     rows = read_json(work.bench / "pretrain_step.json", {"rows": []})["rows"]
-    times = {r["objective"]: r["seconds"] for r in rows if r["preset"] == preset}
+    times = {r["objective"]: r["seconds"] for r in rows
+             if r["preset"] == preset and not r["compiled"]}
     if set(times) != {"exlm", "mlm"}:
         return None, f"no step time for preset {preset!r} in bench/pretrain_step.json"
-    pair = times["exlm"] + times["mlm"]
+    round_s = sum(times[o] for o in objectives)
     usable = max(0.0, train_minutes - startup_minutes) * 60 * safety
-    steps = max(1, math.floor(usable / pair))
+    steps = max(1, math.floor(usable / round_s))
+    each = " + ".join(f"{o} {1e3 * times[o]:.1f}" for o in objectives)
     reason = (
         f"{steps} steps = {safety:g} x ({train_minutes:g} - {startup_minutes:g} min "
-        f"start-up) / (ExLM {1e3 * times['exlm']:.1f} ms + MLM {1e3 * times['mlm']:.1f} "
-        "ms per step, measured alone)"
+        f"start-up) / ({each} ms per step, measured alone)"
     )
     return steps, reason

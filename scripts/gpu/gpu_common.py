@@ -9,7 +9,7 @@ Everything a GPU session writes outside ``$OUT`` lives in one work folder (defau
     progress.jsonl  (time, step) of each run every few seconds: rates and ETAs
     logs/           one log per step of ``start`` and per run (stdout + stderr)
     bench/          the benchmark tables (markdown) and the step benchmark's JSON
-    runs/exlm, runs/mlm   the pre-training run folders (checkpoint/, log.jsonl)
+    runs/<arm>      the pre-training run folders (checkpoint/, log.jsonl), one per arm
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import time
@@ -25,6 +26,8 @@ from typing import Any, NamedTuple
 
 REPO = Path(__file__).resolve().parents[2]
 OBJECTIVES = ("exlm", "mlm")
+# the runs a session trains side by side when `start` is given no --arm: ExLM and its twin
+DEFAULT_ARMS = ("exlm exlm", "mlm mlm")
 DEFAULT_WORK = Path(os.environ.get("EXLM_GPU_WORK", "/tmp/exlm_gpu"))
 
 
@@ -59,6 +62,35 @@ class Work(NamedTuple):
 
     def run(self, objective: str) -> Path:
         return self.root / "runs" / objective
+
+
+class Arm(NamedTuple):
+    """One pre-training run of a session: all arms train side by side, the same steps."""
+
+    name: str  # run folder runs/<name>, checkpoint <name>-<preset> in the gathered folder
+    objective: str  # exlm | mlm
+    flags: tuple[str, ...] = ()  # extra `exlm-chem pretrain` flags of this arm alone
+
+
+def parse_arm(text: str) -> Arm:
+    """``"NAME OBJECTIVE [FLAG ...]"`` (whitespace-separated), e.g.
+    ``"exlm-d10 exlm --aux-weight 10"``."""
+    parts = text.split()
+    if len(parts) < 2:
+        raise ValueError(f"an arm is 'NAME OBJECTIVE [FLAG ...]', got {text!r}")
+    name, objective, *flags = parts
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
+        raise ValueError(f"arm name {name!r}: letters, digits, '.', '_' and '-' only "
+                         "(it names files the device tool brings back)")
+    if objective not in OBJECTIVES:
+        raise ValueError(f"arm {name!r}: objective must be one of {OBJECTIVES}, got "
+                         f"{objective!r}")
+    return Arm(name, objective, tuple(flags))
+
+
+def arm_names(work: Work) -> list[str]:
+    """The arms of the session in ``work``, in the plan's order ([] before ``start``)."""
+    return list(read_json(work.plan, {}).get("runs", {}))
 
 
 class Clock:

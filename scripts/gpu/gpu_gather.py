@@ -24,7 +24,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from gpu_common import OBJECTIVES, Work, read_json, read_run_log, write_json
+from gpu_common import Work, arm_names, read_json, read_run_log, write_json
 
 MAX_FILE_BYTES = 16 * 2**20
 WEIGHTS = "model.safetensors"
@@ -81,7 +81,8 @@ def gather(work: Work, out: Path, preset: str, report: str, curves) -> dict:
     env = read_json(work.env, {})
     with tempfile.TemporaryDirectory() as tmp:
         details = tarfile.open(out / "details.tar.gz", "w:gz")
-        for objective in OBJECTIVES:
+        arms = arm_names(work)
+        for objective in arms:
             name = f"{objective}-{preset}"
             staged = Path(tmp) / name
             why = _fp16_checkpoint(
@@ -103,7 +104,7 @@ def gather(work: Work, out: Path, preset: str, report: str, curves) -> dict:
             _add_file(details, work.run(objective) / "log.jsonl", f"{name}/log.jsonl")
             _add_file(details, work.logs / f"{objective}.log", f"logs/{objective}.log", 3000)
         for path in sorted(work.logs.glob("*.log")):
-            if path.stem not in OBJECTIVES:
+            if path.stem not in arms:
                 _add_file(details, path, f"logs/{path.name}", 3000)
         for path in sorted(work.bench.glob("*")):
             _add_file(details, path, f"bench/{path.name}")
@@ -133,7 +134,8 @@ def plot_curves(work: Work, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, (ax_loss, ax_rate) = plt.subplots(1, 2, figsize=(11, 4))
-    for objective, color in zip(OBJECTIVES, ("tab:blue", "tab:orange"), strict=True):
+    for index, objective in enumerate(arm_names(work)):
+        color = f"C{index}"
         train, valid = read_run_log(work.run(objective))
         steps = [r["step"] for r in train]
         ax_loss.plot(steps, [r["loss"] for r in train], color=color, lw=0.8, label=objective)

@@ -1,4 +1,4 @@
-"""One short screen on the two background runs (steps, loss, tokens/s, ETA, checkpoints),
+"""One short screen on the background runs (steps, loss, tokens/s, ETA, checkpoints),
 and the training table of the final report."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import subprocess
 import time
 
 import gpu_runs
-from gpu_common import OBJECTIVES, Work, read_json, read_run_log
+from gpu_common import Work, arm_names, read_json, read_run_log
 
 RATE_WINDOW = 120.0  # seconds of progress samples behind a rate (and so an ETA)
 
@@ -26,7 +26,7 @@ def _rates(work: Work) -> dict[str, float]:
     span = last["t"] - first["t"]
     if span <= 0:
         return {}
-    return {o: (last[o] - first[o]) / span for o in OBJECTIVES}
+    return {o: (last[o] - first[o]) / span for o in arm_names(work) if o in last and o in first}
 
 
 def _checkpoint(work: Work, objective: str) -> str:
@@ -82,12 +82,12 @@ def screen(work: Work) -> str:
         f"[poll {time.strftime('%H:%M:%S')}] {plan['device']} | {plan['preset']}"
         f" | {plan['max_tokens']} tokens/step | training for "
         f"{elapsed:.1f} of {plan['train_minutes']:g} min, hard stop in {left:.1f} min",
-        f"{'run':5s} {'state':10s} {'step':>15s} {'loss':>7s} {'valid':>7s} {'tok/s':>9s} "
+        f"{'run':9s} {'state':10s} {'step':>15s} {'loss':>7s} {'valid':>7s} {'tok/s':>9s} "
         f"{'ETA min':>8s}  checkpoint",
     ]
     rates = _rates(work)
     tails = []
-    for objective in OBJECTIVES:
+    for objective in arm_names(work):
         entry = status["runs"].get(objective, {"state": "not started"})
         train, valid = read_run_log(work.run(objective))
         step = train[-1]["step"] if train else 0
@@ -99,7 +99,7 @@ def screen(work: Work) -> str:
             eta = f"{(total - step) / rates[objective] / 60:.1f}"
         pct = f"{step}/{total or 'probing'}"
         lines.append(
-            f"{objective:5s} {entry['state'][:10]:10s} {pct:>15s} {loss:>7s} {vloss:>7s} "
+            f"{objective:9s} {entry['state'][:10]:10s} {pct:>15s} {loss:>7s} {vloss:>7s} "
             f"{rate:>9s} {eta:>8s}  {_checkpoint(work, objective)}"
         )
         if entry["state"] not in ("running", "finished"):
@@ -120,14 +120,14 @@ def training_table(work: Work) -> str:
     status = read_json(work.status, {"runs": {}})
     lines = [
         f"Training: preset {plan.get('preset')}, steps {plan.get('steps', {}).get('reason')};"
-        f" {plan.get('max_tokens')} padded tokens per step; both runs side by side on one "
+        f" {plan.get('max_tokens')} padded tokens per step; all runs side by side on one "
         "device",
         "",
         "| run | state | steps done / planned | tokens seen | last loss (mean of 10 logs) "
         "| valid loss | valid accuracy | median tokens/s | minutes |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    for objective in OBJECTIVES:
+    for objective in arm_names(work):
         entry = status["runs"].get(objective, {})
         train, valid = read_run_log(work.run(objective))
         meta = read_json(work.run(objective) / "checkpoint" / "metadata.json", {})

@@ -1,9 +1,11 @@
 """Pre-train ExLM and its MLM twin side by side on one GPU, within a short device lease.
 
-    start    install (no deps), `pytest -m gpu`, benchmarks (DAG loss; one pre-training
-             step of ExLM and its twin), then both runs in the background, same steps
+    start    install (no deps), descriptor targets (--descriptors, in the background),
+             `pytest -m gpu`, benchmarks (DAG loss; one pre-training step of ExLM and its
+             twin, eager and --bench-compile), then every arm (default: ExLM and its twin)
+             in the background, same steps
     poll     one screen: steps, loss, tokens/s, ETA, checkpoints (--wait S sleeps first)
-    gather   fp16 checkpoints, logs, tables, curves into --out ($OUT): 6 files
+    gather   fp16 checkpoints (one per arm), logs, tables, curves into --out ($OUT)
     stop     end the runs now (their last checkpoint stands)
     unpack   on the CPU side: check a gathered folder and rebuild checkpoint folders
 
@@ -89,7 +91,20 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--num-workers", type=int, default=6, help="DataLoader workers per run")
     p.add_argument("--compile", action="store_true", help="torch.compile both runs")
-    p.add_argument("--train-arg", action="append", default=[], help="extra pretrain flag")
+    p.add_argument("--train-arg", action="append", default=[],
+                   help="extra pretrain flag, every arm")
+    p.add_argument("--arm", action="append", default=[], metavar="'NAME OBJECTIVE [FLAG ...]'",
+                   help="a run of its own, e.g. 'exlm-d10 exlm --aux-weight 10' (repeat; "
+                        "default: 'exlm exlm' and 'mlm mlm'); all train side by side, the "
+                        "same steps on the same batches")
+    p.add_argument("--descriptors", choices=("rdkit2d", "rdkit2d_fast"),
+                   help="compute these descriptor targets into --prepared first (every core, "
+                        "beside the GPU checks), for arms with --aux-weight")
+    p.add_argument("--wheels", type=Path,
+                   help="folder of wheels (RDKit) installed for --descriptors alone")
+    p.add_argument("--bench-compile", action="store_true",
+                   help="the step benchmark also times torch.compile'd steps (eager beside)")
+    p.add_argument("--skip-dag", action="store_true", help="no DAG-loss benchmark tables")
     p.add_argument(
         "--first-wait",
         type=float,

@@ -1,7 +1,7 @@
-"""The two pre-training runs in the background: launch, supervise, stop, poll.
+"""The pre-training runs (arms) in the background: launch, supervise, stop, poll.
 
 ``launch`` starts a supervisor in a new session (``setsid``), so it and the runs outlive
-the device call that started them. The supervisor starts ExLM and its twin side by side,
+the device call that started them. The supervisor starts every arm side by side,
 samples their steps into ``progress.jsonl``, stops them at the plan's hard deadline
 (their last checkpoint then stands) and records exit codes in ``status.json``.
 """
@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from gpu_common import OBJECTIVES, REPO, Work, read_json, read_run_log, write_json
+from gpu_common import REPO, Work, arm_names, read_json, read_run_log, write_json
 
 SAMPLE_SECONDS = 10
 
@@ -54,19 +54,19 @@ def supervisor_alive(work: Work) -> bool:
 
 def _sample(work: Work) -> None:
     record = {"t": time.time()}
-    for objective in OBJECTIVES:
-        train, _ = read_run_log(work.run(objective))
-        record[objective] = train[-1]["step"] if train else 0
+    for name in arm_names(work):
+        train, _ = read_run_log(work.run(name))
+        record[name] = train[-1]["step"] if train else 0
     with work.progress.open("a") as handle:
         handle.write(json.dumps(record) + "\n")
 
 
 def supervise(work: Work) -> None:
-    """Run both pre-trainings to their end or to the hard deadline (the supervisor's body)."""
+    """Run every arm to its end or to the hard deadline (the supervisor's body)."""
     plan = read_json(work.plan)
     status = {"supervisor_pid": os.getpid(), "runs": {}}
     procs = {}
-    for objective in OBJECTIVES:
+    for objective in plan["runs"]:
         run = plan["runs"][objective]
         Path(run["dir"]).mkdir(parents=True, exist_ok=True)
         log = (work.logs / f"{objective}.log").open("w")
@@ -131,7 +131,7 @@ def all_ended(work: Work) -> bool:
 
 
 def wait(work: Work, seconds: float, every: float = 60.0) -> None:
-    """Sleep until ``seconds`` passed or both runs ended; a progress line every ``every`` s."""
+    """Sleep until ``seconds`` passed or every run ended; a progress line every ``every`` s."""
     end = time.time() + seconds
     next_line = time.time() + every
     while time.time() < end and not all_ended(work) and supervisor_alive(work):
@@ -143,7 +143,7 @@ def wait(work: Work, seconds: float, every: float = 60.0) -> None:
 
 def one_line(work: Work) -> str:
     parts = [time.strftime("%H:%M:%S")]
-    for objective in OBJECTIVES:
+    for objective in arm_names(work):
         train, _ = read_run_log(work.run(objective))
         last = train[-1] if train else {}
         parts.append(

@@ -1,10 +1,12 @@
-"""The ``start`` sequence on the GPU machine: install, check, benchmark, plan, launch."""
+"""The ``start`` sequence on the GPU machine: install, descriptor targets, check, benchmark,
+plan, launch."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import shutil
+import subprocess
 import time
 from pathlib import Path
 
@@ -12,10 +14,13 @@ import gpu_bench
 import gpu_poll
 import gpu_runs
 from gpu_common import (
-    OBJECTIVES,
+    DEFAULT_ARMS,
+    REPO,
+    Arm,
     Clock,
     Work,
     environment,
+    parse_arm,
     python,
     read_json,
     read_run_log,
@@ -36,9 +41,18 @@ def _check_prepared(prepared: Path) -> None:
         )
 
 
-def run_command(args, work: Work, objective: str, steps: dict) -> list[str]:
-    """``exlm-chem pretrain`` for one objective; ``steps`` says who fixes the step count."""
-    other = work.run("mlm" if objective == "exlm" else "exlm")
+def arms_of(args: argparse.Namespace) -> list[Arm]:
+    """The arms asked for (``--arm``, else ExLM and its twin); names must be distinct."""
+    arms = [parse_arm(text) for text in (args.arm or DEFAULT_ARMS)]
+    names = [a.name for a in arms]
+    if len(set(names)) != len(names):
+        raise SystemExit(f"arm names must be distinct, got {names}")
+    return arms
+
+
+def run_command(args, work: Work, arm: Arm, arms: list[Arm], steps: dict) -> list[str]:
+    """``exlm-chem pretrain`` for one arm; ``steps`` says who fixes the step count."""
+    partners = [str(work.run(a.name)) for a in arms if a.name != arm.name]
     cmd = [
         python(),
         "-m",
@@ -49,9 +63,9 @@ def run_command(args, work: Work, objective: str, steps: dict) -> list[str]:
         "--preset",
         args.preset,
         "--objective",
-        objective,
+        arm.objective,
         "--out",
-        str(work.run(objective)),
+        str(work.run(arm.name)),
         "--max-tokens",
         str(args.max_tokens),
         "--warmup-steps",
@@ -70,16 +84,60 @@ def run_command(args, work: Work, objective: str, steps: dict) -> list[str]:
     ]
     if steps["max_steps"] is not None:
         cmd += ["--max-steps", str(steps["max_steps"])]
-    else:  # both probe their pace side by side, then both take the smaller step count
-        cmd += ["--budget-minutes", f"{args.minutes:g}", "--budget-from", str(other)]
-    return cmd + (["--compile"] if args.compile else []) + args.train_arg
+    else:  # all probe their pace side by side, then all take the smallest step count
+        cmd += ["--budget-minutes", f"{args.minutes:g}"]
+        cmd += ["--budget-from", *partners] if partners else []
+    return cmd + (["--compile"] if args.compile else []) + args.train_arg + list(arm.flags)
+
+
+def start_descriptors(args: argparse.Namespace, work: Work) -> subprocess.Popen | None:
+    """Compute the ``--descriptors`` targets into the carried corpus in the background
+    (``exlm-chem corpus descriptors`` over every core), RDKit from the carried ``--wheels``
+    when the machine has none; None when the corpus holds that kind already."""
+    manifest = read_json(Path(args.prepared) / "manifest.json", {})
+    if manifest.get("descriptors", {}).get("kind") == args.descriptors:
+        print(f"\n== descriptors: {args.descriptors} already in {args.prepared}")
+        return None
+    env = dict(os.environ)
+    if args.wheels:
+        site = work.root / "site"
+        wheels = sorted(str(p) for p in Path(args.wheels).glob("*.whl"))
+        cmd = [python(), "-m", "pip", "install", "-q", "--no-index", "--no-deps",
+               "--no-compile", "--target", str(site), *wheels]
+        if run_logged("install wheels", cmd, work.logs / "wheels.log", timeout=180):
+            raise SystemExit(f"could not install {wheels} (logs/wheels.log)")
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), env.get("PYTHONPATH")]))
+    cmd = [python(), "-m", "exlm_chem.cli", "corpus", "descriptors", "--prepared",
+           str(args.prepared), "--kind", args.descriptors, "--n-jobs", "-1"]
+    print(f"\n== descriptors (background): {' '.join(cmd)}", flush=True)
+    log = (work.logs / "descriptors.log").open("w")
+    return subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+
+
+def wait_descriptors(proc: subprocess.Popen | None, work: Work, timeout: float) -> None:
+    """Wait for :func:`start_descriptors`; training with missing targets must not start."""
+    if proc is None:
+        return
+    start = time.monotonic()
+    try:
+        code = proc.wait(timeout=max(1.0, timeout))
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        code = 124
+    tail = (work.logs / "descriptors.log").read_text(errors="replace").splitlines()[-6:]
+    for line in tail:
+        print(f"   {line[:160]}")
+    print(f"== descriptors: exit {code}, waited {time.monotonic() - start:.0f} s", flush=True)
+    if code:
+        raise SystemExit("the descriptor targets failed (logs/descriptors.log): not training")
 
 
 def plan_steps(args: argparse.Namespace, work: Work) -> dict:
     """Step count (or None: decided by the runs' budget probe), warm-up, checkpoint and
     log intervals; the intervals come from the expected count (the step benchmark)."""
     expected, reason = gpu_bench.decide_max_steps(
-        work, args.preset, args.minutes, args.startup_minutes, SAFETY
+        work, args.preset, [a.objective for a in arms_of(args)], args.minutes,
+        args.startup_minutes, SAFETY
     )
     if args.max_steps is not None:
         max_steps, how = args.max_steps, "--max-steps"
@@ -91,8 +149,8 @@ def plan_steps(args: argparse.Namespace, work: Work) -> dict:
         max_steps, how = (
             None,
             (
-                f"decided by both runs after a pace probe side by side "
-                f"(--budget-minutes {args.minutes:g} --budget-from the other); "
+                f"decided by the runs after a pace probe side by side "
+                f"(--budget-minutes {args.minutes:g} --budget-from the others); "
                 f"step benchmark expects {reason}"
             ),
         )
@@ -117,6 +175,7 @@ def start(args: argparse.Namespace) -> int:
     if not torch.cuda.is_available() and not args.dry_run:
         raise SystemExit("no CUDA device here: use --dry-run to rehearse on CPU")
     _check_prepared(args.prepared)
+    arms = arms_of(args)
     shutil.rmtree(work.root, ignore_errors=True)
     work.logs.mkdir(parents=True)
     env = environment()
@@ -129,6 +188,8 @@ def start(args: argparse.Namespace) -> int:
         cmd = [python(), "-m", "pip", "install", "--no-deps", "--no-build-isolation", "-e", "."]
         if run_logged("install", cmd, work.logs / "install.log", timeout=min(240, clock.left())):
             print("   install failed: going on with PYTHONPATH (set by pretrain.sh)")
+    # CPU work beside the GPU checks below; joined before the timed step benchmark
+    descriptors = start_descriptors(args, work) if args.descriptors else None
     if torch.cuda.is_available():
         # compiled kernels everywhere: tests/conftest.py would turn the interpreter on where
         # it finds no /dev/nvidiactl, and the check must not pass on the interpreter
@@ -164,10 +225,12 @@ def start(args: argparse.Namespace) -> int:
     else:
         print("\n== pytest -m gpu: skipped, no CUDA device (dry run)")
 
+    wait_descriptors(descriptors, work, clock.left() - LAUNCH_RESERVE)
     presets = list(dict.fromkeys([*args.bench_presets, args.preset]))
     if not args.skip_bench:
         gpu_bench.run_benchmarks(
-            work, args.prepared, presets, args.max_tokens, args.dry_run, clock, LAUNCH_RESERVE
+            work, args.prepared, presets, args.max_tokens, args.dry_run, clock, LAUNCH_RESERVE,
+            compile_rows=args.bench_compile, dag=not args.skip_dag,
         )
         print("\n" + gpu_bench.summary(work), flush=True)
     steps = plan_steps(args, work)
@@ -182,8 +245,9 @@ def start(args: argparse.Namespace) -> int:
         "hard_deadline": now + 60 * (args.minutes + GRACE_MINUTES),
         "device": env["device"],
         "runs": {
-            o: {"dir": str(work.run(o)), "cmd": run_command(args, work, o, steps)}
-            for o in OBJECTIVES
+            a.name: {"dir": str(work.run(a.name)), "objective": a.objective,
+                     "cmd": run_command(args, work, a, arms, steps)}
+            for a in arms
         },
     }
     write_json(work.plan, plan)
@@ -192,10 +256,11 @@ def start(args: argparse.Namespace) -> int:
         f"at {time.strftime('%H:%M:%S', time.localtime(plan['hard_deadline']))}"
     )
     supervisor = gpu_runs.launch(work)
-    print(f"== both runs started under supervisor pid {supervisor.pid} (logs in {work.logs})")
+    print(f"== {len(arms)} runs started under supervisor pid {supervisor.pid} "
+          f"(logs in {work.logs})")
     deadline = time.time() + min(args.first_wait, clock.left() - 15)
     while time.time() < deadline and supervisor.poll() is None:
-        if all(read_run_log(work.run(o))[0] for o in OBJECTIVES):
+        if all(read_run_log(work.run(a.name))[0] for a in arms):
             break
         time.sleep(2)
     print("\n" + gpu_poll.screen(work))

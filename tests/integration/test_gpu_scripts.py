@@ -1,8 +1,9 @@
 """The GPU pre-training script's dry run, end to end on CPU (scripts/gpu/README.md).
 
-The same steps as on the GPU machine (install skipped, ``pytest -m gpu`` skipped without
-CUDA, benchmarks on tiny shapes, both runs of the tiny preset side by side in the
-background, poll, gather), then the gathered folder is checked against the device tool's
+The same steps as on the GPU machine (install skipped, the fast descriptor targets computed
+into the corpus, ``pytest -m gpu`` skipped without CUDA, benchmarks on tiny shapes, three
+arms of the tiny preset side by side in the background, two of them with the descriptor
+target, poll, gather), then the gathered folder is checked against the device tool's
 limits and its checkpoints are loaded.
 """
 
@@ -49,18 +50,23 @@ def test_dry_run_start_poll_gather_unpack(prepared, tmp_path):
 
     work, out, unpacked = tmp_path / "work", tmp_path / "out", tmp_path / "unpacked"
     try:
-        start = _run("start", "--dry-run", "--prepared", str(prepared), "--work", str(work))
+        start = _run("start", "--dry-run", "--prepared", str(prepared), "--work", str(work),
+                     "--descriptors", "rdkit2d_fast", "--bench-compile",
+                     "--arm", "exlm exlm", "--arm", "mlm-d1 mlm --aux-weight 1",
+                     "--arm", "exlm-d5 exlm --aux-weight 5")
         assert start.returncode == 0, start.stdout[-3000:] + start.stderr[-3000:]
         assert "install: skipped (dry run)" in start.stdout
+        assert re.search(r"== descriptors: exit 0", start.stdout), start.stdout[-3000:]
         assert "pytest -m gpu: skipped, no CUDA device" in start.stdout
         assert re.search(r"\| smiles k=2 T=5 .* \| fp32 \| .* \| ok \(", start.stdout)
         assert re.search(r"\| text-like .* \| bf16 \| .* \| ok \(", start.stdout)
         assert re.search(r"\| tiny \| exlm \| [\d.]+ \| [\d,]+ \|", start.stdout)
+        assert re.search(r"\| tiny \| exlm\+compile \| [\d.]+ \| [\d,]+ \|", start.stdout)
 
         poll = _run("poll", "--work", str(work), "--wait", "240")
         assert poll.returncode == 0, poll.stderr[-3000:]
-        assert re.search(r"^exlm\s+finished\s+8/8\s", poll.stdout, re.M), poll.stdout
-        assert re.search(r"^mlm\s+finished\s+8/8\s", poll.stdout, re.M), poll.stdout
+        for arm in ("exlm", "mlm-d1", "exlm-d5"):
+            assert re.search(rf"^{arm}\s+finished\s+8/8\s", poll.stdout, re.M), poll.stdout
 
         gather = _run("gather", "--work", str(work), "--out", str(out))
         assert gather.returncode == 0, gather.stdout[-3000:] + gather.stderr[-3000:]
@@ -70,19 +76,20 @@ def test_dry_run_start_poll_gather_unpack(prepared, tmp_path):
     # what the device tool brings back: <= 8 files of <= 16 MiB, <= 2 folders deep
     files = sorted(p for p in out.rglob("*") if p.is_file())
     names = {str(p.relative_to(out)) for p in files}
-    assert names == {"exlm-tiny/model.safetensors", "mlm-tiny/model.safetensors",
-                     "details.tar.gz", "report.md", "curves.png", "manifest.json"}  # fmt: skip
+    assert names == {"exlm-tiny/model.safetensors", "mlm-d1-tiny/model.safetensors",
+                     "exlm-d5-tiny/model.safetensors", "details.tar.gz", "report.md",
+                     "curves.png", "manifest.json"}  # fmt: skip
     for path in files:
         assert path.stat().st_size <= MAX_FILE
         assert len(path.relative_to(out).parts) <= 3
         assert all(re.fullmatch(r"[A-Za-z0-9._-]+", part) for part in path.relative_to(out).parts)
-    for name in ("exlm-tiny", "mlm-tiny"):
+    for name in ("exlm-tiny", "mlm-d1-tiny", "exlm-d5-tiny"):
         with safetensors.safe_open(out / name / "model.safetensors", "pt") as handle:
             dtypes = {str(handle.get_slice(k).get_dtype()) for k in handle.keys()}
         assert dtypes == {"F16"}
     with tarfile.open(out / "details.tar.gz") as tar:
         members = set(tar.getnames())
-    expected = {"exlm-tiny/checkpoint/config.json", "mlm-tiny/checkpoint/metadata.json",
+    expected = {"exlm-tiny/checkpoint/config.json", "mlm-d1-tiny/checkpoint/metadata.json",
                 "exlm-tiny/log.jsonl", "logs/exlm.log", "bench/dag_loss_bf16.md",
                 "bench/pretrain_step.json", "plan.json", "status.json", "env.json"}  # fmt: skip
     assert expected <= members, expected - members
@@ -92,14 +99,19 @@ def test_dry_run_start_poll_gather_unpack(prepared, tmp_path):
     runs = _run("unpack", str(out), str(unpacked))
     assert runs.returncode == 0, runs.stderr[-3000:]
     meta = {}
-    for objective in ("exlm", "mlm"):
-        _, config, meta[objective] = load_checkpoint(unpacked / f"{objective}-tiny" / "checkpoint")
+    for arm, objective, weight in (("exlm", "exlm", 0), ("mlm-d1", "mlm", 1),
+                                   ("exlm-d5", "exlm", 5)):
+        _, config, meta[arm] = load_checkpoint(unpacked / f"{arm}-tiny" / "checkpoint")
         assert config.objective == objective and config.d_model == 64
-        assert meta[objective]["dtype"] == "float16" and meta[objective]["steps"] == 8
-        assert meta[objective]["gpu_env"]["device"] == "cpu (no CUDA device)"
-        assert meta[objective]["pretrain_args"]["prepared"] == str(prepared)
+        assert meta[arm]["dtype"] == "float16" and meta[arm]["steps"] == 8
+        assert meta[arm]["gpu_env"]["device"] == "cpu (no CUDA device)"
+        assert meta[arm]["pretrain_args"]["prepared"] == str(prepared)
+        assert meta[arm]["pretrain_args"]["aux_weight"] == weight
+    # the descriptor arms' targets are the fast set computed on the "GPU host"
+    assert meta["exlm-d5"]["descriptors"]["kind"] == "rdkit2d_fast"
+    assert config.n_descriptors == len(meta["exlm-d5"]["descriptors"]["names"])
     # side by side means the same batches: the same tokens after the same steps
-    assert meta["exlm"]["tokens_seen"] == meta["mlm"]["tokens_seen"] > 0
+    assert meta["exlm"]["tokens_seen"] == meta["mlm-d1"]["tokens_seen"] > 0
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["missing"] == []
 
@@ -142,12 +154,15 @@ def test_run_commands_parse_with_the_pretrain_cli(tmp_path, steps_from):
         argv += ["--max-steps", "120"]
     import gpu_pretrain
 
+    argv += ["--arm", "exlm-d10 exlm --aux-weight 10 --mask-ratio 0.3", "--arm", "mlm mlm"]
     args = gpu_pretrain.parser().parse_args(argv)
     steps = gpu_start.plan_steps(args, Work(tmp_path))
-    cmd = gpu_start.run_command(args, Work(tmp_path), "exlm", steps)
+    arms = gpu_start.arms_of(args)
+    cmd = gpu_start.run_command(args, Work(tmp_path), arms[0], arms, steps)
     parsed = build_parser().parse_args(cmd[3:])  # past "python -m exlm_chem.cli"
     assert (parsed.prepared, parsed.preset, parsed.objective) == ("P", "small", "exlm")
-    assert parsed.out == str(tmp_path / "runs" / "exlm") and parsed.compile
+    assert parsed.out == str(tmp_path / "runs" / "exlm-d10") and parsed.compile
+    assert (parsed.aux_weight, parsed.mask_ratio) == (10, 0.3)
     assert parsed.max_tokens == 65536 and parsed.device == "cuda" and parsed.num_workers == 6
     if steps_from == "fixed":
         assert parsed.max_steps == 120 and parsed.budget_minutes is None
@@ -155,3 +170,11 @@ def test_run_commands_parse_with_the_pretrain_cli(tmp_path, steps_from):
     else:
         assert parsed.max_steps is None and parsed.budget_minutes == 16.0
         assert parsed.budget_from == [str(tmp_path / "runs" / "mlm")]
+
+
+@pytest.mark.parametrize("text", ["exlm", "a/b exlm", "x bert", "x/ mlm"])
+def test_a_malformed_arm_is_refused(text):
+    from gpu_common import parse_arm
+
+    with pytest.raises(ValueError, match="arm"):
+        parse_arm(text)

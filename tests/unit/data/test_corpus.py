@@ -43,3 +43,24 @@ def test_tokenize_corpus_gives_the_tokenizer_s_ids_compactly():
     for i, s in enumerate(smiles):
         assert corpus.get(i).tolist() == tok.encode(s, max_length=12)
     assert len(tokenize_corpus([], tok)) == 0
+
+
+def test_decode_corpus_gives_back_the_canonical_smiles_tokenised(pretrain_dir):
+    from exlm_chem.data.corpus import decode_corpus, tokenize_corpus
+    from exlm_chem.data.hygiene import canonical_smiles
+    from exlm_chem.data.tokenizer import SmilesTokenizer
+
+    tok = SmilesTokenizer()
+    canon = [canonical_smiles(s)
+             for s in read_smiles_file(pretrain_dir / "chembl_mix.smi.gz", limit=300)]
+    assert None not in canon
+    corpus = tokenize_corpus(canon, tok, max_length=256)
+    assert decode_corpus(corpus, tok, max_length=256) == canon  # none reaches 256 tokens
+    # truncated molecules (max_length or more tokens) and unknown tokens cannot be read back
+    short = tokenize_corpus([*canon[:50], "C[Xx]C", "CC[MASK]"], tok, max_length=40)
+    decoded = decode_corpus(short, tok, max_length=40)
+    cut = short.lengths()[:50] >= 40
+    assert 0 < cut.sum() < 50
+    assert decoded[:50] == [None if c else s for s, c in zip(canon[:50], cut, strict=True)]
+    assert decoded[50:] == [None, None]
+    assert decode_corpus(tokenize_corpus([], tok), tok, max_length=40) == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import re
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ import pytest
 from exlm_chem.data.corpus import read_smiles_file, split_validation
 from exlm_chem.data.corpus_prepare import (
     PreparationSettings,
+    add_descriptors,
     load_prepared,
     preparation_differences,
     prepare_corpus,
@@ -193,3 +195,78 @@ def test_descriptor_targets_are_aligned_with_the_molecules(source, tmp_path):
     np.savez_compressed(out / "descriptors.npz", train=got, valid=got)
     with pytest.raises(ValueError, match=r"descriptors\.npz: sha256 differs"):
         load_prepared(out, SmilesTokenizer().tokens)
+
+
+def _stored_targets(directory) -> dict[str, np.ndarray]:
+    with np.load(directory / "descriptors.npz", allow_pickle=False) as arrays:
+        return {name: arrays[name] for name in arrays.files}
+
+
+def test_descriptors_added_later_are_those_prepared_with_the_corpus(source, tmp_path):
+    from exlm_chem.data.descriptors import FAST_NAMES
+    from exlm_chem.files.checksums import file_sha256
+
+    tokens = SmilesTokenizer().tokens
+    settings = PreparationSettings(valid_size=10, seed=3, hygiene=False)
+    fast = settings._replace(descriptors="rdkit2d_fast")
+    first = prepare_corpus([source[0]], tmp_path / "first", fast, n_jobs=1)
+    later = tmp_path / "later"
+    prepare_corpus([source[0]], later, settings, n_jobs=1)
+    manifest = add_descriptors(later, "rdkit2d_fast", n_jobs=1)
+    entry = manifest["descriptors"]
+    assert entry == {**first["descriptors"], "undecodable": 0}
+    assert entry["kind"] == "rdkit2d_fast" and entry["names"] == list(FAST_NAMES)
+    assert json.loads((later / "manifest.json").read_text()) == manifest
+    assert manifest["files"]["descriptors.npz"] == file_sha256(later / "descriptors.npz")
+    expected, got = _stored_targets(tmp_path / "first"), _stored_targets(later)
+    assert sorted(got) == ["train", "valid"] and got["train"].dtype == np.float16
+    for name in ("train", "valid"):
+        np.testing.assert_array_equal(got[name], expected[name])
+    corpus = load_prepared(later, tokens)
+    assert corpus.descriptors["valid"].shape == (10, 35)
+    np.testing.assert_array_equal(corpus.descriptors["train"], expected["train"].astype(np.float32))
+    assert preparation_differences(later, [source[0]], fast) == []
+    # replaced by another kind: the manifest follows, and no temporary file is left behind
+    manifest = add_descriptors(later, "rdkit2d", n_jobs=1)
+    count = manifest["descriptors"]["count"]
+    assert manifest["descriptors"]["kind"] == "rdkit2d" and count > 200
+    assert load_prepared(later, tokens).descriptors["valid"].shape == (10, count)
+    assert sorted(p.name for p in later.iterdir()) == [
+        "descriptors.npz", "manifest.json", "train.npz", "valid.npz"]
+    with pytest.raises(ValueError, match="descriptors must be one of rdkit2d, rdkit2d_fast"):
+        add_descriptors(later, "morgan")
+
+
+def test_added_descriptors_of_truncated_molecules_are_the_median(source, tmp_path):
+    out = tmp_path / "p"
+    settings = PreparationSettings(max_length=20, valid_size=10, seed=3, hygiene=False)
+    cut = prepare_corpus([source[0]], out, settings, n_jobs=1)["counts"]["at_max_length"]
+    assert cut > 0
+    entry = add_descriptors(out, "rdkit2d_fast", n_jobs=1)["descriptors"]
+    assert entry["undecodable"] == cut and entry["missing_values"] >= cut * entry["count"]
+    corpus = load_prepared(out, SmilesTokenizer().tokens)
+    for name in ("train", "valid"):
+        truncated = getattr(corpus, name).lengths() >= 20
+        targets = corpus.descriptors[name]
+        assert (targets[truncated] == 0).all()  # all NaN, so the training median
+        assert (targets[~truncated] != 0).any(axis=1).all()
+
+
+def test_cli_adds_descriptors_that_pretrain_reads(source, tmp_path, capsys):
+    from exlm_chem.cli import main
+
+    out = tmp_path / "p"
+    assert main(["corpus", "prepare", "--corpus", str(source[0]), "--out", str(out),
+                 "--no-hygiene", "--valid-size", "5", "--n-jobs", "1"]) == 0
+    capsys.readouterr()
+    assert main(["corpus", "descriptors", "--prepared", str(out), "--n-jobs", "1"]) == 0
+    line = capsys.readouterr().out.strip()
+    assert re.fullmatch(r"rdkit2d_fast descriptors of 121 molecules in \S+: 35 descriptors, "
+                        r"0 undecodable rows, \d+ missing values, [\d.]+ s", line), line
+    corpus = load_prepared(out, SmilesTokenizer().tokens)  # as `pretrain --prepared` reads it
+    assert corpus.manifest["descriptors"]["kind"] == "rdkit2d_fast"
+    assert corpus.descriptors["train"].shape == (116, 35)
+    assert corpus.descriptors["valid"].shape == (5, 35)
+    assert np.isfinite(corpus.descriptors["train"]).all()
+    with pytest.raises(SystemExit):
+        main(["corpus", "descriptors", "--prepared", str(out), "--kind", "morgan"])

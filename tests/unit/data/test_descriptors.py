@@ -8,9 +8,12 @@ import pytest
 from exlm_chem.data import descriptors
 from exlm_chem.data.descriptors import (
     CLIP,
+    FAST_NAMES,
     FeatureScaler,
     FeatureSpec,
+    descriptor_values,
     feature_kinds,
+    feature_names,
     molecule_features,
     morgan_counts,
     rdkit2d_descriptors,
@@ -31,6 +34,38 @@ def test_rdkit2d_is_rdkits_descriptor_list_row_aligned_with_nan_for_unparsable()
     expected = Descriptors.CalcMolDescriptors(Chem.MolFromSmiles("c1ccccc1O"))
     np.testing.assert_allclose(values[1], np.array([expected[n] for n in names], np.float32),
                                rtol=1e-6)
+
+
+def test_fast_kind_computes_its_names_row_aligned_with_nan_for_unparsable():
+    from rdkit import Chem
+    from rdkit.Chem import Descriptors
+
+    values, names = descriptor_values("rdkit2d_fast", SMILES, n_jobs=1)
+    assert names == list(FAST_NAMES) == feature_names("rdkit2d_fast") and len(names) == 35
+    assert set(names) <= set(rdkit2d_names())
+    assert values.shape == (5, 35) and values.dtype == np.float32
+    assert np.isnan(values[4]).all() and np.isfinite(values[:4]).all()
+    for row in (1, 2):  # the same numbers as RDKit's own descriptor call
+        expected = Descriptors.CalcMolDescriptors(Chem.MolFromSmiles(SMILES[row]))
+        np.testing.assert_allclose(values[row], np.array([expected[n] for n in names],
+                                                         np.float32), rtol=1e-6)
+    # and the same columns as in the full set: a subset, computed alike
+    full, all_names = rdkit2d_descriptors(SMILES[:4])
+    np.testing.assert_array_equal(values[:4], full[:4, [all_names.index(n) for n in names]])
+    # the estimators' features= option takes it like the other kinds
+    assert feature_kinds("rdkit2d_fast") == ("rdkit2d_fast",)
+    np.testing.assert_array_equal(molecule_features(["rdkit2d_fast"], SMILES[:2]), values[:2])
+    with pytest.raises(ValueError, match="unknown feature kind 'rdkit3d'"):
+        descriptor_values("rdkit3d", SMILES)
+
+
+def test_fast_names_missing_from_the_installed_rdkit_are_named(monkeypatch):
+    from rdkit.Chem import Descriptors
+
+    monkeypatch.setattr(Descriptors, "_descList",
+                        [d for d in Descriptors._descList if d[0] not in ("TPSA", "MolMR")])
+    with pytest.raises(ValueError, match=r"no descriptor TPSA, MolMR of the rdkit2d_fast set"):
+        descriptor_values("rdkit2d_fast", ["CCO"])
 
 
 def test_morgan_counts_are_radius_2_counts():
