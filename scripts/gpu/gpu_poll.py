@@ -124,8 +124,8 @@ def training_table(work: Work) -> str:
         "device",
         "",
         "| run | state | steps done / planned | tokens seen | last loss (mean of 10 logs) "
-        "| valid loss | valid accuracy | median tokens/s | minutes |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| valid loss | valid accuracy | valid descriptor MSE | median tokens/s | minutes |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for objective in arm_names(work):
         entry = status["runs"].get(objective, {})
@@ -141,6 +141,7 @@ def training_table(work: Work) -> str:
             f" (checkpoint at {meta.get('steps', '-')}) | {meta.get('tokens_seen', 0):,} | "
             f"{sum(losses) / len(losses) if losses else float('nan'):.4f} | "
             f"{v.get('valid_loss', float('nan')):.4f} | {v.get('valid_accuracy', float('nan')):.4f}"
+            f" | {v.get('valid_aux_loss', float('nan')):.4f}"
             f" | {rates[len(rates) // 2] if rates else 0:,.0f} | {minutes:.1f} |"
         )
     return "\n".join(lines)
