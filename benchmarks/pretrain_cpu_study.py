@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from exlm_chem.benchmark.tasks import TaskData
 
 TASKS = ("bbbp", "bace", "clintox", "sider", "tox21")
+REGRESSION_TASKS = ("esol", "freesolv", "lipo")  # the regression probe: ridge, RMSE
 POOLINGS = ("bos", "mean")
 NO_POOLING = "none"  # the pooling of a reference row that has no encoder (descriptors)
 DESCRIPTOR_ARM = "rdkit2d descriptors (LR)"
@@ -58,22 +59,46 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _tasks() -> dict[str, TaskData]:
+def _tasks(names: tuple[str, ...] = TASKS) -> dict[str, TaskData]:
     from exlm_chem.benchmark.tasks import load_task, with_canonical_smiles
 
-    return {name: with_canonical_smiles(load_task(name, "scaffold", 0)) for name in TASKS}
+    return {name: with_canonical_smiles(load_task(name, "scaffold", 0)) for name in names}
 
 
-def _roc_auc(features: np.ndarray, data: TaskData) -> float:
+def _roc_auc(features: np.ndarray, data: TaskData, part: str = "test") -> float:
     """Test ROC-AUC of the study's probe on one task's features [N, F]: standardised, one
     logistic regression per label (``C = PROBE_C``), unweighted mean over fitted labels."""
+    return _roc_aucs(features, data)[part]
+
+
+def _roc_aucs(features: np.ndarray, data: TaskData) -> dict[str, float]:
+    """Valid and test ROC-AUC of the probe (one fit on the training rows, as ``_roc_auc``):
+    checkpoints are chosen on "valid", "test" is only reported."""
     from exlm_chem.benchmark.encoders import PROBE_C
     from exlm_chem.metrics import mean_roc_auc
     from exlm_chem.train.probe import probe_scores
 
-    predicted = probe_scores(features, data.labels, data.train, data.test, C=PROBE_C)
+    scored = np.concatenate([data.valid, data.test])
+    predicted = probe_scores(features, data.labels, data.train, scored, C=PROBE_C)
     fitted = ~np.isnan(predicted).all(axis=0)
-    return float(mean_roc_auc(data.labels[data.test][:, fitted], predicted[:, fitted]).mean)
+    out = {}
+    parts = (("valid", slice(0, len(data.valid))), ("test", slice(len(data.valid), None)))
+    for part, rows in parts:
+        truth = data.labels[scored[rows]][:, fitted]
+        out[part] = float(mean_roc_auc(truth, predicted[rows][:, fitted]).mean)
+    return out
+
+
+def _ridge_rmse(features: np.ndarray, data: TaskData) -> dict[str, float]:
+    """Valid and test RMSE of the regression probe: standardised features, one ridge whose
+    strength is chosen on the validation rows (:func:`exlm_chem.train.probe.ridge_predictions`)."""
+    from exlm_chem.train.probe import ridge_predictions
+
+    test, _, valid = ridge_predictions(features, data.labels, data.train, data.valid, data.test)
+    rmse = {}
+    for part, rows, predicted in (("valid", data.valid, valid), ("test", data.test, test)):
+        rmse[part] = float(np.sqrt(np.nanmean((predicted[:, 0] - data.labels[rows, 0]) ** 2)))
+    return rmse
 
 
 def _with_means(row: dict[str, float]) -> dict[str, float]:
@@ -83,17 +108,42 @@ def _with_means(row: dict[str, float]) -> dict[str, float]:
     return row
 
 
-def probe_checkpoint(checkpoint: Path, tasks: dict[str, TaskData]) -> dict[str, dict]:
-    """Pooling -> {task: test ROC-AUC, "mean": ..., "mean4": ...} of one checkpoint."""
+def probe_checkpoint(checkpoint: Path, tasks: dict[str, TaskData],
+                     layers: int | None = None,
+                     poolings: tuple[str, ...] = POOLINGS) -> dict[str, dict]:
+    """Pooling -> {"roc_auc": {task: test ROC-AUC, "mean": ..., "mean4": ...},
+    "valid_roc_auc": the same on the validation rows, and, for the regression tasks among
+    ``tasks``, "rmse" / "valid_rmse": {task: RMSE}} of one checkpoint.
+
+    ``layers``: read the states after the first ``layers`` blocks (the final LayerNorm
+    applied, as after the last one) instead of the whole stack.
+    """
     from exlm_chem.embedding import as_embedder
 
     embedder = as_embedder(str(checkpoint), "cpu")
-    scores: dict[str, dict] = {p: {} for p in POOLINGS}
+    if layers is not None:  # the first blocks alone: the encoder's own norm and layout follow
+        blocks = embedder.model.encoder.blocks
+        if not 1 <= layers <= len(blocks):
+            raise ValueError(f"layers must be in 1..{len(blocks)}, got {layers}")
+        embedder.model.encoder.blocks = blocks[:layers]
+    scores: dict[str, dict] = {p: {"roc_auc": {}, "valid_roc_auc": {}, "rmse": {},
+                                   "valid_rmse": {}} for p in poolings}
     for name, data in tasks.items():
-        vectors = embedder.encode_valid_each(data.smiles, POOLINGS, batch_size=128)
-        for pooling in POOLINGS:
-            scores[pooling][name] = _roc_auc(vectors[pooling], data)
-    return {pooling: _with_means(row) for pooling, row in scores.items()}
+        vectors = embedder.encode_valid_each(data.smiles, poolings, batch_size=128)
+        for pooling in poolings:
+            row = scores[pooling]
+            if data.task_type == "regression":
+                rmse = _ridge_rmse(vectors[pooling], data)
+                row["rmse"][name], row["valid_rmse"][name] = rmse["test"], rmse["valid"]
+            else:
+                auc = _roc_aucs(vectors[pooling], data)
+                row["roc_auc"][name], row["valid_roc_auc"][name] = auc["test"], auc["valid"]
+    for row in scores.values():
+        _with_means(row["roc_auc"])
+        _with_means(row["valid_roc_auc"])
+        if not row["rmse"]:
+            del row["rmse"], row["valid_rmse"]
+    return scores
 
 
 def probe_descriptors(tasks: dict[str, TaskData], n_jobs: int = 1) -> dict[str, float]:
@@ -118,12 +168,19 @@ def descriptor_key() -> tuple[str, dict]:
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest(), settings
 
 
+def _key(sha256: str, layers: int | None = None) -> str:
+    """A record's key: the weights' (or features') sha256, and the depth read if not all."""
+    return sha256 if layers is None else f"{sha256}@{layers}"
+
+
 def _done(out: Path) -> set[str]:
-    """Keys already probed: weights' sha256, or a descriptor record's ``features_sha256``."""
+    """Keys already probed (:func:`_key`): weights' sha256, or a descriptor record's
+    ``features_sha256``, with the depth of a layer probe."""
     if not out.exists():
         return set()
     records = [json.loads(line) for line in out.read_text().splitlines() if line]
-    return {r.get("weights_sha256") or r["features_sha256"] for r in records}
+    return {_key(r.get("weights_sha256") or r["features_sha256"], r.get("layers"))
+            for r in records}
 
 
 def _append(out: Path, records: list[dict]) -> None:
@@ -153,7 +210,7 @@ def _records(checkpoint: Path, arm: str, scores: dict, seconds: float, extra: di
         "split": "scaffold (paper), canonical SMILES",
         **extra,
     }
-    return [{**base, "pooling": p, "roc_auc": s} for p, s in scores.items()]
+    return [{**base, "pooling": p, **s} for p, s in scores.items()]
 
 
 def cmd_probe(args: argparse.Namespace) -> None:
@@ -163,15 +220,26 @@ def cmd_probe(args: argparse.Namespace) -> None:
     for path in map(Path, args.checkpoints):
         if not (path / "model.safetensors").is_file():
             continue
-        if _sha256(path / "model.safetensors") in done:
-            print(f"{path}: probed already")
-            continue
-        tasks = tasks or _tasks()
-        start = time.monotonic()
-        scores = probe_checkpoint(path, tasks)
-        _append(out, _records(path, args.arm, scores, time.monotonic() - start, {}))
-        print(f"{path}: bos {scores['bos']['mean']:.4f} mean {scores['mean']['mean']:.4f}",
-              flush=True)
+        weights = _sha256(path / "model.safetensors")
+        for layers in args.layers or [None]:
+            if _key(weights, layers) in done:
+                print(f"{path} (layers {layers or 'all'}): probed already")
+                continue
+            tasks = tasks or _tasks(TASKS + (REGRESSION_TASKS if args.regression else ()))
+            start = time.monotonic()
+            scores = probe_checkpoint(path, tasks, layers, tuple(args.poolings))
+            extra = {} if layers is None else {"layers": layers}
+            _append(out, _records(path, args.arm, scores, time.monotonic() - start, extra))
+            print(f"{path} (layers {layers or 'all'}): "
+                  + "; ".join(_summary(p, s) for p, s in scores.items()), flush=True)
+
+
+def _summary(pooling: str, scores: dict) -> str:
+    text = (f"{pooling} test {scores['roc_auc']['mean']:.4f} valid "
+            f"{scores['valid_roc_auc']['mean']:.4f}")
+    if "rmse" in scores:
+        text += " rmse " + " ".join(f"{t} {v:.3f}" for t, v in scores["rmse"].items())
+    return text
 
 
 def cmd_control(args: argparse.Namespace) -> None:
@@ -184,7 +252,7 @@ def cmd_control(args: argparse.Namespace) -> None:
     config = ExLMConfig.from_dict({**config.to_dict(), "n_descriptors": 0})
     tokens = (source / "vocab.txt").read_text().split("\n")[: config.vocab_size]
     out = Path(args.out)
-    tasks = _tasks()
+    tasks = _tasks(TASKS + (REGRESSION_TASKS if args.regression else ()))
     for seed in args.seeds:
         torch.manual_seed(seed)
         model = ExLMModel(config)
@@ -201,8 +269,8 @@ def cmd_control(args: argparse.Namespace) -> None:
             arm = f"random-init d{config.d_model} {config.objective}"
             _append(out, _records(path, arm, scores, time.monotonic() - start,
                                   {"control_seed": seed}))
-        print(f"{arm} seed {seed}: bos {scores['bos']['mean']:.4f} "
-              f"mean {scores['mean']['mean']:.4f}", flush=True)
+        print(f"{arm} seed {seed}: " + "; ".join(_summary(p, s) for p, s in scores.items()),
+              flush=True)
 
 
 def cmd_descriptors(args: argparse.Namespace) -> None:
@@ -384,10 +452,17 @@ def main() -> None:
     probe.add_argument("checkpoints", nargs="+")
     probe.add_argument("--arm", required=True)
     probe.add_argument("--out", required=True)
+    probe.add_argument("--poolings", nargs="+", choices=POOLINGS, default=list(POOLINGS))
+    probe.add_argument("--layers", type=int, nargs="+",
+                       help="probe the states after this many blocks (each value in turn)")
+    probe.add_argument("--regression", action="store_true",
+                       help="also the regression probe (ridge on ESOL, FreeSolv, Lipophilicity)")
     control = sub.add_parser("control")
     control.add_argument("checkpoint")
     control.add_argument("--seeds", nargs="+", type=int, default=[0, 1])
     control.add_argument("--out", required=True)
+    control.add_argument("--regression", action="store_true",
+                         help="also the regression probe (ridge on ESOL, FreeSolv, Lipophilicity)")
     descriptors = sub.add_parser("descriptors")
     descriptors.add_argument("--out", required=True)
     report = sub.add_parser("report")
