@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _provenance import git_commit
+from _provenance import git_commit, load_average
 
 from exlm_chem.data.corpus import read_smiles_file
 
@@ -68,6 +68,11 @@ def main() -> None:
         + ", ".join(p.name for p in args.corpus),
         "- command: `python benchmarks/descriptor_cost.py --molecules "
         f"{args.molecules} --out {args.out}`",
+        f"- load average at the end: {load_average()} (2 cores)",
+        "- each descriptor is timed in `_descList` order on the same parsed molecules: one "
+        "that reuses work cached on the molecule by an earlier one (Crippen contributions, "
+        "Gasteiger charges, EState indices, BCUT) shows only its remainder; the `fast` "
+        "total is timed apart, on freshly parsed molecules",
         f"- parse (MolFromSmiles): {parse * 1e6:.0f} µs per molecule",
         f"- all {len(cost)} descriptors: {total * 1e3:.2f} ms per molecule",
         f"- the `fast` set ({len(FAST_NAMES)} descriptors, parse included, "
