@@ -414,6 +414,8 @@ class Pretrainer:
             if interval and progress["cpu_seconds"] >= interval * next_snapshot:
                 self.snapshot(progress)
                 next_snapshot += 1
+            elif args.snapshot_every and step % args.snapshot_every == 0:
+                self.snapshot(progress)
             if timed_out:
                 logger.info("pausing at step %d (time budget or --stop-at-step)", step)
                 break

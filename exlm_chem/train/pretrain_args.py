@@ -53,6 +53,7 @@ class PretrainArgs:
     # again; the milestone's tokens, CPU time and data position carry on
     init_from: str | None = None
     snapshot_cpu_minutes: float | None = None  # keep the weights every N CPU-minutes (snapshots/)
+    snapshot_every: int | None = None  # ... or every N optimizer steps (a GPU's CPU time is no clock)
     budget_minutes: float | None = None  # measure the pace, then fit max_steps to this time
     budget_from: list[str] | None = None  # partner runs (the twin): all take the fewest steps
     budget_probe_steps: int = 10  # timed steps of the pace probe (undone afterwards)
@@ -99,6 +100,8 @@ def check_args(args: PretrainArgs) -> PretrainArgs:
         problems.append(f"aux_weight must be >= 0, got {args.aux_weight}")
     if args.aux_weight > 0 and args.repeat_k > 1:
         problems.append("aux_weight does not combine with repeat_k > 1")
+    if args.snapshot_every is not None and args.snapshot_every < 1:
+        problems.append(f"snapshot_every must be >= 1, got {args.snapshot_every}")
     if args.decay_steps is not None and args.decay_steps < 1:
         problems.append(f"decay_steps must be >= 1, got {args.decay_steps}")
     if args.d_model is not None and (args.d_model < 64 or args.d_model % 64):

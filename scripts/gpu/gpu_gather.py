@@ -1,14 +1,15 @@
 """Gather a GPU session's results into one small folder, and unpack it on the CPU side.
 
 The device tool brings back at most 8 files of at most 16 MiB, at most two folders deep.
-``gather`` writes six:
+``gather`` writes one weights file per arm, two more, and as many snapshots as fit:
 
-    exlm-<preset>/model.safetensors   ExLM weights in fp16 (the latest checkpoint)
-    mlm-<preset>/model.safetensors    the twin's
+    <arm>-<preset>/model.safetensors  each arm's weights in fp16 (the latest checkpoint)
+    <arm>-<preset>-s<step>/model.safetensors   snapshots (``pretrain --snapshot-every``),
+                      spread over each arm's run and over the arms, while files are left
     details.tar.gz    each checkpoint's config/vocab/metadata, run logs (log.jsonl, stdout),
-                      benchmark tables and JSON, plan, status, env, progress samples
-    report.md         environment, benchmark table, training summary (also printed)
-    curves.png        training and validation loss, tokens/s
+                      benchmark tables and JSON, plan, status, env, progress samples, and
+                      report.md (environment, benchmark table, training summary; also
+                      printed) and curves.png (training and validation loss, tokens/s)
     manifest.json     every file's size and sha256, the commit and what is missing
 
 ``unpack`` rebuilds ``DEST/<name>/checkpoint/`` (a complete checkpoint directory, what
@@ -29,19 +30,20 @@ from gpu_common import Work, arm_names, read_json, read_run_log, write_json
 MAX_FILE_BYTES = 16 * 2**20
 WEIGHTS = "model.safetensors"
 SMALL_FILES = ("config.json", "vocab.txt", "metadata.json")
+MAX_FILES = 8  # what the device tool brings back
+OTHER_FILES = 2  # details.tar.gz and manifest.json
 
 
 def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _fp16_checkpoint(run: Path, dest: Path, extra: dict) -> str | None:
-    """Save the run's latest checkpoint in fp16 into ``dest``; None, or why not."""
+def _fp16_checkpoint(source: Path, dest: Path, extra: dict) -> str | None:
+    """Save the checkpoint folder ``source`` in fp16 into ``dest``; None, or why not."""
     import torch
 
     from exlm_chem.model.checkpoint import load_checkpoint, save_checkpoint
 
-    source = run / "checkpoint"
     for _ in range(3):  # a save in progress renames the folder aside for an instant
         try:
             model, config, meta = load_checkpoint(source)
@@ -74,35 +76,78 @@ def _add_file(tar: tarfile.TarFile, path: Path, name: str, max_lines: int = 0) -
         tar.add(path, arcname=name)
 
 
+def _step(snapshot: Path) -> int:
+    return int(snapshot.name.split("_")[1])
+
+
+def _snapshots_before_checkpoint(run: Path) -> list[Path]:
+    """The run's snapshots, less those at or past its checkpoint's step (already brought)."""
+    last = read_json(run / "checkpoint" / "metadata.json", {}).get("steps", float("inf"))
+    return [p for p in sorted((run / "snapshots").glob("step_*")) if _step(p) < last]
+
+
+def _spread_order(paths: list[Path]) -> list[Path]:
+    """The latest, then the middle one, then the quarters, ...: every prefix of the order
+    spreads over the run."""
+    n, order = len(paths), []
+    fractions, denominator = [1.0], 2
+    while denominator <= 2 * n:
+        fractions += [k / denominator for k in range(1, denominator, 2)]
+        denominator *= 2
+    for index in [round(f * (n - 1)) for f in fractions] + list(range(n)):
+        if paths[index] not in order:
+            order.append(paths[index])
+    return order
+
+
+def _spread(snapshots: dict[str, list[Path]], room: int) -> list[tuple[str, Path]]:
+    """Up to ``room`` (arm, snapshot) pairs, the arms in turn, each in its spread order."""
+    queues = {arm: _spread_order(paths) for arm, paths in snapshots.items() if paths}
+    picks: list[tuple[str, Path]] = []
+    while len(picks) < room and any(queues.values()):
+        for arm, queue in queues.items():
+            if queue and len(picks) < room:
+                picks.append((arm, queue.pop(0)))
+    return picks
+
+
 def gather(work: Work, out: Path, preset: str, report: str, curves) -> dict:
     """Write the result folder; returns the manifest (also written as manifest.json)."""
     out.mkdir(parents=True, exist_ok=True)
     manifest = {"commit": read_json(work.env, {}).get("commit"), "files": {}, "missing": []}
     env = read_json(work.env, {})
+    extra = {"gpu_env": env, "source": "scripts/gpu/gpu_pretrain.py"}
     with tempfile.TemporaryDirectory() as tmp:
         details = tarfile.open(out / "details.tar.gz", "w:gz")
+
+        def bring(source: Path, name: str) -> None:
+            staged = Path(tmp) / name
+            why = _fp16_checkpoint(source, staged, extra)
+            if why is not None:
+                manifest["missing"].append(f"{name}: no checkpoint ({why})")
+                return
+            size = (staged / WEIGHTS).stat().st_size
+            if size <= MAX_FILE_BYTES:
+                (out / name).mkdir(exist_ok=True)
+                shutil.copyfile(staged / WEIGHTS, out / name / WEIGHTS)
+            else:
+                manifest["missing"].append(f"{name}/{WEIGHTS}: {size} bytes in fp16 > 16 MiB")
+            for small in SMALL_FILES:
+                _add_file(details, staged / small, f"{name}/checkpoint/{small}")
+
         arms = arm_names(work)
         for objective in arms:
             name = f"{objective}-{preset}"
-            staged = Path(tmp) / name
-            why = _fp16_checkpoint(
-                work.run(objective),
-                staged,
-                {"gpu_env": env, "source": "scripts/gpu/gpu_pretrain.py"},
-            )
-            if why is None:
-                size = (staged / WEIGHTS).stat().st_size
-                if size <= MAX_FILE_BYTES:
-                    (out / name).mkdir(exist_ok=True)
-                    shutil.copyfile(staged / WEIGHTS, out / name / WEIGHTS)
-                else:
-                    manifest["missing"].append(f"{name}/{WEIGHTS}: {size} bytes in fp16 > 16 MiB")
-                for small in SMALL_FILES:
-                    _add_file(details, staged / small, f"{name}/checkpoint/{small}")
-            else:
-                manifest["missing"].append(f"{name}: no checkpoint ({why})")
+            bring(work.run(objective) / "checkpoint", name)
             _add_file(details, work.run(objective) / "log.jsonl", f"{name}/log.jsonl")
             _add_file(details, work.logs / f"{objective}.log", f"logs/{objective}.log", 3000)
+        snapshots = {arm: _snapshots_before_checkpoint(work.run(arm)) for arm in arms}
+        picks = _spread(snapshots, MAX_FILES - OTHER_FILES - len(arms))
+        for arm, path in picks:
+            bring(path, f"{arm}-{preset}-s{_step(path)}")
+        left = sum(len(p) for p in snapshots.values()) - len(picks)
+        if left:
+            manifest["missing"].append(f"{left} snapshots: no room in {MAX_FILES} files")
         for path in sorted(work.logs.glob("*.log")):
             if path.stem not in arms:
                 _add_file(details, path, f"logs/{path.name}", 3000)
@@ -110,12 +155,14 @@ def gather(work: Work, out: Path, preset: str, report: str, curves) -> dict:
             _add_file(details, path, f"bench/{path.name}")
         for path in (work.plan, work.status, work.env, work.progress):
             _add_file(details, path, path.name)
+        (Path(tmp) / "report.md").write_text(report)
+        _add_file(details, Path(tmp) / "report.md", "report.md")
+        try:
+            curves(work, Path(tmp) / "curves.png")
+            _add_file(details, Path(tmp) / "curves.png", "curves.png")
+        except Exception as err:  # a missing plot must not cost the checkpoints
+            manifest["missing"].append(f"curves.png: {type(err).__name__}: {err}")
         details.close()
-    (out / "report.md").write_text(report)
-    try:
-        curves(work, out / "curves.png")
-    except Exception as err:  # a missing plot must not cost the checkpoints
-        manifest["missing"].append(f"curves.png: {type(err).__name__}: {err}")
     for path in sorted(out.rglob("*")):
         if path.is_file() and path.name != "manifest.json":
             manifest["files"][str(path.relative_to(out))] = {

@@ -83,6 +83,9 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--warmup-share", type=float, default=0.06, help="warm-up / max steps")
     p.add_argument("--checkpoint-minutes", type=float, default=3.0)
+    p.add_argument("--snapshots", type=int, default=0,
+                   help="keep each arm's weights at this many evenly spaced steps before the "
+                        "end; gather brings back as many as fit the 8 files")
     p.add_argument(
         "--startup-minutes",
         type=float,

@@ -82,6 +82,8 @@ def run_command(args, work: Work, arm: Arm, arms: list[Arm], steps: dict) -> lis
         "cpu" if args.dry_run else "cuda",
         "--no-progress",
     ]
+    if steps.get("snapshot_every"):
+        cmd += ["--snapshot-every", str(steps["snapshot_every"])]
     if steps["max_steps"] is not None:
         cmd += ["--max-steps", str(steps["max_steps"])]
     else:  # all probe their pace side by side, then all take the smallest step count
@@ -162,6 +164,8 @@ def plan_steps(args: argparse.Namespace, work: Work) -> dict:
         "warmup": max(1, round(args.warmup_share * basis)),
         "every": max(1, round(basis * args.checkpoint_minutes / args.minutes)),
         "log_every": max(1, basis // 300),
+        # weights kept on the host at evenly spaced steps: the points of a probe curve
+        "snapshot_every": max(1, round(basis / (args.snapshots + 1))) if args.snapshots else None,
     }
 
 

@@ -51,7 +51,7 @@ def test_dry_run_start_poll_gather_unpack(prepared, tmp_path):
     work, out, unpacked = tmp_path / "work", tmp_path / "out", tmp_path / "unpacked"
     try:
         start = _run("start", "--dry-run", "--prepared", str(prepared), "--work", str(work),
-                     "--descriptors", "rdkit2d_fast", "--bench-compile",
+                     "--descriptors", "rdkit2d_fast", "--bench-compile", "--snapshots", "1",
                      "--arm", "exlm exlm", "--arm", "mlm-d1 mlm --aux-weight 1",
                      "--arm", "exlm-d5 exlm --aux-weight 5")
         assert start.returncode == 0, start.stdout[-3000:] + start.stderr[-3000:]
@@ -76,9 +76,11 @@ def test_dry_run_start_poll_gather_unpack(prepared, tmp_path):
     # what the device tool brings back: <= 8 files of <= 16 MiB, <= 2 folders deep
     files = sorted(p for p in out.rglob("*") if p.is_file())
     names = {str(p.relative_to(out)) for p in files}
+    # one snapshot per arm at step 4 (8 steps, --snapshots 1): room for all three
     assert names == {"exlm-tiny/model.safetensors", "mlm-d1-tiny/model.safetensors",
-                     "exlm-d5-tiny/model.safetensors", "details.tar.gz", "report.md",
-                     "curves.png", "manifest.json"}  # fmt: skip
+                     "exlm-d5-tiny/model.safetensors", "exlm-tiny-s4/model.safetensors",
+                     "mlm-d1-tiny-s4/model.safetensors", "exlm-d5-tiny-s4/model.safetensors",
+                     "details.tar.gz", "manifest.json"}  # fmt: skip
     for path in files:
         assert path.stat().st_size <= MAX_FILE
         assert len(path.relative_to(out).parts) <= 3
@@ -91,13 +93,14 @@ def test_dry_run_start_poll_gather_unpack(prepared, tmp_path):
         members = set(tar.getnames())
     expected = {"exlm-tiny/checkpoint/config.json", "mlm-d1-tiny/checkpoint/metadata.json",
                 "exlm-tiny/log.jsonl", "logs/exlm.log", "bench/dag_loss_bf16.md",
-                "bench/pretrain_step.json", "plan.json", "status.json", "env.json"}  # fmt: skip
+                "bench/pretrain_step.json", "plan.json", "status.json", "env.json",
+                "report.md", "curves.png"}  # fmt: skip
     assert expected <= members, expected - members
-    report = (out / "report.md").read_text()
-    assert re.search(r"\| exlm \| finished \| 8 / 8 \(checkpoint at 8\) \|", report)
 
     runs = _run("unpack", str(out), str(unpacked))
     assert runs.returncode == 0, runs.stderr[-3000:]
+    report = (unpacked / "report.md").read_text()
+    assert re.search(r"\| exlm \| finished \| 8 / 8 \(checkpoint at 8\) \|", report)
     meta = {}
     for arm, objective, weight in (("exlm", "exlm", 0), ("mlm-d1", "mlm", 1),
                                    ("exlm-d5", "exlm", 5)):
@@ -112,6 +115,8 @@ def test_dry_run_start_poll_gather_unpack(prepared, tmp_path):
     assert config.n_descriptors == len(meta["exlm-d5"]["descriptors"]["names"])
     # side by side means the same batches: the same tokens after the same steps
     assert meta["exlm"]["tokens_seen"] == meta["mlm-d1"]["tokens_seen"] > 0
+    _, _, snapshot = load_checkpoint(unpacked / "exlm-tiny-s4" / "checkpoint")
+    assert snapshot["steps"] == 4 and snapshot["snapshot"]
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["missing"] == []
 

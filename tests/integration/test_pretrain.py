@@ -345,6 +345,15 @@ def test_snapshots_every_cpu_interval_and_a_stable_then_decaying_rate(prepared_d
     assert rates[25] == pytest.approx(5e-4) and rates[30] == 0.0
 
 
+def test_snapshots_every_n_steps(prepared_dir, tmp_path):
+    out = tmp_path / "steps"
+    pretrain(_prepared_args(prepared_dir, out, max_steps=7, snapshot_every=3))
+    snapshots = sorted(p.name for p in (out / "snapshots").iterdir())
+    assert snapshots == ["step_0000003", "step_0000006"]
+    with pytest.raises(ValueError, match="snapshot_every"):
+        pretrain(_prepared_args(prepared_dir, tmp_path / "bad", max_steps=2, snapshot_every=0))
+
+
 def test_init_from_a_milestone_carries_tokens_and_data_position(prepared_dir, tmp_path):
     from exlm_chem.model.checkpoint import load_checkpoint, save_checkpoint
 
