@@ -53,7 +53,7 @@ class PretrainArgs:
     # again; the milestone's tokens, CPU time and data position carry on
     init_from: str | None = None
     snapshot_cpu_minutes: float | None = None  # keep the weights every N CPU-minutes (snapshots/)
-    snapshot_every: int | None = None  # ... or every N optimizer steps (a GPU's CPU time is no clock)
+    snapshot_every: int | None = None  # ... or every N optimizer steps (GPU runs)
     budget_minutes: float | None = None  # measure the pace, then fit max_steps to this time
     budget_from: list[str] | None = None  # partner runs (the twin): all take the fewest steps
     budget_probe_steps: int = 10  # timed steps of the pace probe (undone afterwards)
