@@ -2,12 +2,12 @@
 
 Both models are built in one process (random weights: the FLOPs, and so the speed, do not
 depend on them) and timed in alternating rounds over the same batches (see
-``_side_by_side.py``): the ExLM side is ``exlm_chem.embedding.Embedder.pooled_batch`` (expand
-BOS/EOS, forward, BOS pooling), the RoBERTa side a ``transformers.RobertaModel`` with the
-same layers, width, heads, FFN and vocabulary (ChemBERTa's architecture) on the very same
-token ids, its ``<s>`` state pooled. Batches are formed by token length as ``embed`` does.
-Eval mode, ``torch.inference_mode``, fp32 CPU. Peak RSS: each model alone in a subprocess
-over the same batches.
+``_side_by_side.py``): the ExLM side is ``MoleculeModel.run`` on one batch (expand BOS/EOS,
+forward, BOS pooling; the one inference loop of every entry point), the RoBERTa side a
+``transformers.RobertaModel`` with the same layers, width, heads, FFN and vocabulary
+(ChemBERTa's architecture) on the very same token ids, its ``<s>`` state pooled. Batches
+are formed by token length as ``embed`` does. Eval mode, ``torch.inference_mode``, fp32
+CPU. Peak RSS: each model alone in a subprocess over the same batches.
 
 Runs against whichever ``exlm_chem`` is imported, so ``PYTHONPATH=<old checkout>`` times
 older code with this script; ``--json`` keeps a run, ``--compare`` puts saved runs in one
@@ -39,10 +39,9 @@ def build(spec: dict) -> tuple[dict, list, list[int]]:
     import torch
 
     from exlm_chem.data.batching import sorted_batches
-    from exlm_chem.data.inference_inputs import inference_expansion
     from exlm_chem.data.tokenizer import SmilesTokenizer
-    from exlm_chem.embedding import Embedder
-    from exlm_chem.model import ExLMConfig, ExLMModel
+    from exlm_chem.model import ExLMConfig, ExLMEncoder
+    from exlm_chem.model.molecule_model import EMBED, MoleculeModel
 
     torch.manual_seed(0)
     tokenizer = SmilesTokenizer()
@@ -53,11 +52,10 @@ def build(spec: dict) -> tuple[dict, list, list[int]]:
     batches = list(sorted_batches(lengths, spec["batch_size"]))
     runners = {}
     if spec.get("impl") in (None, "exlm"):
-        embedder = Embedder(ExLMModel(config).eval(), tokenizer, inference_expansion(config),
-                            device="cpu")
+        model = MoleculeModel(ExLMEncoder(config), tokenizer, "bos").eval()
 
         def exlm(batch):
-            return embedder.pooled_batch([ids[i, : lengths[i]] for i in batch], "bos")
+            return model.run([ids[i, : lengths[i]] for i in batch], EMBED, len(batch))
 
         runners["exlm"] = exlm
     if spec.get("impl") in (None, "roberta"):

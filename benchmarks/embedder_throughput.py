@@ -7,7 +7,7 @@ one process (``_side_by_side.alternate``; on a shared CPU separate runs are not 
 
 - ``transform``: ``ExLMEmbedder(model).transform(smiles)`` (a fresh estimator per call,
   as a clone in a grid search is; the weights come from the cache);
-- ``embed``: ``embed(smiles, model=<loaded Embedder>)``, the same forward passes;
+- ``embed``: ``embed(smiles, model=<loaded MoleculeModel>)``, the same forward passes;
 - ``embed_path`` (``--with-load``): ``embed(smiles, model=<path>)``, which loads the
   checkpoint on every call, what the cache saves.
 
@@ -37,9 +37,9 @@ from _side_by_side import alternate, provenance, read_smiles, shared_data, summa
 def build(model: str, batch_size: int, with_load: bool) -> dict:
     """Runners ``name -> f(smiles) -> [N, d]``, all on ``model`` on the CPU."""
     from exlm_chem import ExLMEmbedder
-    from exlm_chem.embedding import cached_embedder, embed
+    from exlm_chem.embedding import cached_model, embed
 
-    loaded = cached_embedder(model, "cpu")  # the one the transformer's cache hands out
+    loaded = cached_model(model, "cpu")  # the one the transformer's cache hands out
 
     def transform(smiles):
         return ExLMEmbedder(model, batch_size=batch_size, device="cpu").transform(smiles)

@@ -29,10 +29,10 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
 from exlm_chem.benchmark.prepared import PreparedSplits
+from exlm_chem.model.molecule_model import build_model
 from exlm_chem.model.pretrained import load_backbone
 from exlm_chem.presets import finetune_preset
 from exlm_chem.train.finetune import make_optimizer, masked_mean_loss
-from exlm_chem.train.finetune_net import build_finetune_net
 
 PEAK_BF16 = 989e12  # H100 SXM dense bf16 FLOP/s (H200: the same chip)
 MFU = 0.25  # assumed for d=256 matmuls of a few thousand rows
@@ -56,8 +56,8 @@ def measure(model: Path, source: PreparedSplits, task: str, repeats: int, micro:
     data = source.load(task, source.manifest["split"], 0)
     torch.manual_seed(0)
     backbone = load_backbone(model, preset="", dropout=settings.dropout)
-    net = build_finetune_net(backbone.config, backbone.tokenizer, data.labels.shape[1],
-                             backbone.encoder_state, settings.pooler_dropout)
+    net = build_model(backbone.config, backbone.tokenizer, data.labels.shape[1],
+                      backbone.encoder_state, settings.pooler_dropout)
     size = min(micro, settings.batch_size)
     rows = np.random.default_rng(0).choice(data.train, size, replace=False)
     inputs = net.encode([data.smiles[i] for i in rows])[:4]  # [B, X] each
@@ -66,7 +66,7 @@ def measure(model: Path, source: PreparedSplits, task: str, repeats: int, micro:
     net.train()
 
     def forward_backward() -> None:
-        loss = masked_mean_loss(net.forward_inputs(*inputs), targets, "classification")
+        loss = masked_mean_loss(net(*inputs), targets, "classification")
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
 

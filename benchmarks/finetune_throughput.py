@@ -68,7 +68,7 @@ def build(spec: dict) -> tuple[dict, list, list[int]]:
     from exlm_chem.data.inference_inputs import inference_inputs
     from exlm_chem.data.tokenizer import SmilesTokenizer
     from exlm_chem.model import ExLMConfig
-    from exlm_chem.train.finetune_net import build_finetune_net
+    from exlm_chem.model.molecule_model import build_model
 
     torch.manual_seed(0)
     tokenizer = SmilesTokenizer()
@@ -94,7 +94,7 @@ def build(spec: dict) -> tuple[dict, list, list[int]]:
     runners = {}
     if spec.get("impl") in (None, "exlm"):
         # first-BOS like RoBERTa's <s> head, and what the committed results measured
-        net = build_finetune_net(config, tokenizer, 1, pooling="bos").train()
+        net = build_model(config, tokenizer, 1, pooling="bos").train()
         special = SpecialIds(tokenizer.bos_id, tokenizer.pad_id, tokenizer.eos_id,
                              tokenizer.mask_id)
         exlm_opt = optimiser(net)

@@ -118,18 +118,18 @@ def probe_checkpoint(checkpoint: Path, tasks: dict[str, TaskData],
     ``layers``: read the states after the first ``layers`` blocks (the final LayerNorm
     applied, as after the last one) instead of the whole stack.
     """
-    from exlm_chem.embedding import as_embedder
+    from exlm_chem.model.molecule_model import EMBED, MoleculeModel
 
-    embedder = as_embedder(str(checkpoint), "cpu")
+    model = MoleculeModel.from_checkpoint(checkpoint, device="cpu")
     if layers is not None:  # the first blocks alone: the encoder's own norm and layout follow
-        blocks = embedder.model.encoder.blocks
+        blocks = model.encoder.blocks
         if not 1 <= layers <= len(blocks):
             raise ValueError(f"layers must be in 1..{len(blocks)}, got {layers}")
-        embedder.model.encoder.blocks = blocks[:layers]
+        model.encoder.blocks = blocks[:layers]
     scores: dict[str, dict] = {p: {"roc_auc": {}, "valid_roc_auc": {}, "rmse": {},
                                    "valid_rmse": {}} for p in poolings}
     for name, data in tasks.items():
-        vectors = embedder.encode_valid_each(data.smiles, poolings, batch_size=128)
+        vectors = {p: model.view(p).run(data.smiles, EMBED, 128) for p in poolings}
         for pooling in poolings:
             row = scores[pooling]
             if data.task_type == "regression":

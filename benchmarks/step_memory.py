@@ -33,17 +33,17 @@ def main() -> None:
 
     import exlm_chem.train.finetune as ft
     from exlm_chem.data.moleculenet import load_moleculenet
+    from exlm_chem.model.molecule_model import build_model
     from exlm_chem.model.pretrained import load_backbone
     from exlm_chem.presets import FinetuneSettings
-    from exlm_chem.train.finetune_net import build_finetune_net
 
     torch.set_num_threads(1)
     ft.STEP_TOKENS = None if args.step_tokens == "none" else int(args.step_tokens)
     data = load_moleculenet("bbbp", args.data)
     torch.manual_seed(0)
     backbone = load_backbone(args.model, preset="", dropout=0.1)
-    net = build_finetune_net(backbone.config, backbone.tokenizer, 1,
-                             backbone.encoder_state, 0.1, "bos", 256)
+    net = build_model(backbone.config, backbone.tokenizer, 1, backbone.encoder_state, 0.1,
+                      "bos", 256)
     longest = np.argsort([len(s) for s in data.smiles], kind="stable")[-128:]
     train = ft.LabelledSmiles([data.smiles[i] for i in longest], data.labels[longest])
     tokens = int(net.encode(train.smiles).lengths.sum())

@@ -32,18 +32,18 @@ from exlm_chem.uncertainty.scores import probability_scores
 
 def proba(net, smiles: list[str], tta: int, seed: int) -> np.ndarray:
     """Probabilities [n, T] on the given SMILES (tta 0) or averaged over tta views."""
-    from exlm_chem.train.finetune_net import predict_batched
+    from exlm_chem.model.molecule_model import PREDICT
 
     views = tta_views(smiles, tta, seed) if tta else [smiles]
-    return np.mean([expit(predict_batched(net, v, 64).astype(np.float64)) for v in views], 0)
+    return np.mean([expit(net.run(v, PREDICT, 64).astype(np.float64)) for v in views], 0)
 
 
 def run_cell(task: str, seed: int, augment: int, args, data) -> tuple[dict, dict]:
     import torch
 
+    from exlm_chem.model.molecule_model import build_model
     from exlm_chem.model.pretrained import load_backbone
     from exlm_chem.train.finetune import LabelledSmiles, finetune
-    from exlm_chem.train.finetune_net import build_finetune_net
 
     settings = cell_finetune_settings(task, Budget(max_epochs=args.epochs))
 
@@ -54,8 +54,8 @@ def run_cell(task: str, seed: int, augment: int, args, data) -> tuple[dict, dict
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         backbone = load_backbone(args.model, preset="", dropout=settings.dropout)
-        net = build_finetune_net(backbone.config, backbone.tokenizer, data.labels.shape[1],
-                                 backbone.encoder_state, settings.pooler_dropout, "bos", 256)
+        net = build_model(backbone.config, backbone.tokenizer, data.labels.shape[1],
+                          backbone.encoder_state, settings.pooler_dropout, "bos", 256)
         result = finetune(net, part(data.train), settings, valid=part(data.valid),
                           max_minutes=args.minutes, seed=seed, augment=augment)
     trained = time.monotonic() - started

@@ -33,9 +33,9 @@ class Embeddings:
     """BOS embeddings of SMILES strings, cached on disk per (task, name)."""
 
     def __init__(self, model: str, work: Path) -> None:
-        from exlm_chem.embedding import Embedder
+        from exlm_chem.model.molecule_model import MoleculeModel
 
-        self.embedder = Embedder.from_checkpoint(model, device="cpu")
+        self.embedder = MoleculeModel.from_checkpoint(model, device="cpu")
         self.work = work
 
     def __call__(self, task: str, name: str, smiles: list[str]) -> np.ndarray:

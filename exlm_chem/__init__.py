@@ -34,7 +34,7 @@ _LAZY = {
     "mean_prc_auc": "exlm_chem.metrics",
     "embed": "exlm_chem.embedding",
     "iter_embeddings": "exlm_chem.embedding",
-    "Embedder": "exlm_chem.embedding",
+    "MoleculeModel": "exlm_chem.model.molecule_model",
     "explain": "exlm_chem.analysis",
     "masked_entropy": "exlm_chem.analysis",
     "screen": "exlm_chem.screening.run",

@@ -58,10 +58,11 @@ def run_probe(model_dir: Path, names: list[str], pooling: str = CARD_POOLING) ->
     """Probe-mode benchmark of ``model_dir`` on ``names`` (frozen ``pooling`` embeddings)."""
     from exlm_chem.data.moleculenet import load_moleculenet
     from exlm_chem.data.splits import scaffold_split
-    from exlm_chem.embedding import Embedder, embed
+    from exlm_chem.embedding import embed
+    from exlm_chem.model.molecule_model import MoleculeModel
     from exlm_chem.train.probe import probe_dataset
 
-    embedder = Embedder.from_checkpoint(model_dir, device="cpu")
+    embedder = MoleculeModel.from_checkpoint(model_dir, device="cpu")
     results = {}
     for name in names:
         start = time.monotonic()

@@ -194,10 +194,11 @@ class EncoderMethod:
         cached = self.embedding_cache(data)
         if cached is not None and cached.is_file():
             return np.load(cached, allow_pickle=False)
-        from exlm_chem.embedding import Embedder, embed
+        from exlm_chem.embedding import embed
+        from exlm_chem.model.molecule_model import MoleculeModel
 
         if self._embedder is None:
-            self._embedder = Embedder.from_checkpoint(self.path, device=self.device)
+            self._embedder = MoleculeModel.from_checkpoint(self.path, device=self.device)
         if self._embedder.k_states != self.inputs["expansion_k"]:
             raise RuntimeError(f"{self.path}: embedder expands to {self._embedder.k_states}, "
                                f"the cell key says {self.inputs['expansion_k']}")
@@ -253,9 +254,9 @@ class EncoderMethod:
 
         from exlm_chem.benchmark.features import feature_settings, scaled_task_features
         from exlm_chem.device import resolve_device
+        from exlm_chem.model.molecule_model import PREDICT, build_model
         from exlm_chem.model.pretrained import load_backbone
         from exlm_chem.train.finetune import LabelledSmiles, finetune
-        from exlm_chem.train.finetune_net import build_finetune_net, predict_batched
 
         settings = cell_finetune_settings(data.name, budget)
         features = (scaled_task_features(data, self.features, self.feature_cache)
@@ -263,22 +264,18 @@ class EncoderMethod:
         torch.manual_seed(seed)  # head initialisation and dropout
         backbone = load_backbone(self.path, preset="", dropout=settings.dropout)
         device = resolve_device(self.device)
-        net = build_finetune_net(backbone.config, backbone.tokenizer, data.labels.shape[1],
-                                 backbone.encoder_state, settings.pooler_dropout, POOLING,
-                                 MAX_LENGTH,
-                                 0 if features is None else features.shape[1]).to(device)
+        net = build_model(backbone.config, backbone.tokenizer, data.labels.shape[1],
+                          backbone.encoder_state, settings.pooler_dropout, POOLING, MAX_LENGTH,
+                          0 if features is None else features.shape[1]).to(device)
         if net.k_states != self.inputs["expansion_k"]:
             raise RuntimeError(f"{self.path}: the net expands to {net.k_states}, the cell "
                                f"key says {self.inputs['expansion_k']}")
 
-        def part(rows: np.ndarray) -> LabelledSmiles:
-            return LabelledSmiles([data.smiles[i] for i in rows], data.labels[rows],
-                                  None if features is None else features[rows])
+        part = LabelledSmiles(data.smiles, data.labels, features).rows
 
         def predict(rows: np.ndarray) -> np.ndarray:
-            return predict_batched(net, [data.smiles[i] for i in rows], 2 * settings.batch_size,
-                                   features=None if features is None else features[rows]
-                                   ).astype(np.float64)
+            return net.run([data.smiles[i] for i in rows], PREDICT, 2 * settings.batch_size,
+                           None if features is None else features[rows]).astype(np.float64)
 
         result = finetune(net, part(data.train), settings, task=data.task_type,
                           valid=part(data.valid), progress=progress,

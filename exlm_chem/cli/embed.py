@@ -21,11 +21,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from exlm_chem.cli.base import MODEL_HELP, Subcommand
+from exlm_chem.cli.base import MODEL_HELP, Subcommand, add_run_options
 from exlm_chem.cli.inputs import add_input_arguments, open_input
 from exlm_chem.files.safe_write import check_output_file
 from exlm_chem.model.pooling import DEFAULT_POOLING, POOLINGS
-from exlm_chem.threads import add_threads_option, set_threads
+from exlm_chem.threads import set_threads
 
 FORMATS = (".parquet", ".csv", ".npy")
 
@@ -38,7 +38,7 @@ def _embedding_frame(start: int, kept: dict[str, Any], chunk: Any, emb_columns: 
     frame = pd.DataFrame({"row": np.arange(start, start + n, dtype=np.int64), **kept,
                           "valid": np.asarray(chunk.valid, dtype=bool),
                           "invalid_reason": [r or "" for r in chunk.reasons]})
-    emb = pd.DataFrame(chunk.embeddings, columns=emb_columns)  # [n, d] float32
+    emb = pd.DataFrame(chunk.values, columns=emb_columns)  # [n, d] float32
     return pd.concat([frame, emb], axis=1)
 
 
@@ -90,8 +90,9 @@ def export_embeddings(
         output_format,
     )
     from exlm_chem.cli.tally import RowTally
-    from exlm_chem.embedding import DEFAULT_BATCH_SIZE, DEFAULT_CHUNK_SIZE, Embedder
+    from exlm_chem.embedding import DEFAULT_BATCH_SIZE, DEFAULT_CHUNK_SIZE
     from exlm_chem.files.safe_write import atomic_path
+    from exlm_chem.model.molecule_model import MoleculeModel
 
     out = Path(out)
     fmt = output_format(out, FORMATS)
@@ -110,23 +111,22 @@ def export_embeddings(
             raise ValueError(f"{name} must be a positive integer, got {value}")
     rows = open_input(input_path, smiles_column, keep_columns, encoding=encoding)
     table = rows.table
-    embedder = Embedder.from_checkpoint(model, device=device)
+    net = MoleculeModel.from_checkpoint(model, pooling, device, max_length)
     tally = RowTally("embed")
-    emb_columns = [f"emb_{j}" for j in range(embedder.dim)]
+    emb_columns = [f"emb_{j}" for j in range(net.dim)]
     with atomic_path(out) as tmp, \
             tqdm(total=table.n_rows, unit="mol", desc="embed", disable=not progress) as bar:
         if fmt == ".npy":
-            sink: Any = NpySink(tmp, table.n_rows, embedder.dim)
+            sink: Any = NpySink(tmp, table.n_rows, net.dim)
         else:
             sink = TableSink(tmp, fmt, {"row": "int64", **dict.fromkeys(keep_columns, "string"),
                                         "valid": "bool", "invalid_reason": "string",
                                         **dict.fromkeys(emb_columns, "float32")})
         try:
             for frame, smiles in rows.chunks(chunk_size):
-                chunk = embedder.embed_rows(smiles, pooling, batch_size, max_length,
-                                            on_batch=bar.update)
+                chunk = net.embed(smiles, batch_size, on_batch=bar.update)
                 if fmt == ".npy":
-                    sink.write(tally.written, chunk.embeddings)
+                    sink.write(tally.written, chunk.values)
                 else:
                     kept = {c: frame[c].to_numpy(dtype=object) for c in keep_columns}
                     sink.write(_embedding_frame(tally.written, kept, chunk, emb_columns))
@@ -159,9 +159,7 @@ class EmbedCommand(Subcommand):
                             help="input rows read and written at a time (default 8192)")
         parser.add_argument("--max-length", type=int, default=256,
                             help="tokens per molecule incl. BOS/EOS; longer ones truncated")
-        parser.add_argument("--device", default="auto", help="auto | cpu | cuda[:i]")
-        add_threads_option(parser)
-        parser.add_argument("--no-progress", dest="progress", action="store_false")
+        add_run_options(parser)
 
     @classmethod
     def run(cls, args: argparse.Namespace) -> int:

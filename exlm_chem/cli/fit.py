@@ -10,10 +10,10 @@ from __future__ import annotations
 import argparse
 from dataclasses import asdict
 
-from exlm_chem.cli.base import Subcommand
+from exlm_chem.cli.base import Subcommand, add_run_options
 from exlm_chem.cli.inputs import add_input_arguments, open_input
 from exlm_chem.model.pooling import DEFAULT_POOLING, POOLINGS
-from exlm_chem.threads import add_threads_option, set_threads
+from exlm_chem.threads import set_threads
 
 TASKS = ("classification", "regression")
 
@@ -60,9 +60,7 @@ class FitCommand(Subcommand):
                                  "then reads the same columns")
         parser.add_argument("--n-jobs", type=int, default=None,
                             help="processes computing --features (default: all cores)")
-        parser.add_argument("--device", default="auto", help="auto | cpu | cuda[:i]")
-        add_threads_option(parser)
-        parser.add_argument("--no-progress", dest="progress", action="store_false")
+        add_run_options(parser)
 
     @classmethod
     def run(cls, args: argparse.Namespace) -> int:
@@ -77,7 +75,6 @@ class FitCommand(Subcommand):
         import pandas as pd
 
         from exlm_chem.cli.tally import RowTally
-        from exlm_chem.data.featurize import check_smiles
         from exlm_chem.sklearn.estimator import ExLMMoleculeClassifier, ExLMMoleculeRegressor
 
         targets = list(dict.fromkeys(args.target_columns))
@@ -111,15 +108,13 @@ class FitCommand(Subcommand):
                               on_invalid=args.on_invalid, device=args.device,
                               progress=args.progress, features=features or None,
                               n_jobs=args.n_jobs, **params)
-        X = smiles  # with feature columns: a table, SMILES first (see ExLMMoleculeClassifier)
-        if feature_columns:
-            X = pd.DataFrame({args.smiles_column: smiles,
-                              **{c: frame[c].to_numpy() for c in feature_columns}})
+        # with feature columns: the table, SMILES first (see ExLMMoleculeClassifier)
+        X = (frame.assign(**{args.smiles_column: smiles})[[args.smiles_column, *feature_columns]]
+             if feature_columns else smiles)
         est.fit(X, y)
         est.save(args.out)
         tally = RowTally("fit")
-        reasons = check_smiles(smiles).reasons  # the estimator's own check, for the counts
-        tally.add(len(smiles), int((~est.fit_invalid_mask_).sum()), reasons)
+        tally.add(len(smiles), int((~est.fit_invalid_mask_).sum()), est.fit_invalid_reasons_)
         print(tally.line(args.train, f"trained on {tally.written} rows and saved "
                                      f"{type(est).__name__} ({est.n_tasks_} task(s): "
                                      f"{', '.join(targets)}) to {args.out}, best epoch "

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from exlm_chem.cli.base import Subcommand
+from exlm_chem.cli.base import Subcommand, add_run_options
 from exlm_chem.cli.inputs import (
     CliInput,
     add_feature_columns_argument,
@@ -22,13 +22,13 @@ from exlm_chem.cli.inputs import (
     open_input,
 )
 from exlm_chem.sklearn.prediction import (
-    feature_columns,
     input_feature_columns,
     load_estimator,
     output_names,
     predict_values,
+    saved_feature_columns,
 )
-from exlm_chem.threads import add_threads_option, set_threads
+from exlm_chem.threads import set_threads
 
 __all__ = ["PredictCommand", "load_estimator", "output_names", "predict_values"]
 
@@ -46,9 +46,7 @@ class PredictCommand(Subcommand):
         add_feature_columns_argument(parser)
         parser.add_argument("--chunk-size", type=int, default=8192,
                             help="input rows read and written at a time")
-        parser.add_argument("--device", default=None, help="auto | cpu | cuda[:i]")
-        add_threads_option(parser)
-        parser.add_argument("--no-progress", dest="progress", action="store_false")
+        add_run_options(parser, device=None)
 
     @classmethod
     def run(cls, args: argparse.Namespace) -> int:
@@ -62,16 +60,15 @@ class PredictCommand(Subcommand):
         if args.chunk_size < 1:
             raise ValueError(f"--chunk-size must be positive, got {args.chunk_size}")
         check_output_file(out)  # before any work: a result that cannot be written is lost
+        # the columns the model was fitted with, from this input (its metadata says which)
+        required = input_feature_columns(saved_feature_columns(args.model),
+                                         args.feature_columns)
         rows = open_input(args.input, args.smiles_column, args.keep_columns,
-                          encoding=args.encoding)
-        keep = rows.columns
+                          encoding=args.encoding, more=required)
+        keep = [c for c in dict.fromkeys(args.keep_columns) if c != args.smiles_column]
         est = load_estimator(args.model)
         if args.device:
             est.set_params(device=args.device)
-        required = input_feature_columns(feature_columns(est), args.feature_columns)
-        if required:  # the columns the model was fitted with, from this input
-            rows = open_input(args.input, args.smiles_column, keep, encoding=args.encoding,
-                              more=required)
         features = [c for cols in required.values() for c in cols]
         names = output_names(est)
         clash = [c for c in keep if c in (*RESERVED_COLUMNS, *names)]
@@ -104,22 +101,16 @@ def _predicted_chunks(est: Any, rows: CliInput, args: argparse.Namespace,
     import pandas as pd
     from tqdm.auto import tqdm
 
-    from exlm_chem.data.featurize import check_smiles
-
     with tqdm(total=rows.table.n_rows, unit="mol", desc="predict",
               disable=not args.progress) as bar:
         for frame, smiles in rows.chunks(args.chunk_size):
-            checked = check_smiles(smiles)
-            values = np.full((len(smiles), len(names)), np.nan)  # [n, tasks]
-            valid = np.flatnonzero(checked.valid)
-            if valid.size:  # reasons come from this check; the model sees valid rows
-                columns = frame[features].to_numpy(dtype=object)[valid] if features else None
-                values[valid] = predict_values(est, [smiles[i] for i in valid], columns)
+            columns = frame[features].to_numpy(dtype=object) if features else None
+            out = predict_values(est, smiles, columns)  # the chunk's one SMILES check
             yield pd.DataFrame({
                 "row": frame.index.to_numpy(dtype=np.int64),
                 **{c: frame[c].to_numpy(dtype=object) for c in keep},
-                "valid": checked.valid,
-                "invalid_reason": [r or "" for r in checked.reasons],
-                **{name: values[:, j] for j, name in enumerate(names)},
+                "valid": out.valid,
+                "invalid_reason": [r or "" for r in out.reasons],
+                **{name: out.values[:, j] for j, name in enumerate(names)},
             })
             bar.update(len(smiles))

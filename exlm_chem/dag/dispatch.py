@@ -168,7 +168,6 @@ def dag_logprob(
         dtypes=(emissions.dtype, log_transitions.dtype),
     )
     if chosen == "triton":
-        return _load_triton().dag_logprob_triton(
-            emissions, log_transitions, target_lengths, state_lengths, check_lengths=check_lengths
-        )
+        return _load_triton().run_checked(emissions, log_transitions, target_lengths,
+                                          state_lengths)
     return dag_logprob_reference(emissions, log_transitions, target_lengths, state_lengths)

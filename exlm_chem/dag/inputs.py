@@ -1,8 +1,11 @@
 """The one check of the DAG op's inputs (shapes, dtypes, devices, lengths), for every backend.
 
-:func:`exlm_chem.dag.dag_logprob` and the Triton entry point
-:func:`exlm_chem.dag.triton_kernels.dag_logprob_triton` both call :func:`check_inputs`;
-what only the Triton kernels need (their dtypes, their largest S) they check themselves.
+:func:`exlm_chem.dag.dag_logprob` calls :func:`check_inputs` once and hands the checked
+inputs to the chosen backend (the Triton kernels through
+:func:`~exlm_chem.dag.triton_kernels.run_checked`); the Triton entry point
+:func:`~exlm_chem.dag.triton_kernels.dag_logprob_triton`, called directly, checks them
+itself. What only the Triton kernels need (their dtypes, their largest S) they check
+themselves.
 """
 
 from __future__ import annotations

@@ -661,6 +661,13 @@ def dag_logprob_triton(
         Triton's interpreter.
     """
     check_inputs(emissions, log_transitions, target_lengths, state_lengths, check_lengths)
+    return run_checked(emissions, log_transitions, target_lengths, state_lengths)
+
+
+def run_checked(emissions: torch.Tensor, log_transitions: torch.Tensor,
+                target_lengths: torch.Tensor, state_lengths: torch.Tensor) -> torch.Tensor:
+    """:func:`dag_logprob_triton` on inputs that passed
+    :func:`~exlm_chem.dag.inputs.check_inputs` (the dispatcher's one check)."""
     _check_triton_inputs(emissions, log_transitions)
     device = emissions.device
     tlen = target_lengths.to(device=device, dtype=torch.int32).contiguous()

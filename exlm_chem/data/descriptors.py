@@ -42,8 +42,8 @@ from exlm_chem.data.process_map import map_chunks
 __all__ = [
     "CLIP", "COMPUTED_KINDS", "FAST_NAMES", "KINDS", "MORGAN_BITS", "MORGAN_RADIUS",
     "USER_KIND", "FeatureScaler", "FeatureSpec", "descriptor_values", "feature_kinds",
-    "feature_names", "molecule_features", "morgan_counts", "rdkit2d_descriptors",
-    "rdkit2d_names", "rdkit_version",
+    "feature_names", "molecule_features", "morgan_counts", "raw_features",
+    "rdkit2d_descriptors", "rdkit2d_names", "rdkit_version",
 ]  # fmt: skip
 
 COMPUTED_KINDS = ("rdkit2d", "rdkit2d_fast", "morgan")  # computed from the SMILES alone
@@ -330,6 +330,23 @@ def feature_kinds(features: Any) -> tuple[str, ...]:
     return kinds
 
 
+def raw_features(kinds: Sequence[str], smiles: Sequence[str], columns: np.ndarray | None,
+                 n_jobs: int | None = None) -> np.ndarray:
+    """Unscaled features [n, F] float32 of valid canonical SMILES, ``kinds`` side by side;
+    ``columns`` [n, F_user]: the caller's own (:data:`USER_KIND`), None without them."""
+    computed = [k for k in kinds if k != USER_KIND]
+    values = molecule_features(computed, smiles, n_jobs)
+    blocks, start = [], 0
+    for kind in kinds:
+        if kind == USER_KIND:
+            blocks.append(np.asarray(columns).astype(np.float32))
+        else:
+            width = len(feature_names(kind))
+            blocks.append(values[:, start : start + width])
+            start += width
+    return np.concatenate(blocks, axis=1)
+
+
 @dataclass(frozen=True, eq=False)
 class FeatureSpec:
     """What a fitted model computes beside its encoder, and how it scales it.
@@ -354,6 +371,12 @@ class FeatureSpec:
     @property
     def n_features(self) -> int:
         return self.scaler.n_features
+
+    def values(self, smiles: Sequence[str], columns: np.ndarray | None = None,
+               n_jobs: int | None = None) -> np.ndarray:
+        """Scaled features [n, F] float32 of valid canonical SMILES (and the caller's
+        ``columns`` [n, F_user] when the kinds include :data:`USER_KIND`)."""
+        return self.scaler.transform(raw_features(self.kinds, smiles, columns, n_jobs))
 
     def installed_differences(self) -> list[str]:
         """How the installed RDKit's feature sets differ from the saved ones ([] = none)."""

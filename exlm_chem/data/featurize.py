@@ -1,9 +1,11 @@
-"""User SMILES checked and tokenised, one reason per bad row.
+"""User SMILES checked, one reason per bad row: the one SMILES check at the edge of a call.
 
-Shared by fine-tuning, the estimators and embedding export (the pooling of their encoder
-states is :mod:`exlm_chem.model.pooling`). Bad rows are never dropped:
-:func:`check_smiles` returns a mask and a reason per row so that callers can keep their
-outputs aligned with their inputs.
+Every call that reads user SMILES (fit, predict, transform, embed, the command line and
+screening) checks them here once, at the edge of the call
+(:meth:`~exlm_chem.model.molecule_model.MoleculeModel.prepare`); the row mask and reasons
+travel with the outputs, so that no caller parses them again. Bad
+rows are never dropped: :func:`check_smiles` returns a mask and a reason per row so that
+callers can keep their outputs aligned with their inputs.
 """
 
 from __future__ import annotations
@@ -36,6 +38,16 @@ class CheckedSmiles(NamedTuple):
     # as in pre-training, so a molecule's output does not depend on how it is written
     canonical: list[str | None]
 
+    @property
+    def rows(self) -> np.ndarray:
+        """[n_valid] positions of the valid rows."""
+        return np.flatnonzero(self.valid)
+
+    @property
+    def valid_smiles(self) -> list[str]:
+        """The canonical SMILES of the valid rows, in row order."""
+        return [self.canonical[i] for i in self.rows]
+
 
 def check_smiles(smiles: Sequence[Any], max_chars: int = MAX_SMILES_CHARS) -> CheckedSmiles:
     """Validate each entry: a non-empty string RDKit can parse, at most ``max_chars`` long.
@@ -45,10 +57,12 @@ def check_smiles(smiles: Sequence[Any], max_chars: int = MAX_SMILES_CHARS) -> Ch
     whitespace followed by more text makes the row invalid, because RDKit would read that
     text as the molecule's name and the tokenizer would pass it to the model. Strings that
     cannot be encoded (lone surrogates) are invalid rows too; no entry ever raises.
+    RDKit parses each distinct SMILES once per call.
     """
     valid = np.zeros(len(smiles), dtype=bool)
     reasons: list[str | None] = []
     canonical: list[str | None] = [None] * len(smiles)
+    parsed: dict[str, tuple[str | None, str | None]] = {}
     for i, s in enumerate(smiles):
         if not isinstance(s, str):
             reason = f"not a string ({type(s).__name__})"
@@ -64,7 +78,9 @@ def check_smiles(smiles: Sequence[Any], max_chars: int = MAX_SMILES_CHARS) -> Ch
             reason = (f"not encodable text (lone surrogate {surrogate.group()!r} at "
                       f"position {surrogate.start()})")
         else:
-            canonical[i], reason = canonical_or_failure(word)
+            if word not in parsed:
+                parsed[word] = canonical_or_failure(word)
+            canonical[i], reason = parsed[word]
             valid[i] = reason is None
         reasons.append(reason)
     return CheckedSmiles(valid, reasons, canonical)
@@ -99,3 +115,4 @@ def raise_for_invalid(smiles: Sequence[Any], checked: CheckedSmiles) -> None:
     if not checked.valid.all():
         bad = np.flatnonzero(~checked.valid)
         raise InvalidSmilesError([InvalidRow(int(i), smiles[i], checked.reasons[i]) for i in bad])
+

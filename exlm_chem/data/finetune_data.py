@@ -33,10 +33,6 @@ class EncodedSet(NamedTuple):
     # when the network takes none
     features: torch.Tensor | None = None
 
-    @property
-    def n_rows(self) -> int:  # len() of a NamedTuple counts its fields
-        return len(self.lengths)
-
     def to(self, device: torch.device | str) -> EncodedSet:
         """The tensors on ``device`` (``lengths`` stay on the host)."""
         moved = {name: getattr(self, name).to(device)

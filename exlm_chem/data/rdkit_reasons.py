@@ -18,9 +18,11 @@ _LOG_PREFIX = re.compile(r"^\[[^\]]*\]\s*")  # "[12:00:00] " before each RDKit l
 _POINTER = re.compile(r"[~^\s]+")  # the ~~~^ line RDKit prints under the echoed input
 
 
-def rdkit_reason(smiles: str) -> str:
+def rdkit_reason(smiles: str, log: str | None = None) -> str:
     """RDKit's message for a SMILES it rejects; call it only for rows that failed.
 
+    ``log``: what RDKit logged while the caller parsed it (:func:`canonical_or_failure`
+    captures it), so that the reason costs no second parse; None parses again to read it.
     With RDKit's error-log capture (RDKit >= 2026.09) the message is what RDKit logged,
     at most its first two distinct lines, without the echoed input. Otherwise the
     chemistry problems of the unsanitised molecule are listed, and failing that the
@@ -29,16 +31,17 @@ def rdkit_reason(smiles: str) -> str:
     from rdkit import Chem, rdBase
 
     capture = getattr(rdBase, "CaptureErrorLog", None)
-    if capture is not None:
-        with capture() as log:
+    if log is None and capture is not None:
+        with capture() as captured:
             Chem.MolFromSmiles(smiles)
-        lines: list[str] = []
-        for line in log.messages.splitlines():
-            line = _LOG_PREFIX.sub("", line).strip().rstrip(":")
-            if line and line != smiles and not _POINTER.fullmatch(line) and line not in lines:
-                lines.append(line)
-        if lines:
-            return "; ".join(lines[:2])
+        log = captured.messages
+    lines: list[str] = []
+    for line in (log or "").splitlines():
+        line = _LOG_PREFIX.sub("", line).strip().rstrip(":")
+        if line and line != smiles and not _POINTER.fullmatch(line) and line not in lines:
+            lines.append(line)
+    if lines:
+        return "; ".join(lines[:2])
     with rdBase.BlockLogs():
         mol = Chem.MolFromSmiles(smiles, sanitize=False)
         problems = [p.Message() for p in Chem.DetectChemistryProblems(mol)] if mol else []
@@ -66,16 +69,26 @@ def canonical_or_failure(smiles: str) -> tuple[str | None, str | None]:
 
 
 def _parse(smiles: str) -> tuple[Any, str | None]:
+    """``(molecule, None)`` or ``(None, reason)`` from one parse: RDKit's error log is
+    captured while it parses (other log lines stay blocked), so a rejected SMILES needs
+    no second parse for its reason."""
     from rdkit import Chem, rdBase
 
+    capture = getattr(rdBase, "CaptureErrorLog", None)
+    log = None
     try:
         with rdBase.BlockLogs():
-            mol = Chem.MolFromSmiles(smiles)
+            if capture is None:
+                mol = Chem.MolFromSmiles(smiles)
+            else:
+                with capture() as captured:
+                    mol = Chem.MolFromSmiles(smiles)
+                log = captured.messages
     except Exception as err:  # an RDKit failure on one row must not end the batch
         return None, f"RDKit failed on it ({type(err).__name__})"
     if mol is not None:
         return mol, None
     try:
-        return None, rdkit_reason(smiles)
+        return None, rdkit_reason(smiles, log)
     except Exception:  # RDKit's log of odd text may not decode; the row is still invalid
         return None, UNPARSABLE_REASON

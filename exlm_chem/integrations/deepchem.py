@@ -3,9 +3,9 @@
 DeepChem featurizes through ``dc.feat.MolecularFeaturizer`` (``featurizer(smiles)``,
 ``dc.data.CSVLoader(..., featurizer=...)``). DeepChem's own ``featurize`` calls
 ``_featurize`` one molecule at a time; this one overrides ``featurize`` so that a whole
-shard goes through :meth:`exlm_chem.embedding.Embedder.embed_rows`, length-bucketed batches
-of ``batch_size`` molecules per forward pass, with the same rows as
-:func:`exlm_chem.embed`.
+shard goes through :meth:`exlm_chem.model.molecule_model.MoleculeModel.embed`,
+length-bucketed batches of ``batch_size`` molecules per forward pass, with the same rows
+as :func:`exlm_chem.embed`.
 
 Failures follow DeepChem's convention: a molecule that cannot be featurized gets an empty
 array (``CSVLoader`` then leaves it out through its ``valid_inds``), and a warning names
@@ -24,7 +24,8 @@ from typing import Any
 import numpy as np
 from deepchem.feat import MolecularFeaturizer
 
-from exlm_chem.embedding import DEFAULT_BATCH_SIZE, cached_embedder
+from exlm_chem.embedding import DEFAULT_BATCH_SIZE, cached_model
+from exlm_chem.model.molecule_model import MoleculeModel
 from exlm_chem.model.pooling import DEFAULT_POOLING
 
 __all__ = ["ExLMFeaturizer"]
@@ -89,10 +90,9 @@ class ExLMFeaturizer(MolecularFeaturizer):
         """
         points = _as_list(datapoints)
         smiles = [_smiles_of(p) for p in points]
-        chunk = cached_embedder(self.model, self.device).embed_rows(
-            smiles, self.pooling, self.batch_size)
+        chunk = self._model().embed(smiles, self.batch_size)
         if chunk.valid.all():
-            return chunk.embeddings  # [N, d]
+            return chunk.values  # [N, d]
         failed = np.flatnonzero(~chunk.valid)
         shown = "; ".join(f"datapoint {i} {smiles[i]!r:.80}: {chunk.reasons[i]}"
                           for i in failed[:_SHOWN])
@@ -101,18 +101,20 @@ class ExLMFeaturizer(MolecularFeaturizer):
                       f"be featurized and get an empty array (CSVLoader leaves them out): "
                       f"{shown}{more}", UserWarning, stacklevel=2)
         out = np.empty(len(points), dtype=object)
-        for i, (row, ok) in enumerate(zip(chunk.embeddings, chunk.valid, strict=True)):
+        for i, (row, ok) in enumerate(zip(chunk.values, chunk.valid, strict=True)):
             out[i] = row if ok else np.array([])
         return out
 
     def _featurize(self, datapoint: Any, **kwargs: Any) -> np.ndarray:
         """One molecule's ``[d]`` vector; raises ValueError naming the reason it fails."""
         smiles = _smiles_of(datapoint)
-        chunk = cached_embedder(self.model, self.device).embed_rows(
-            [smiles], self.pooling, self.batch_size)
+        chunk = self._model().embed([smiles], self.batch_size)
         if not chunk.valid[0]:
             raise ValueError(f"cannot featurize {smiles!r:.80}: {chunk.reasons[0]}")
-        return chunk.embeddings[0]
+        return chunk.values[0]
+
+    def _model(self) -> MoleculeModel:
+        return cached_model(self.model, self.device).view(self.pooling)
 
 
 def _as_list(datapoints: Any) -> list[Any]:

@@ -15,7 +15,7 @@ _LAZY = {
     "ExLMModel": "exlm_chem.model.encoder",
     "LMHead": "exlm_chem.model.heads",
     "TransitionHead": "exlm_chem.model.heads",
-    "ClassificationHead": "exlm_chem.model.heads",
+    "PredictionHead": "exlm_chem.model.heads",
     "save_checkpoint": "exlm_chem.model.checkpoint",
     "load_checkpoint": "exlm_chem.model.checkpoint",
 }

@@ -20,6 +20,7 @@ from exlm_chem.model.attention import SelfAttention
 from exlm_chem.model.config import ExLMConfig
 from exlm_chem.model.feedforward import FeedForward
 from exlm_chem.model.heads import DescriptorHead, LMHead, TransitionHead
+from exlm_chem.model.pooling import Pooling
 from exlm_chem.model.rope import rope_rotation
 from exlm_chem.model.token_layout import TokenLayout, token_layout
 
@@ -68,7 +69,7 @@ class ExLMEncoder(nn.Module):
         pos_original: torch.Tensor,
         pos_copy: torch.Tensor,
         padding_mask: torch.Tensor | None = None,
-        first_only: bool = False,
+        pooling: Pooling | None = None,
     ) -> torch.Tensor:
         """Encode an expanded batch.
 
@@ -80,13 +81,14 @@ class ExLMEncoder(nn.Module):
             2D positions (original index; copy index 1..k or 0).
         padding_mask : BoolTensor [B, X], optional
             True at real tokens, False at padding. None means no padding.
-        first_only : bool
-            Return only the final state at position 0 (the first BOS copy, what "bos"
-            pooling takes), ``[B, d]``; the last block then computes nothing else.
+        pooling : Pooling, optional
+            Pool the states of ``pooling.layer`` into one vector per sample, ``[B, d]``;
+            later blocks are not run, and the last block run computes only the rows the
+            pooling reads (:meth:`~exlm_chem.model.pooling.Pooling.query_rows`).
 
         Returns
         -------
-        Tensor [B, X, d] (or [B, d] with ``first_only``)
+        Tensor [B, X, d] (or [B, d] with ``pooling``)
             Final hidden states; zeros at padded positions on the CPU (unspecified finite
             values elsewhere, see :func:`~exlm_chem.model.token_layout.token_layout`).
         """
@@ -109,14 +111,14 @@ class ExLMEncoder(nn.Module):
                                  self.config.rope_base)[0]  # [N, hd/2] complex
         rotation = rotation[:, None, None, :]  # [N, 1, 1, hd/2]: over q/k and heads
         x = self.dropout(self.embed_tokens(layout.flatten(input_ids)))  # [N, d]
-        for i, block in enumerate(self.blocks):
-            last = first_only and i == len(self.blocks) - 1
-            x = block(x, rotation, layout, layout.firsts if last else None)
-        if first_only:
-            if not self.blocks:
-                x = x[layout.firsts]
-            return layout.first_states(self.ln_final(x))  # [B, d]
-        return layout.unflatten(self.ln_final(x))  # [B, X, d]
+        depth = len(self.blocks) if pooling is None else pooling.depth(len(self.blocks))
+        for i, block in enumerate(self.blocks[:depth]):
+            rows = pooling.query_rows(layout) if pooling is not None and i == depth - 1 else None
+            x = block(x, rotation, layout, rows)  # [N, d], or [S, d] for the rows
+        x = self.ln_final(x)
+        if pooling is None:
+            return layout.unflatten(x)  # [B, X, d]
+        return pooling(x, layout, padding_mask)  # [B, d]
 
 
 def init_weights(module: nn.Module, pad_id: int | None = None) -> None:
@@ -159,11 +161,11 @@ class ExLMModel(nn.Module):
     # names of parameters that are the same tensor as another; stored once in checkpoints
     tied_parameters: ClassVar[dict[str, str]] = {"lm_head.weight": "encoder.embed_tokens.weight"}
 
-    def forward(self, *batch: torch.Tensor | None, first_only: bool = False) -> torch.Tensor:
+    def forward(self, *batch: torch.Tensor | None) -> torch.Tensor:
         """:meth:`ExLMEncoder.forward` (``input_ids, pos_original, pos_copy[, padding_mask]``):
-        hidden states [B, X, d], or [B, d] at position 0 with ``first_only``, so that the
-        objectives and pooling call a model and a bare encoder alike."""
-        return self.encoder(*batch, first_only=first_only)
+        hidden states [B, X, d], so that the objectives call a model and a bare encoder
+        alike."""
+        return self.encoder(*batch)
 
     def num_parameters(self, trainable_only: bool = False) -> int:
         """Number of distinct parameters (the tied embedding counted once)."""

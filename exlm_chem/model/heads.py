@@ -1,4 +1,5 @@
-"""Output heads: tied LM head, the DAG transition head, the fine-tuning classifier.
+"""Output heads: tied LM head, the DAG transition head, the descriptor head and the
+prediction head of fine-tuned models.
 
 Shapes: B batch, X expanded tokens, S expanded states (DAG nodes), d model dim, H heads,
 V vocabulary.
@@ -134,8 +135,11 @@ class DescriptorHead(nn.Module):
         return self.out(F.gelu(self.dense(pooled)))
 
 
-class ClassificationHead(nn.Module):
+class PredictionHead(nn.Module):
     """Fine-tuning head on a pooled state: dropout -> Linear -> tanh -> dropout -> Linear.
+
+    Its outputs are logits for a classifier and values for a regressor (fine-tuning folds
+    the target scaling into the last layer).
 
     With ``n_features`` > 0 the head reads the pooled state [B, d] concatenated with that
     many per-molecule features [B, F] (descriptors beside the encoder, as chemprop feeds
@@ -154,7 +158,7 @@ class ClassificationHead(nn.Module):
             nn.init.zeros_(layer.bias)
 
     def forward(self, pooled: torch.Tensor, features: torch.Tensor | None = None) -> torch.Tensor:
-        """Logits [B, n_out] from pooled states [B, d] (and features [B, F])."""
+        """Outputs [B, n_out] from pooled states [B, d] (and features [B, F])."""
         if self.n_features:
             if features is None or features.shape[-1] != self.n_features:
                 got = None if features is None else tuple(features.shape)

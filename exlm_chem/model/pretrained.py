@@ -21,7 +21,8 @@ from exlm_chem.model.checkpoint import load_checkpoint
 from exlm_chem.model.checkpoint_format import ESTIMATOR_FORMAT
 from exlm_chem.model.config import ExLMConfig
 
-__all__ = ["MODEL_ENV", "Backbone", "default_model_dir", "load_backbone", "resolve_pretrained"]
+__all__ = ["MODEL_ENV", "Backbone", "checkpoint_dir", "default_model_dir", "load_backbone",
+           "resolve_pretrained"]
 
 MODEL_ENV = "EXLM_CHEM_MODEL"
 
@@ -61,6 +62,19 @@ def resolve_pretrained(pretrained: str | os.PathLike[str]) -> Path:
     if not path.is_dir():
         raise FileNotFoundError(f"pretrained={str(pretrained)!r} is not a directory")
     return path
+
+
+def checkpoint_dir(path: str | os.PathLike[str] = "default") -> Path:
+    """The checkpoint directory meant by ``path``: ``"default"`` (see
+    :func:`resolve_pretrained`) or a directory."""
+    if isinstance(path, str) and path == "default":
+        return resolve_pretrained(path)
+    # load_checkpoint names the missing files of an incomplete directory
+    directory = Path(path).expanduser()
+    if not directory.is_dir():
+        raise FileNotFoundError(f"model {str(path)!r} is not a directory; pass an "
+                                "exlm_chem checkpoint directory or 'default'")
+    return directory
 
 
 def load_backbone(pretrained: str | os.PathLike[str] | None, preset: str,

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from exlm_chem.files.safe_write import write_json_atomic
-from exlm_chem.model.pooling import DEFAULT_POOLING, POOLINGS
+from exlm_chem.model.pooling import DEFAULT_POOLING, Pooling
 from exlm_chem.screening.feed import LazyClient, Tally, WorkerStats, drive
 from exlm_chem.screening.inputs import check_input_columns, iter_chunks, resolve_inputs
 from exlm_chem.screening.manifest import (
@@ -155,8 +155,8 @@ def screen(
     if scheduler and workers:
         raise ValueError("--workers starts a local cluster; it cannot go with --scheduler")
     _check_numbers(workers=workers, batch_size=batch_size, max_length=max_length)
-    if embed and pooling not in POOLINGS:
-        raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+    if embed:
+        Pooling.of(pooling)  # checked by the driver, before it claims the output directory
     out = Path(out).expanduser().resolve()
     check_model_kind(model, embed)
     files = resolve_inputs(inputs)

@@ -58,7 +58,8 @@ _LOCK = threading.Lock()
 
 
 def load_model(spec: ModelSpec) -> Any:
-    """The estimator (predict) or Embedder (embed) for ``spec``, loaded once per process."""
+    """The estimator (predict) or embedding model (embed) for ``spec``, loaded once per
+    process."""
     key = (spec.path, spec.sha256, spec.device)
     with _LOCK:  # two task threads must not load it twice
         if key not in _MODELS:
@@ -73,9 +74,9 @@ def load_model(spec: ModelSpec) -> Any:
 
 def _load(spec: ModelSpec) -> Any:
     if spec.mode == EMBED:
-        from exlm_chem.embedding import Embedder
+        from exlm_chem.model.molecule_model import MoleculeModel
 
-        return Embedder.from_checkpoint(spec.path, device=spec.device)
+        return MoleculeModel.from_checkpoint(spec.path, device=spec.device)
     from exlm_chem.sklearn.prediction import load_estimator
 
     est = load_estimator(spec.path)
@@ -93,28 +94,19 @@ def compute(spec: ModelSpec, smiles: list[str], features: Any = None) -> Any:
 
     model = load_model(spec)
     if spec.mode == EMBED:
-        from exlm_chem.embedding import DEFAULT_BATCH_SIZE
+        from exlm_chem.model.molecule_model import DEFAULT_BATCH_SIZE
 
-        chunk = model.embed_rows(smiles, spec.pooling, spec.batch_size or DEFAULT_BATCH_SIZE,
-                                 spec.max_length)
+        chunk = model.view(spec.pooling, spec.max_length).embed(
+            smiles, spec.batch_size or DEFAULT_BATCH_SIZE)
         valid, reasons = chunk.valid, chunk.reasons
-        outputs = pd.DataFrame(chunk.embeddings,  # [n, d] float32
-                               columns=[f"emb_{j}" for j in range(chunk.embeddings.shape[1])])
+        outputs = pd.DataFrame(chunk.values,  # [n, d] float32
+                               columns=[f"emb_{j}" for j in range(chunk.values.shape[1])])
     else:
-        from exlm_chem.data.featurize import check_smiles
         from exlm_chem.sklearn.prediction import output_names, predict_values
 
-        values = predict_values(model, smiles, features)  # [n, outputs]; NaN where invalid
-        # the estimator has checked every row; RDKit sees only the NaN rows again, for
-        # their reasons (a valid row with a NaN output stays valid)
-        nan_rows = np.flatnonzero(np.isnan(values).any(axis=1))
-        checked = check_smiles([smiles[i] for i in nan_rows])
-        valid = np.ones(len(smiles), dtype=bool)
-        valid[nan_rows] = checked.valid
-        reasons: list[str | None] = [None] * len(smiles)
-        for i, reason in zip(nan_rows, checked.reasons, strict=True):
-            reasons[i] = reason
-        outputs = pd.DataFrame(values, columns=output_names(model))
+        chunk = predict_values(model, smiles, features)  # [n, outputs]; NaN where invalid
+        valid, reasons = chunk.valid, chunk.reasons
+        outputs = pd.DataFrame(chunk.values, columns=output_names(model))
     frame = pd.DataFrame({"valid": np.asarray(valid, dtype=bool),
                           "invalid_reason": [r or "" for r in reasons]})
     return pd.concat([frame, outputs], axis=1)

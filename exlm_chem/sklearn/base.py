@@ -1,6 +1,12 @@
-"""What the two scikit-learn estimators share: parameters, fit, batched outputs, I/O.
+"""What the two scikit-learn estimators share: parameters, the fit loop, the outputs.
 
-The public classes live in :mod:`exlm_chem.sklearn.estimator`.
+Thin clients of :class:`~exlm_chem.model.molecule_model.MoleculeModel`: ``fit`` fine-tunes
+one model per ensemble member; a prediction checks its SMILES once at the edge
+(``MoleculeModel.prepare``) and runs the members over the SMILES views in the model's one
+inference loop. The fit loop reads top to bottom as skorch's: check, hold out, features,
+members, what the held-out molecules decide (calibration, conformal scores). Classifier
+and regressor differ in ``_task`` and their target hooks, never in base-class order. The
+public classes live in :mod:`exlm_chem.sklearn.estimator`.
 """
 
 from __future__ import annotations
@@ -8,7 +14,7 @@ from __future__ import annotations
 import os
 import warnings
 from dataclasses import fields
-from typing import Any, ClassVar, NamedTuple, Self
+from typing import Any, ClassVar, Self
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -21,41 +27,39 @@ from exlm_chem.data.descriptors import (
     FeatureSpec,
     feature_kinds,
     feature_names,
-    molecule_features,
+    raw_features,
     rdkit_version,
 )
 from exlm_chem.data.featurize import check_smiles, raise_for_invalid, warn_unknown_tokens
 from exlm_chem.device import resolve_device
-from exlm_chem.model.pooling import DEFAULT_POOLING, POOLINGS
+from exlm_chem.model.molecule_model import (
+    EMBED,
+    PREDICT,
+    ModelInputs,
+    ModelOutputs,
+    check_max_length,
+)
+from exlm_chem.model.pooling import DEFAULT_POOLING, Pooling
 from exlm_chem.presets import FinetuneSettings
+from exlm_chem.sklearn import persistence
 from exlm_chem.sklearn.inputs import (
     Targets,
     as_smiles_list,
     default_column_names,
     smiles_and_columns,
 )
-from exlm_chem.sklearn.persistence import PersistenceMixin
-from exlm_chem.uncertainty.ensemble import bootstrap_rows, member_seeds
-from exlm_chem.uncertainty.mixin import UncertaintyMixin
+from exlm_chem.uncertainty.calibration import fit_calibrator, logit
+from exlm_chem.uncertainty.conformal import conformity_scores
+from exlm_chem.uncertainty.ensemble import Spread, bootstrap_rows, combine, member_seeds
 from exlm_chem.uncertainty.params import uncertainty_problems
 
 _FIT_POLICIES = ("raise", "drop")
-_PREDICT_POLICIES = ("nan", "raise")
 
 
-class ValidRows(NamedTuple):
-    """The usable part of a prediction input."""
-
-    n: int  # rows of X
-    rows: np.ndarray  # [n_valid] positions of the valid SMILES in X
-    smiles: list[str]  # their canonical SMILES: the form the model was trained on
-    features: np.ndarray | None  # [n_valid, F] scaled features, when the model reads some
-
-
-class ExLMEstimatorBase(UncertaintyMixin, PersistenceMixin, BaseEstimator):
+class ExLMEstimatorBase(BaseEstimator):
     """Fine-tunes a pre-trained ExLM encoder plus a head on SMILES (see subclasses)."""
 
-    _task: ClassVar[str]
+    _task: ClassVar[str]  # "classification" or "regression"
 
     def __init__(
         self,
@@ -114,7 +118,7 @@ class ExLMEstimatorBase(UncertaintyMixin, PersistenceMixin, BaseEstimator):
         self.features = features
         self.n_jobs = n_jobs
 
-    # ---- hooks for subclasses -------------------------------------------------------------
+    # ---- what the subclasses define -------------------------------------------------------
     def _targets(self, y: Any, n: int) -> Targets:
         raise NotImplementedError
 
@@ -133,14 +137,9 @@ class ExLMEstimatorBase(UncertaintyMixin, PersistenceMixin, BaseEstimator):
         if self.on_invalid not in _FIT_POLICIES:
             problems.append(f"on_invalid must be one of {_FIT_POLICIES} in fit (predict "
                             f"methods take on_invalid='nan'|'raise'), got {self.on_invalid!r}")
-        if self.pooling not in POOLINGS:
-            problems.append(f"pooling must be one of {POOLINGS}, got {self.pooling!r}")
         vf = self.validation_fraction
         if not isinstance(vf, int | float) or isinstance(vf, bool) or not 0 <= vf < 1:
             problems.append(f"validation_fraction must be in [0, 1), got {vf!r}")
-        ml = self.max_length
-        if not isinstance(ml, int | np.integer) or isinstance(ml, bool) or ml < 3:
-            problems.append(f"max_length must be an integer >= 3, got {ml!r}")
         pa = self.patience
         if pa is not None and (not isinstance(pa, int | np.integer) or isinstance(pa, bool)
                                or pa < 1):
@@ -154,10 +153,12 @@ class ExLMEstimatorBase(UncertaintyMixin, PersistenceMixin, BaseEstimator):
                                            for f in fields(FinetuneSettings)})
         except ValueError as err:
             problems.insert(0, str(err))
-        try:
-            feature_kinds(self.features)
-        except ValueError as err:
-            problems.append(str(err))
+        for check, value in ((Pooling.of, self.pooling), (check_max_length, self.max_length),
+                             (feature_kinds, self.features)):
+            try:
+                check(value)
+            except ValueError as err:
+                problems.append(str(err))
         nj = self.n_jobs
         if nj is not None and (not isinstance(nj, int | np.integer) or isinstance(nj, bool)
                                or nj == 0):
@@ -179,48 +180,83 @@ class ExLMEstimatorBase(UncertaintyMixin, PersistenceMixin, BaseEstimator):
         import torch
 
         from exlm_chem.model.pretrained import load_backbone
-        from exlm_chem.train.finetune import LabelledSmiles, finetune
-        from exlm_chem.train.finetune_net import build_finetune_net
+        from exlm_chem.train.finetune import LabelledSmiles
 
         settings = self._settings()
         kinds = feature_kinds(self.features)
         smiles, columns, column_names = self._split_X(X, kinds)
         targets = self._targets(y, len(smiles))
+
+        # the one check of fit's SMILES; the model reads the canonical form
         checked = check_smiles(smiles)
         if self.on_invalid == "raise":
             raise_for_invalid(smiles, checked)
-        keep = checked.valid
-        if not keep.any():
+        if not checked.valid.any():
             raise ValueError("none of the SMILES in X is valid; nothing to train on")
-        if not keep.all():
-            warnings.warn(f"{int((~keep).sum())} invalid SMILES left out of training "
+        if not checked.valid.all():
+            warnings.warn(f"{int((~checked.valid).sum())} invalid SMILES left out of training "
                           "(rows marked in fit_invalid_mask_)", UserWarning, stacklevel=2)
-        rows = np.flatnonzero(keep)
-        smiles, labels = [checked.canonical[i] for i in rows], targets.labels[rows]
+        rows, canonical = checked.rows, checked.valid_smiles
+        labels = targets.labels[rows]
+
+        # held-out molecules: they choose the best epoch and fit calibration / intervals
         seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
-        order = np.random.default_rng(seed).permutation(len(smiles))
-        n_valid = round(self.validation_fraction * len(smiles))
-        n_valid = n_valid if 0 < n_valid < len(smiles) else 0
+        order = np.random.default_rng(seed).permutation(len(canonical))
+        n_valid = round(self.validation_fraction * len(canonical))
+        n_valid = n_valid if 0 < n_valid < len(canonical) else 0
+        train_rows, valid_rows = order[n_valid:], order[:n_valid]
+        if not n_valid and self.calibrate is not None:
+            raise ValueError(f"calibrate={self.calibrate!r} needs held-out molecules, but "
+                             f"validation_fraction={self.validation_fraction} of "
+                             f"{len(canonical)} molecules leaves none")
 
         spec, features = None, None
         if kinds:  # scaled on the training rows only: the held-out rows stay unseen
-            raw = self._raw_features(kinds, smiles, None if columns is None else columns[rows])
+            raw = raw_features(kinds, canonical, None if columns is None else columns[rows],
+                               self.n_jobs)  # each distinct molecule computed once
             if columns is not None and column_names is None:
                 column_names = default_column_names(columns.shape[1])
             names = {k: column_names if k == USER_KIND else feature_names(k) for k in kinds}
-            spec = FeatureSpec(kinds, names, FeatureScaler.fit(raw[order[n_valid:]]),
-                               rdkit_version())
+            spec = FeatureSpec(kinds, names, FeatureScaler.fit(raw[train_rows]), rdkit_version())
             features = spec.scaler.transform(raw)  # [n_valid_rows, F]
 
-        def part(idx: np.ndarray) -> LabelledSmiles:
-            return LabelledSmiles([smiles[i] for i in idx], labels[idx],
-                                  None if features is None else features[idx])
+        data = LabelledSmiles(canonical, labels, features)
+        train, valid = data.rows(train_rows), data.rows(valid_rows) if n_valid else None
+        with torch.random.fork_rng(devices=[]):  # loading draws throw-away initial weights
+            backbone = load_backbone(self.pretrained, self.preset, settings.dropout)
+        warn_unknown_tokens(backbone.tokenizer, canonical, rows)
+        members = self._fit_members(backbone, settings, train, valid, spec, seed)
 
-        train, valid = part(order[n_valid:]), part(order[:n_valid]) if n_valid else None
-        if valid is None and self.calibrate is not None:
-            raise ValueError(f"calibrate={self.calibrate!r} needs held-out molecules, but "
-                             f"validation_fraction={self.validation_fraction} of "
-                             f"{len(smiles)} molecules leaves none")
+        # what fit learned
+        first = members[0][1]
+        self._set_targets(targets)
+        self.n_tasks_ = labels.shape[1]
+        self.multitask_ = targets.multitask
+        self.task_names_ = targets.task_names
+        self.fit_invalid_mask_ = ~checked.valid
+        self.fit_invalid_reasons_ = list(checked.reasons)
+        self.models_ = [model for model, _ in members]
+        self.model_ = self.models_[0]
+        self.config_, self.tokenizer_ = backbone.config, backbone.tokenizer
+        self.pretrained_source_ = backbone.source
+        self.history_ = first.history
+        self.best_epoch_ = first.best_epoch
+        self.best_score_ = first.best_score
+        self.selection_metric_ = first.metric
+        self.stopped_early_ = first.stopped_early
+        self.seed_ = seed
+        self.feature_spec_ = spec
+        self._fit_held_out(valid)
+        return self
+
+    def _fit_members(self, backbone: Any, settings: FinetuneSettings, train: Any,
+                     valid: Any, spec: FeatureSpec | None, seed: int) -> list[tuple[Any, Any]]:
+        """``(model, FinetuneResult)`` of each ensemble member, fine-tuned from one loaded
+        checkpoint; members differ in seed (and with ``bootstrap`` in training rows)."""
+        import torch
+
+        from exlm_chem.model.molecule_model import build_model
+        from exlm_chem.train.finetune import finetune
 
         device = resolve_device(self.device)
         cuda = [device.index or 0] if device.type == "cuda" else []
@@ -229,44 +265,34 @@ class ExLMEstimatorBase(UncertaintyMixin, PersistenceMixin, BaseEstimator):
         for member_seed in member_seeds(seed, int(self.n_models)):
             member_train = train
             if self.bootstrap:
-                member_train = part(order[n_valid:][bootstrap_rows(len(order) - n_valid,
-                                                                   member_seed)])
+                member_train = train.rows(bootstrap_rows(len(train.smiles), member_seed))
             with torch.random.fork_rng(devices=cuda):  # reproducible, global RNG untouched
                 torch.manual_seed(member_seed)
-                backbone = load_backbone(self.pretrained, self.preset, settings.dropout)
-                if not members:
-                    warn_unknown_tokens(backbone.tokenizer, smiles, rows)
-                net = build_finetune_net(backbone.config, backbone.tokenizer, labels.shape[1],
-                                         backbone.encoder_state, settings.pooler_dropout,
-                                         self.pooling, int(self.max_length),
-                                         0 if spec is None else spec.n_features).to(device)
-                result = finetune(net, member_train, settings, self._task, valid,
+                model = build_model(backbone.config, backbone.tokenizer, train.labels.shape[1],
+                                    backbone.encoder_state, settings.pooler_dropout,
+                                    self.pooling, int(self.max_length),
+                                    0 if spec is None else spec.n_features, spec).to(device)
+                result = finetune(model, member_train, settings, self._task, valid,
                                   bool(self.progress), self.max_minutes, member_seed,
                                   int(self.augment), patience=patience)
-            members.append((net, result))
-        net, result = members[0]
-        self.__dict__.pop("invalid_mask_", None)  # belongs to the previous model's outputs
-        self._set_targets(targets)
-        self.n_tasks_ = labels.shape[1]
-        self.multitask_ = targets.multitask
-        self.task_names_ = targets.task_names
-        self.fit_invalid_mask_ = ~keep
-        self.model_, self.config_, self.tokenizer_ = net, backbone.config, backbone.tokenizer
-        self.pretrained_source_ = backbone.source
-        self.history_ = result.history
-        self.best_epoch_ = result.best_epoch
-        self.best_score_ = result.best_score
-        self.selection_metric_ = result.metric
-        self.stopped_early_ = result.stopped_early
-        self.models_ = [m for m, _ in members]
-        self.seed_ = seed
-        self.feature_spec_ = spec
-        self.calibrator_, self.conformity_scores_ = None, None
-        if valid is not None:
-            self._fit_held_out(valid.smiles, valid.labels, valid.features)
-        return self
+            members.append((model, result))
+        return members
 
-    # ---- features beside the encoder -------------------------------------------------------
+    def _fit_held_out(self, valid: Any) -> None:
+        """What the held-out molecules decide beside the best epoch: the classifier's
+        calibration map (``calibrate``), the regressor's conformity scores."""
+        self.calibrator_, self.conformity_scores_ = None, None
+        if valid is None:
+            return
+        if self._task == "regression":
+            values = self._aggregate(self._samples(valid.smiles, valid.features))  # [n, T]
+            self.conformity_scores_ = conformity_scores(valid.labels, values)
+        elif self.calibrate is not None:
+            samples = self._samples(valid.smiles, valid.features)
+            proba = self._spread_scale(samples).mean(axis=(0, 1))  # [n, T]
+            self.calibrator_ = fit_calibrator(self.calibrate, valid.labels, proba)
+
+    # ---- X ---------------------------------------------------------------------------------
     @staticmethod
     def _split_X(X: Any, kinds: tuple[str, ...]
                  ) -> tuple[list[Any], np.ndarray | None, list[str] | None]:
@@ -275,32 +301,12 @@ class ExLMEstimatorBase(UncertaintyMixin, PersistenceMixin, BaseEstimator):
             return smiles_and_columns(X)
         return as_smiles_list(X), None, None
 
-    def _raw_features(self, kinds: tuple[str, ...], smiles: list[str],
-                      columns: np.ndarray | None) -> np.ndarray:
-        """Unscaled features [n, F] of valid canonical SMILES, kinds side by side; each
-        distinct molecule is computed once (TTA views, members and epochs reuse them)."""
-        computed = [k for k in kinds if k != USER_KIND]
-        values = molecule_features(computed, smiles, self.n_jobs)
-        blocks, start = [], 0
-        for kind in kinds:
-            if kind == USER_KIND:
-                blocks.append(columns.astype(np.float32))
-            else:
-                width = len(feature_names(kind))
-                blocks.append(values[:, start : start + width])
-                start += width
-        return np.concatenate(blocks, axis=1)
-
-    # ---- outputs ---------------------------------------------------------------------------
-    def _valid_rows(self, X: Any, on_invalid: str) -> ValidRows:
-        """The valid rows of X and their scaled features; sets ``invalid_mask_``."""
+    def _prepared(self, X: Any, on_invalid: str) -> ModelInputs:
+        """X checked at the edge of a prediction call: its SMILES (each distinct one parsed
+        once) and the scaled features of the valid rows."""
         check_is_fitted(self, "model_")
-        self.__dict__.pop("invalid_mask_", None)  # never the previous call's, even if this fails
-        if on_invalid not in _PREDICT_POLICIES:
-            raise ValueError(f"on_invalid must be one of {_PREDICT_POLICIES}, got {on_invalid!r}")
         spec = getattr(self, "feature_spec_", None)  # absent in pickles from before features
-        kinds = () if spec is None else spec.kinds
-        smiles, columns, names = self._split_X(X, kinds)
+        smiles, columns, names = self._split_X(X, () if spec is None else spec.kinds)
         if columns is not None:
             fitted = spec.names[USER_KIND]
             if columns.shape[1] != len(fitted):
@@ -312,48 +318,99 @@ class ExLMEstimatorBase(UncertaintyMixin, PersistenceMixin, BaseEstimator):
                     and names != fitted:
                 raise ValueError(f"X's feature columns {names} are not the ones the model "
                                  f"was fitted with: {fitted}")
-        checked = check_smiles(smiles)
-        self.invalid_mask_ = ~checked.valid  # set before raising: it says which rows failed
-        if on_invalid == "raise":
-            raise_for_invalid(smiles, checked)
-        rows = np.flatnonzero(checked.valid)
-        valid_smiles = [checked.canonical[i] for i in rows]  # the form the model was trained on
-        warn_unknown_tokens(self.tokenizer_, valid_smiles, rows, stacklevel=5)
-        features = None
-        if spec is not None:
-            raw = self._raw_features(kinds, valid_smiles,
-                                     None if columns is None else columns[rows])
-            features = spec.scaler.transform(raw)
-        return ValidRows(len(smiles), rows, valid_smiles, features)
+        return self._prepared_rows(smiles, columns, on_invalid)
 
-    def _outputs(self, X: Any, on_invalid: str, embed: bool = False) -> np.ndarray:
-        """Outputs [N, n_tasks] float64 (see :meth:`_aggregate`) or the head's input
-        [N, d + F] float32 (of the first member, see :meth:`transform`); NaN rows for bad
-        SMILES."""
-        from exlm_chem.train.finetune_net import predict_batched
+    def _prepared_rows(self, smiles: list[Any], columns: np.ndarray | None,
+                       on_invalid: str) -> ModelInputs:  # the CLI's way in: columns apart
+        return self._on_device(self.model_).prepare(smiles, columns, on_invalid, self.n_jobs)
 
-        valid = self._valid_rows(X, on_invalid)
-        if embed:
-            states = predict_batched(self._net(self.model_), valid.smiles,
-                                     2 * self.batch_size, True)  # [n_valid, d]
-            if valid.features is not None:  # the head reads them beside the pooled state
-                states = np.concatenate([states, valid.features], axis=1)
-            out = np.full((valid.n, self.config_.d_model + self._n_features), np.nan,
-                          dtype=np.float32)
-            out[valid.rows] = states
-            return out
-        out = np.full((valid.n, self.n_tasks_), np.nan)
-        out[valid.rows] = self._aggregate(self._samples(valid.smiles, valid.features))
+    # ---- outputs ---------------------------------------------------------------------------
+    def _on_device(self, model: Any) -> Any:
+        device = resolve_device(self.device)  # .to() walks every parameter even when a no-op
+        return model if model.device == device else model.to(device)
+
+    def _samples(self, smiles: list[str], features: np.ndarray | None) -> np.ndarray:
+        """Raw outputs [members, views, n, T] float64 of valid canonical SMILES: every
+        member on the SMILES, or with ``tta`` on them and ``tta`` randomized views;
+        ``features`` [n, F] (scaled) are the molecules', the same for every view."""
+        from exlm_chem.data.augment import tta_views
+
+        tta = self.tta
+        if isinstance(tta, bool) or not isinstance(tta, int | np.integer) or tta < 0:
+            raise ValueError(f"tta must be an integer >= 0, got {tta!r}")
+        views = tta_views(smiles, int(tta), getattr(self, "seed_", 0)) if tta else [smiles]
+        models = [self._on_device(model) for model in self.models_]
+        out = np.empty((len(models), len(views), len(smiles), self.n_tasks_))
+        for v, view in enumerate(views):  # one view at a time: the memory of one prediction
+            rows = models[0].token_rows(view)  # tokenised once for every member
+            for m, model in enumerate(models):
+                out[m, v] = model.run(rows, PREDICT, 2 * self.batch_size, features)
         return out
 
-    def _net(self, net: Any) -> Any:
-        device = resolve_device(self.device)  # .to() walks every parameter even when a no-op
-        return net if net.device == device else net.to(device)
+    def _spread_scale(self, samples: np.ndarray) -> np.ndarray:
+        """Samples on the scale their spread is reported in: probabilities, values."""
+        if self._task == "regression":
+            return samples
+        from scipy.special import expit
 
-    @property
-    def _n_features(self) -> int:
-        spec = getattr(self, "feature_spec_", None)  # absent in pickles from before features
-        return 0 if spec is None else spec.n_features
+        return expit(samples)
+
+    def _aggregate(self, samples: np.ndarray) -> np.ndarray:
+        """One output [n, T] per molecule from ``samples`` [M, V, n, T]: the mean value
+        (regressor); the network's own logits for one member and view, else the logit of
+        the mean probability over members x views, calibrated by ``calibrator_`` when set
+        (classifier)."""
+        if self._task == "regression":
+            return samples.mean(axis=(0, 1))
+        calibrator = getattr(self, "calibrator_", None)  # absent in pre-ensemble pickles
+        if samples.shape[:2] == (1, 1) and calibrator is None:
+            return samples[0, 0]
+        proba = self._spread_scale(samples).mean(axis=(0, 1))  # [n, T]
+        if calibrator is not None:
+            proba = calibrator.apply(proba)
+        return logit(proba)
+
+    def _outputs(self, X: Any, on_invalid: str, output: str = PREDICT) -> ModelOutputs:
+        return self._outputs_of(self._prepared(X, on_invalid), output)
+
+    def _outputs_of(self, inputs: ModelInputs, output: str = PREDICT) -> ModelOutputs:
+        """Outputs [N, T] float64 (:meth:`_aggregate`) or the head's input [N, d + F]
+        float32 (of the first member, see :meth:`transform`); NaN rows for bad SMILES,
+        whose reasons travel with them."""
+        if output == EMBED:
+            model = self._on_device(self.model_)
+            states = model.run(inputs.smiles, EMBED, 2 * self.batch_size)  # [n_valid, d]
+            if inputs.features is not None:  # the head reads them beside the pooled state
+                states = np.concatenate([states, inputs.features], axis=1)
+            return inputs.scatter(states)
+        return inputs.scatter(self._aggregate(self._samples(inputs.smiles, inputs.features)))
+
+    def _task_columns(self, values: np.ndarray) -> np.ndarray:
+        """[N, T] as the user's y was: [N] for 1-D y."""
+        return values if self.multitask_ else values[:, 0]
+
+    def _scored_rows(self, valid: np.ndarray) -> np.ndarray:
+        """Rows of an output that can be scored; warns about the others."""
+        if not valid.all():
+            warnings.warn(f"{int((~valid).sum())} invalid SMILES left out of the score",
+                          UserWarning, stacklevel=3)
+        return np.flatnonzero(valid)
+
+    def predict_uncertainty(self, X: Any, on_invalid: str = "nan") -> Spread:
+        """Per-molecule spread: across members, across SMILES views (``tta``), and of all
+        member x view outputs; standard deviations of probabilities (classifier) or values
+        (regressor). Each is [N] (1-D ``y``) or [N, n_tasks]; NaN rows for bad SMILES.
+
+        Needs ``n_models > 1`` or ``tta > 0``: a single output has no spread. A source
+        with one sample (one member, or no ``tta``) contributes zeros.
+        """
+        check_is_fitted(self, "model_")
+        if len(self.models_) == 1 and not self.tta:
+            raise ValueError("predict_uncertainty needs an ensemble (fit with n_models > 1) "
+                             "or test-time augmentation (tta > 0)")
+        inputs = self._prepared(X, on_invalid)
+        _, spread = combine(self._spread_scale(self._samples(inputs.smiles, inputs.features)))
+        return Spread(*(self._task_columns(inputs.scatter(values).values) for values in spread))
 
     def transform(self, X: Any, on_invalid: str = "nan") -> np.ndarray:
         """What the head reads: the fitted encoder's pooled state and, for a model fitted
@@ -365,10 +422,10 @@ class ExLMEstimatorBase(UncertaintyMixin, PersistenceMixin, BaseEstimator):
             Columns ``0 .. d-1``: the pooled encoder state of the first member; columns
             ``d ..``: the ``F`` scaled features in the order of
             :meth:`get_feature_names_out` (none without ``features``). NaN rows for
-            invalid SMILES (``invalid_mask_``), or raise with ``on_invalid="raise"``.
-            X is read as in ``predict`` (with ``"columns"``: SMILES first, then them).
+            invalid SMILES, or raise with ``on_invalid="raise"``. X is read as in
+            ``predict`` (with ``"columns"``: SMILES first, then them).
         """
-        return self._outputs(X, on_invalid, embed=True)
+        return self._outputs(X, on_invalid, EMBED).values
 
     def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
         """Names of :meth:`transform`'s columns: ``emb_0 .. emb_{d-1}`` (as
@@ -382,12 +439,31 @@ class ExLMEstimatorBase(UncertaintyMixin, PersistenceMixin, BaseEstimator):
         states = [f"{FEATURE_PREFIX}{j}" for j in range(self.config_.d_model)]
         return np.asarray(states + extra, dtype=object)
 
-    def _scored_rows(self) -> np.ndarray:
-        """Rows of the last outputs that can be scored; warns about the others."""
-        if self.invalid_mask_.any():
-            warnings.warn(f"{int(self.invalid_mask_.sum())} invalid SMILES left out of the "
-                          "score", UserWarning, stacklevel=3)
-        return np.flatnonzero(~self.invalid_mask_)
+    # ---- saving and pickling (exlm_chem.sklearn.persistence) -------------------------------
+    def save(self, path: str | os.PathLike[str]) -> Any:
+        """Write the fitted estimator to a directory (atomically): config.json,
+        model.safetensors (encoder and head), vocab.txt, metadata.json."""
+        return persistence.save_estimator(self, path)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Self:
+        """Restore an estimator written by :meth:`save` (no unpickling).
+
+        Raises :class:`~exlm_chem.errors.CheckpointError` naming the file for anything
+        missing, corrupt or inconsistent, and when ``path`` holds another kind of model.
+        """
+        return persistence.load_estimator(cls, path)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # a copy: object.__getstate__ may hand back the live __dict__
+        return persistence.pickled_state(dict(super().__getstate__()))
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        state, models = persistence.unpickled_state(state)
+        super().__setstate__(state)
+        if models:
+            self.models_ = [self._on_device(model) for model in models]
+            self.model_ = self.models_[0]
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()

@@ -3,7 +3,7 @@
 It puts :func:`exlm_chem.embed` into a ``Pipeline`` or ``ColumnTransformer``: one row of
 pooled encoder states per SMILES, NaN rows for invalid SMILES (or an error naming them).
 The estimator holds only its parameters; the weights live in a per-process cache
-(:func:`exlm_chem.embedding.cached_embedder`), so cloning, pickling and grid searches copy a
+(:func:`exlm_chem.embedding.cached_model`), so cloning, pickling and grid searches copy a
 checkpoint name, never the model, and a process loads each checkpoint once.
 
 Examples
@@ -21,8 +21,9 @@ from typing import Any, Self
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
-from exlm_chem.embedding import DEFAULT_BATCH_SIZE, ON_INVALID, Embedder, cached_embedder
-from exlm_chem.model.pooling import DEFAULT_POOLING, POOLINGS
+from exlm_chem.embedding import DEFAULT_BATCH_SIZE, cached_model
+from exlm_chem.model.molecule_model import ON_INVALID, MoleculeModel
+from exlm_chem.model.pooling import DEFAULT_POOLING, Pooling
 from exlm_chem.sklearn.inputs import as_smiles_list
 
 __all__ = ["ExLMEmbedder"]
@@ -86,8 +87,10 @@ class ExLMEmbedder(TransformerMixin, BaseEstimator):
             # an in-memory model would be copied by every clone and pickle
             problems.append(f"model must be a checkpoint directory or 'default', got "
                             f"{type(self.model).__name__}")
-        if self.pooling not in POOLINGS:
-            problems.append(f"pooling must be one of {POOLINGS}, got {self.pooling!r}")
+        try:
+            Pooling.of(self.pooling)
+        except ValueError as err:
+            problems.append(str(err))
         bs = self.batch_size
         if not isinstance(bs, int | np.integer) or isinstance(bs, bool) or bs < 1:
             problems.append(f"batch_size must be a positive integer, got {bs!r}")
@@ -96,8 +99,8 @@ class ExLMEmbedder(TransformerMixin, BaseEstimator):
         if problems:  # every problem at once, not one per attempt
             raise ValueError("; ".join(problems))
 
-    def _embedder(self) -> Embedder:
-        return cached_embedder(self.model, self.device)
+    def _model(self) -> MoleculeModel:
+        return cached_model(self.model, self.device).view(self.pooling)
 
     def fit(self, X: Any, y: Any = None) -> Self:
         """Check the parameters and X's shape and load the checkpoint; learns nothing.
@@ -121,7 +124,7 @@ class ExLMEmbedder(TransformerMixin, BaseEstimator):
             self.feature_names_in_ = np.asarray(columns, dtype=object)
         elif hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
-        self.embedding_dim_ = self._embedder().dim
+        self.embedding_dim_ = self._model().dim
         return self
 
     def transform(self, X: Any) -> np.ndarray:
@@ -146,15 +149,13 @@ class ExLMEmbedder(TransformerMixin, BaseEstimator):
         """
         self._check_params()
         rows = as_smiles_list(X)
-        embedder = self._embedder()
+        model = self._model()
         fitted_dim = getattr(self, "embedding_dim_", None)
-        if fitted_dim is not None and embedder.dim != fitted_dim:
-            raise ValueError(f"model {str(self.model)!r} now gives {embedder.dim}-wide "
+        if fitted_dim is not None and model.dim != fitted_dim:
+            raise ValueError(f"model {str(self.model)!r} now gives {model.dim}-wide "
                              f"embeddings, {fitted_dim} when this transformer was fitted "
                              "(another checkpoint at that path, or $EXLM_CHEM_MODEL changed)")
-        chunk = embedder.embed_rows(rows, self.pooling, int(self.batch_size),
-                                    on_invalid=self.on_invalid)
-        return chunk.embeddings  # [N, d]
+        return model.embed(rows, int(self.batch_size), self.on_invalid).values  # [N, d]
 
     def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
         """Output column names ``emb_0 ... emb_{d-1}`` (as in ``exlm-chem embed``).
@@ -174,7 +175,7 @@ class ExLMEmbedder(TransformerMixin, BaseEstimator):
         dim = getattr(self, "embedding_dim_", None)
         if dim is None:
             self._check_params()
-            dim = self._embedder().dim
+            dim = self._model().dim
         return np.asarray([f"{FEATURE_PREFIX}{j}" for j in range(dim)], dtype=object)
 
     def __sklearn_tags__(self) -> Any:

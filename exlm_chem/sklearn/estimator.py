@@ -15,11 +15,12 @@ from typing import Any
 
 import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin
+from sklearn.utils.validation import check_is_fitted
 
 from exlm_chem.metrics import mean_r2, mean_roc_auc
 from exlm_chem.sklearn.base import ExLMEstimatorBase
 from exlm_chem.sklearn.inputs import Targets, classification_targets, regression_targets
-from exlm_chem.uncertainty.mixin import ClassifierUncertainty, Interval, RegressorUncertainty
+from exlm_chem.uncertainty.conformal import Interval, conformal_quantile
 
 __all__ = ["ExLMMoleculeClassifier", "ExLMMoleculeRegressor", "Interval"]
 
@@ -55,8 +56,7 @@ _PARAMETERS = """
     on_invalid : {"raise", "drop"}, default "raise"
         Bad SMILES in ``fit``: raise one error listing every bad row and why, or leave
         them out with a warning (``fit_invalid_mask_``). Prediction methods take their
-        own ``on_invalid`` argument: ``"nan"`` (default; NaN rows, ``invalid_mask_``) or
-        ``"raise"``.
+        own ``on_invalid`` argument: ``"nan"`` (default; NaN rows) or ``"raise"``.
     max_minutes : float or None
         Wall-time budget of ``fit``; training stops after the step that exceeds it.
     progress : bool, default False
@@ -101,8 +101,8 @@ _ATTRIBUTES = """
         Whether ``y`` was 2-D (one column per task, NaN = missing).
     task_names_ : list of str or None
         Column names when ``y`` was a DataFrame.
-    model_ : FinetuneNet
-        Fine-tuned encoder and head.
+    model_ : MoleculeModel
+        Fine-tuned encoder and head (with the feature transform of ``features``).
     config_ : ExLMConfig
     tokenizer_ : SmilesTokenizer
     history_ : list of EpochRecord
@@ -116,12 +116,11 @@ _ATTRIBUTES = """
         The ``max_minutes`` budget ran out.
     fit_invalid_mask_ : ndarray of bool [N_fit]
         Rows of the training X left out as invalid (``on_invalid="drop"``).
-    invalid_mask_ : ndarray of bool [N]
-        Rows of the last ``predict``/``predict_proba``/``decision_function``/
-        ``transform`` input that were invalid (their outputs are NaN).
+    fit_invalid_reasons_ : list of str or None, [N_fit]
+        Why each of those rows was rejected (None for the others).
     pretrained_source_ : str
         The checkpoint fine-tuned from, or ``"random:<preset>"``.
-    models_ : list of FinetuneNet
+    models_ : list of MoleculeModel
         The ensemble's members (``model_`` is the first); ``history_`` and the best-epoch
         attributes describe the first member.
     seed_ : int
@@ -131,7 +130,7 @@ _ATTRIBUTES = """
 """
 
 
-class ExLMMoleculeClassifier(ClassifierUncertainty, ClassifierMixin, ExLMEstimatorBase):
+class ExLMMoleculeClassifier(ClassifierMixin, ExLMEstimatorBase):
     __doc__ = f"""Binary or multi-task molecule classifier fine-tuned from ExLM.
 
     ``y`` is 1-D (binary: any two label values, in ``classes_``, none missing) or 2-D
@@ -166,8 +165,7 @@ class ExLMMoleculeClassifier(ClassifierUncertainty, ClassifierMixin, ExLMEstimat
 
         With an ensemble, ``tta`` or calibration: the logit of :meth:`predict_proba`.
         """
-        logits = self._outputs(X, on_invalid).astype(np.float64)  # [N, T]
-        return logits if self.multitask_ else logits[:, 0]
+        return self._task_columns(self._outputs(X, on_invalid).values)  # [N, T] float64
 
     def predict_proba(self, X: Any, on_invalid: str = "nan") -> np.ndarray:
         """[N, 2] (binary) or [N, n_tasks] positive probabilities; NaN rows if invalid."""
@@ -205,7 +203,8 @@ class ExLMMoleculeClassifier(ClassifierUncertainty, ClassifierMixin, ExLMEstimat
         """Mean ROC-AUC over tasks with both classes (invalid SMILES left out, warned)."""
         if sample_weight is not None:
             raise NotImplementedError("sample_weight is not supported")
-        z = self.decision_function(X)
+        outputs = self._outputs(X, "nan")
+        z = self._task_columns(outputs.values)
         y = np.asarray(y)
         if y.shape != z.shape:
             raise ValueError(f"y must have shape {z.shape} for this estimator, got {y.shape}")
@@ -217,7 +216,7 @@ class ExLMMoleculeClassifier(ClassifierUncertainty, ClassifierMixin, ExLMEstimat
                 raise ValueError(f"y has labels outside classes_ {self.classes_.tolist()} "
                                  f"at rows {np.flatnonzero(unknown)[:10].tolist()}")
             labels = (y == self.classes_[1]).astype(np.float64)
-        rows = self._scored_rows()
+        rows = self._scored_rows(outputs.valid)
         scores = mean_roc_auc(labels[rows], z[rows])
         single = np.isnan(scores.per_task)
         if single.any():
@@ -234,7 +233,7 @@ class ExLMMoleculeClassifier(ClassifierUncertainty, ClassifierMixin, ExLMEstimat
         return tags
 
 
-class ExLMMoleculeRegressor(RegressorUncertainty, RegressorMixin, ExLMEstimatorBase):
+class ExLMMoleculeRegressor(RegressorMixin, ExLMEstimatorBase):
     __doc__ = f"""Single- or multi-task molecule regressor fine-tuned from ExLM.
 
     ``y`` is 1-D (finite values) or 2-D (one column per task, NaN = missing). Targets are
@@ -250,17 +249,35 @@ class ExLMMoleculeRegressor(RegressorUncertainty, RegressorMixin, ExLMEstimatorB
 
     def predict(self, X: Any, on_invalid: str = "nan") -> np.ndarray:
         """Predicted values: [N] or [N, n_tasks]; NaN rows for invalid SMILES."""
-        values = self._outputs(X, on_invalid).astype(np.float64)  # [N, T]
-        return values if self.multitask_ else values[:, 0]
+        return self._task_columns(self._outputs(X, on_invalid).values)  # [N, T] float64
 
     def score(self, X: Any, y: Any, sample_weight: None = None) -> float:
         """R^2, averaged over tasks on labelled rows (invalid SMILES left out, warned)."""
         if sample_weight is not None:
             raise NotImplementedError("sample_weight is not supported")
-        predictions = self.predict(X)
+        outputs = self._outputs(X, "nan")
+        predictions = self._task_columns(outputs.values)
         y = np.asarray(y, dtype=np.float64)
         if y.shape != predictions.shape:
             raise ValueError(f"y must have shape {predictions.shape} for this estimator, "
                              f"got {y.shape}")
-        rows = self._scored_rows()
+        rows = self._scored_rows(outputs.valid)
         return mean_r2(y[rows], predictions[rows]).mean
+
+    def predict_interval(self, X: Any, alpha: float = 0.1,
+                         on_invalid: str = "nan") -> Interval:
+        """Split-conformal interval ``predict(X) ± q`` with coverage ``>= 1 - alpha``.
+
+        ``q`` (per task) is the finite-sample corrected quantile of the absolute residuals
+        on the validation molecules (:mod:`exlm_chem.uncertainty.conformal`), computed in
+        ``fit`` with the ``tta`` of that time; too few of them for ``alpha`` give unbounded
+        intervals. NaN rows for bad SMILES.
+        """
+        check_is_fitted(self, "model_")
+        if self.conformity_scores_ is None:
+            raise ValueError("predict_interval needs validation molecules: fit with "
+                             "validation_fraction > 0")
+        q = np.array([conformal_quantile(s, alpha) for s in self.conformity_scores_])  # [T]
+        pred = self.predict(X, on_invalid)
+        half = q if self.multitask_ else q[0]
+        return Interval(pred - half, pred + half)

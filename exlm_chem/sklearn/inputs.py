@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 __all__ = ["Targets", "as_smiles_list", "classification_targets", "default_column_names",
-           "regression_targets", "smiles_and_columns"]
+           "numeric_columns", "regression_targets", "smiles_and_columns"]
 
 _SHOWN = 10  # rows listed in an error message
 
@@ -88,8 +88,16 @@ def smiles_and_columns(X: Any) -> tuple[list[Any], np.ndarray, list[str] | None]
     if frame.shape[1] < 2:
         raise ValueError(f"with features='columns', X needs the SMILES column and at least "
                          f"one feature column, got {frame.shape[1]} column(s)")
-    smiles = frame.iloc[:, 0].tolist()
     values = frame.iloc[:, 1:]
+    names = [str(c) for c in values.columns] if named else None
+    return frame.iloc[:, 0].tolist(), numeric_columns(values), names
+
+
+def numeric_columns(values: Any) -> np.ndarray:
+    """A DataFrame of feature cells (numbers, their text, or missing) as float64 [N, F];
+    NaN stays NaN. A cell that is not a number raises, naming its row and column."""
+    import pandas as pd
+
     numbers = values.apply(pd.to_numeric, errors="coerce")
     bad = np.asarray(values.notna() & numbers.isna())
     if bad.any():
@@ -97,8 +105,7 @@ def smiles_and_columns(X: Any) -> tuple[list[Any], np.ndarray, list[str] | None]
         raise ValueError(f"X: feature column {str(values.columns[col])!r} holds a value that "
                          f"is not a number at row {row}: {values.iloc[row, col]!r} (rows "
                          f"{_rows(bad.any(1))})")
-    names = [str(c) for c in values.columns] if named else None
-    return smiles, numbers.to_numpy(dtype=np.float64), names
+    return numbers.to_numpy(dtype=np.float64)
 
 
 def _as_array(y: Any, n: int) -> tuple[np.ndarray, list[str] | None]:

@@ -1,7 +1,8 @@
 """Load a saved estimator and predict with it: what ``exlm-chem predict`` and screening share.
 
 One output column per target the model was fitted with: the positive-class probability
-(classifier) or the predicted value (regressor); NaN rows where a SMILES is invalid.
+(classifier) or the predicted value (regressor); NaN rows where a SMILES is invalid, and
+the reason beside them from the estimator's one check of the call.
 """
 
 from __future__ import annotations
@@ -41,16 +42,10 @@ def output_names(est: Any) -> list[str]:
     return [f"task_{i}" for i in range(est.n_tasks_)]
 
 
-def feature_columns(est: Any) -> list[str]:
-    """The input columns a saved model reads beside the SMILES (``features`` with
-    ``"columns"``), in order; [] for most models."""
-    spec = getattr(est, "feature_spec_", None)
-    return [] if spec is None else _user_columns(spec.kinds, spec.names)
-
-
 def saved_feature_columns(model_dir: str | Path) -> list[str]:
-    """:func:`feature_columns` of the model saved in ``model_dir``, read from its
-    metadata alone (no weights, no torch): what a screen's driver checks its inputs by."""
+    """The input columns the model saved in ``model_dir`` reads beside the SMILES
+    (``features`` with ``"columns"``), in order, [] for most models; read from its
+    metadata alone (no weights, no torch): what ``predict`` and a screen's driver open."""
     from exlm_chem.errors import CheckpointError
     from exlm_chem.model.checkpoint_format import ESTIMATOR_FORMAT, read_metadata
 
@@ -81,7 +76,7 @@ def input_feature_columns(model_columns: Sequence[str],
     Parameters
     ----------
     model_columns : sequence of str
-        :func:`feature_columns` of the model (the names ``fit --feature-columns`` gave).
+        :func:`saved_feature_columns` of the model (the names ``fit --feature-columns`` gave).
     given : sequence of str, optional
         ``--feature-columns`` of ``predict`` / ``screen``: one input column for each of
         the model's, in its order, for a library that names them otherwise. None or
@@ -101,24 +96,31 @@ def input_feature_columns(model_columns: Sequence[str],
 
 
 def predict_values(est: Any, smiles: Sequence[Any], columns: Any = None) -> Any:
-    """[n, n_outputs] float64: positive probabilities or values; NaN rows where invalid.
+    """:class:`~exlm_chem.model.molecule_model.ModelOutputs` of ``smiles``: values [n,
+    n_outputs] float64, positive probabilities or predicted values, NaN rows where invalid,
+    with the one check's valid mask and reasons (nothing parses the SMILES again).
 
     ``columns`` [n, F] (numbers, or their text as read from a file; None = missing): the
-    values of the model's :func:`feature_columns`, in its order, for a model with them.
+    values of the model's feature columns, in its order, for a model with them.
     """
     import numpy as np
 
-    X: Any = list(smiles)
-    names = feature_columns(est)
-    if names:  # the estimator's X: SMILES first, then the columns under the fitted names
+    smiles = list(smiles)
+    spec = getattr(est, "feature_spec_", None)
+    names = [] if spec is None else _user_columns(spec.kinds, spec.names)
+    numbers = None
+    if names:  # the model's feature columns, under its names
         import pandas as pd
+
+        from exlm_chem.sklearn.inputs import numeric_columns
 
         if columns is None:
             raise ValueError(f"the model reads feature columns {names}; none were given")
-        values = np.asarray(columns, dtype=object).reshape(len(X), len(names))
-        X = pd.DataFrame({"smiles": X, **{n: values[:, j] for j, n in enumerate(names)}})
-    if hasattr(est, "predict_proba"):
-        p = est.predict_proba(X, on_invalid="nan")
-        return p if est.multitask_ else p[:, 1:]  # binary: P(classes_[1])
-    values = est.predict(X, on_invalid="nan")
-    return values.reshape(len(X), -1).astype(np.float64)
+        cells = np.asarray(columns, dtype=object).reshape(len(smiles), len(names))
+        numbers = numeric_columns(pd.DataFrame(cells, columns=names))
+    outputs = est._outputs_of(est._prepared_rows(smiles, numbers, "nan"))
+    if hasattr(est, "predict_proba"):  # logits -> P(classes_[1]) per task
+        from scipy.special import expit
+
+        return outputs._replace(values=expit(outputs.values))
+    return outputs

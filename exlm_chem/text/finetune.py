@@ -3,7 +3,7 @@
 Input ``[CLS] a [SEP]`` or ``[CLS] a [SEP] b [SEP]`` (pairs truncated "longest first")
 with ``[CLS]`` and every ``[SEP]`` expanded to ``k`` copies, as in pre-training, where
 each ``[SEP]`` was an expanded EOS. The first ``[CLS]`` copy is pooled into the same
-:class:`~exlm_chem.model.heads.ClassificationHead` as the molecular path: one logit per
+:class:`~exlm_chem.model.heads.PredictionHead` as the molecular path: one logit per
 class (cross-entropy) or one value for STS-B (squared error). After each epoch the dev
 set(s) are scored; the epoch with the best headline metric on the first dev set is kept,
 as in RoBERTa's GLUE recipe, and its dev scores are the seed's result. The paper
@@ -29,17 +29,17 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from exlm_chem.data.batching import bucketed_batches, sorted_batches
+from exlm_chem.data.batching import bucketed_batches
 from exlm_chem.model.config import ExLMConfig
+from exlm_chem.model.molecule_model import PREDICT, MoleculeModel
 from exlm_chem.presets import FinetuneSettings
 from exlm_chem.text.glue import GlueSplit, GlueTask, get_task, glue_metrics, read_glue_split
 from exlm_chem.text.tokenizer import TOKENIZER_FILE, TextTokenizer
 from exlm_chem.train.epoch_loop import EpochRecord, LoopSettings, Step, run_epochs
 from exlm_chem.train.finetune import make_optimizer, optimizer_step
-from exlm_chem.train.finetune_net import FinetuneNet
 
 __all__ = [
-    "GlueEncoded", "GlueReport", "GlueSeedResult", "TextPairNet", "encode_split",
+    "GlueEncoded", "GlueReport", "GlueSeedResult", "encode_split",
     "finetune_glue", "format_glue_report", "glue_settings", "load_text_checkpoint", "run_glue",
 ]  # fmt: skip
 
@@ -77,16 +77,6 @@ def encode_split(split: GlueSplit, tokenizer: TextTokenizer, max_length: int) ->
     return GlueEncoded(ids, split.labels)
 
 
-class TextPairNet(FinetuneNet):
-    """The molecular :class:`~exlm_chem.train.finetune_net.FinetuneNet` fed with token ids.
-
-    ``forward`` / ``embed`` take a list of already-framed id arrays (see
-    :func:`encode_split`) instead of SMILES strings, so a split is tokenised once, not
-    once per epoch; the encoder input follows the checkpoint's objective
-    (:func:`~exlm_chem.data.inference_inputs.inference_expansion`).
-    """
-
-
 class GlueSeedResult(NamedTuple):
     seed: int
     best_epoch: int  # 1-based epoch whose weights (and dev scores) were kept
@@ -105,30 +95,16 @@ class GlueReport(NamedTuple):
     median: dict[str, dict[str, float]]  # eval set -> metric -> median over seeds
 
 
-@torch.inference_mode()
-def _predict(net: TextPairNet, data: GlueEncoded, batch_size: int) -> np.ndarray:
-    """Outputs [N, n_out] in input order (eval mode, length-sorted batches)."""
-    out = np.empty((len(data.ids), net.n_out), dtype=np.float32)
-    was_training = net.training
-    net.eval()
-    try:
-        for idx in sorted_batches([len(x) for x in data.ids], batch_size):
-            out[idx] = net([data.ids[i] for i in idx]).float().cpu().numpy()
-    finally:
-        net.train(was_training)
-    return out
-
-
 def _loss(outputs: torch.Tensor, labels: torch.Tensor, task: GlueTask) -> torch.Tensor:
     if task.is_regression:
         return F.mse_loss(outputs[:, 0], labels)
     return F.cross_entropy(outputs, labels)
 
 
-def _score(net: TextPairNet, data: GlueEncoded, task: GlueTask, batch_size: int
+def _score(net: MoleculeModel, data: GlueEncoded, task: GlueTask, batch_size: int
            ) -> tuple[float, dict[str, float]]:
     """(dev loss, the task's metrics) of the current weights."""
-    outputs = _predict(net, data, batch_size)  # [N, n_out]
+    outputs = net.run(data.ids, PREDICT, batch_size)  # [N, n_out]
     labels = torch.as_tensor(data.labels, dtype=torch.float32 if task.is_regression
                              else torch.long)
     loss = float(_loss(torch.from_numpy(outputs), labels, task))
@@ -137,7 +113,7 @@ def _score(net: TextPairNet, data: GlueEncoded, task: GlueTask, batch_size: int
 
 
 def finetune_glue(
-    net: TextPairNet,
+    net: MoleculeModel,
     task: str | GlueTask,
     train: GlueEncoded,
     evals: dict[str, GlueEncoded],
@@ -149,8 +125,9 @@ def finetune_glue(
 
     Parameters
     ----------
-    net : TextPairNet
-        On the device to train on, with ``task.n_out`` outputs.
+    net : MoleculeModel
+        On the device to train on, with ``task.n_out`` outputs; it reads the id rows of
+        :func:`encode_split` (a split is tokenised once, not once per epoch).
     task : str or GlueTask
     train : GlueEncoded
     evals : dict
@@ -184,7 +161,7 @@ def finetune_glue(
     epoch_scores: list[dict[str, dict[str, float]]] = []  # per epoch: eval set -> metrics
 
     def step(idx: np.ndarray) -> Step:
-        outputs = net([train.ids[i] for i in idx])  # [B, n_out]
+        outputs = net(*net.encode([train.ids[i] for i in idx]).to(device)[:4])  # [B, n_out]
         loss = _loss(outputs, labels[idx].to(device), task)
         return Step(loss, optimizer_step(net, optimizer, scheduler, loss, settings.clip_norm))
 
@@ -287,7 +264,7 @@ def run_glue(
     on_bad_rows : {"error", "skip"}
         See :func:`~exlm_chem.text.glue.read_glue_tsv`.
     """
-    from exlm_chem.model.encoder import ExLMEncoder
+    from exlm_chem.model.molecule_model import build_model
     from exlm_chem.train.pretrain import resolve_device
 
     task_ = get_task(task)
@@ -310,10 +287,8 @@ def run_glue(
         devices = [dev.index or 0] if dev.type == "cuda" else []
         with torch.random.fork_rng(devices=devices):  # seeded without touching the caller's RNG
             torch.manual_seed(seed)
-            encoder = ExLMEncoder(config)
-            encoder.load_state_dict(encoder_state)
-            net = TextPairNet(encoder, tokenizer, task_.n_out, settings.pooler_dropout,
-                              "bos", max_length).to(dev)
+            net = build_model(config, tokenizer, task_.n_out, encoder_state,
+                              settings.pooler_dropout, "bos", max_length).to(dev)
             result = finetune_glue(net, task_, train, evals, settings, seed, progress)
         logger.info("%s seed %d: %s (epoch %d)", task_.display, seed, result.scores,
                     result.best_epoch)

@@ -4,7 +4,7 @@ Input ``[BOS] SMILES [EOS]`` with BOS and EOS expanded to ``k`` copies as in
 pre-training for ExLM, unexpanded for an MLM twin
 (:func:`~exlm_chem.data.inference_inputs.inference_expansion`; no transition head is
 computed); the first BOS copy is pooled and fed to a
-:class:`~exlm_chem.model.heads.ClassificationHead`. Classification minimises
+:class:`~exlm_chem.model.heads.PredictionHead`. Classification minimises
 binary cross-entropy over the labelled entries only (NaN = missing); regression minimises
 the squared error on targets standardised per task, and the standardisation is folded
 into the head's last layer at the end, so the returned network predicts in the original
@@ -36,9 +36,9 @@ from exlm_chem.data.augment import EpochViews
 from exlm_chem.data.finetune_data import EncodedSet
 from exlm_chem.device import autocast
 from exlm_chem.metrics import mean_rmse, mean_roc_auc
+from exlm_chem.model.molecule_model import PREDICT, MoleculeModel
 from exlm_chem.presets import FinetuneSettings
 from exlm_chem.train.epoch_loop import EpochRecord, LoopSettings, Step, run_epochs, shuffled_batches
-from exlm_chem.train.finetune_net import FinetuneNet, predict_encoded
 from exlm_chem.train.micro_batches import STEP_TOKENS, micro_batches
 
 __all__ = ["FinetuneResult", "LabelledSmiles", "finetune", "masked_mean_loss"]
@@ -55,6 +55,11 @@ class LabelledSmiles(NamedTuple):
     labels: np.ndarray  # [N, T] float; NaN where missing
     # [N, F] scaled per-molecule features for a net whose head reads them (else None)
     features: np.ndarray | None = None
+
+    def rows(self, idx: np.ndarray) -> LabelledSmiles:
+        """The molecules ``idx`` (an index array), their labels and features."""
+        features = None if self.features is None else self.features[idx]
+        return LabelledSmiles([self.smiles[i] for i in idx], self.labels[idx], features)
 
 
 class FinetuneResult(NamedTuple):
@@ -148,11 +153,12 @@ def selection_metric(task: str, valid_labels: np.ndarray | None) -> str:
     return "roc_auc" if two_class else "valid_loss"  # AUC undefined on every task
 
 
-def _evaluate(net: FinetuneNet, valid: LabelledSmiles, inputs: EncodedSet, task: str,
+def _evaluate(net: MoleculeModel, valid: LabelledSmiles, rows: list[np.ndarray], task: str,
               metric: str, mean: torch.Tensor, scale: torch.Tensor,
               batch_size: int) -> tuple[float, float]:
-    """(validation loss on the training scale, selection score) of the current weights."""
-    outputs = torch.from_numpy(predict_encoded(net, inputs, batch_size))  # [N, T]
+    """(validation loss on the training scale, selection score) of the current weights;
+    ``rows``: the validation molecules' token ids."""
+    outputs = torch.from_numpy(net.run(rows, PREDICT, batch_size, valid.features))  # [N, T]
     labels = torch.as_tensor(np.asarray(valid.labels, dtype=np.float64))  # [N, T]
     targets = (labels - mean.double()) / scale.double()  # float64: large targets stay exact
     loss = masked_loss(outputs, targets.float(), task)
@@ -172,7 +178,7 @@ def is_better(score: float, best: float, metric: str) -> bool:
 
 
 def finetune(
-    net: FinetuneNet,
+    net: MoleculeModel,
     train: LabelledSmiles,
     settings: FinetuneSettings,
     task: str = "classification",
@@ -188,7 +194,7 @@ def finetune(
 
     Parameters
     ----------
-    net : FinetuneNet
+    net : MoleculeModel
         On the device to train on; its encoder dropout is whatever it was built with.
     train, valid : LabelledSmiles
         Valid SMILES and [N, T] labels with NaN for missing entries, T = ``n_out``; with
@@ -216,7 +222,7 @@ def finetune(
     """
     if task not in TASKS:
         raise ValueError(f"task must be one of {TASKS}, got {task!r}")
-    n_out = net.head.out.out_features
+    n_out = net.n_out
     for name, part in (("train", train), ("valid", valid)):
         if part is not None and np.shape(part.labels) != (len(part.smiles), n_out):
             raise ValueError(f"{name} labels must be [{len(part.smiles)}, {n_out}], got "
@@ -234,11 +240,10 @@ def finetune(
     total_steps = settings.epochs * math.ceil(n / bs)
     optimizer, scheduler = make_optimizer(net, settings, total_steps, ADAM_BETAS)
     metric = selection_metric(task, None if valid is None else valid.labels)
-    # tokenised and expanded once, before the first epoch, and kept on the device
+    # tokenised (and the training set expanded) once, before the first epoch
     train_inputs = (net.encode(train.smiles, train.features).to(device) if views is None
                     else None)
-    valid_inputs = (net.encode(valid.smiles, valid.features).to(device) if valid is not None
-                    else None)
+    valid_rows = net.token_rows(valid.smiles) if valid is not None else None
     label_counts = (~np.isnan(np.asarray(train.labels, dtype=np.float64))).sum(1)  # [N]
     step_tokens = STEP_TOKENS if device.type == "cpu" else None  # GPU memory is ample
     order_rng = np.random.default_rng(seed)
@@ -260,7 +265,7 @@ def finetune(
                            step_tokens)
 
     def validate() -> tuple[float, float]:
-        return _evaluate(net, valid, valid_inputs, task, metric, mean, scale, 2 * bs)
+        return _evaluate(net, valid, valid_rows, task, metric, mean, scale, 2 * bs)
 
     loop = LoopSettings(settings.epochs, max_minutes, patience,
                         f"fine-tune ({metric})" if progress else None, name="fine-tuning")
@@ -307,7 +312,7 @@ def _device_batches(order: list[np.ndarray], inputs: EncodedSet, targets: torch.
             for idx, end in zip(order, ends, strict=True)]
 
 
-def _train_step(net: FinetuneNet, batch: _Batch, task: str,
+def _train_step(net: MoleculeModel, batch: _Batch, task: str,
                 optimizer: torch.optim.Optimizer,
                 scheduler: torch.optim.lr_scheduler.LRScheduler, clip_norm: float,
                 step_tokens: int | None) -> Step:
@@ -325,14 +330,14 @@ def _train_step(net: FinetuneNet, batch: _Batch, task: str,
         return Step(loss, optimizer_step(net, optimizer, scheduler, loss, clip_norm,
                                          accumulated=True))
     with autocast(targets.device):
-        outputs = net.forward_inputs(*inputs.batch(rows, idx))  # [B, T]
+        outputs = net(*inputs.batch(rows, idx))  # [B, T]
     loss = None
     if label_counts[idx].any():
         loss = masked_mean_loss(outputs.float(), targets[rows], task)
     return Step(loss, optimizer_step(net, optimizer, scheduler, loss, clip_norm))
 
 
-def _accumulate(net: FinetuneNet, inputs: EncodedSet, targets: torch.Tensor,
+def _accumulate(net: MoleculeModel, inputs: EncodedSet, targets: torch.Tensor,
                 label_counts: np.ndarray, rows: torch.Tensor, idx: np.ndarray,
                 pieces: list[np.ndarray], task: str,
                 optimizer: torch.optim.Optimizer) -> torch.Tensor | None:
@@ -350,7 +355,7 @@ def _accumulate(net: FinetuneNet, inputs: EncodedSet, targets: torch.Tensor,
         if not labelled:  # its mean would be 0/0; it adds nothing to the batch's loss
             continue
         with autocast(device):
-            outputs = net.forward_inputs(*inputs.batch(piece_rows, piece))  # [b, T]
+            outputs = net(*inputs.batch(piece_rows, piece))  # [b, T]
         part = masked_mean_loss(outputs.float(), targets[piece_rows], task) * (labelled / total)
         part.backward()
         loss = part.detach() if loss is None else loss + part.detach()

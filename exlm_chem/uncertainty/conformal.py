@@ -11,10 +11,18 @@ scores for the asked ``alpha`` the interval is unbounded (``q = inf``).
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["conformal_quantile", "conformity_scores"]
+__all__ = ["Interval", "conformal_quantile", "conformity_scores"]
+
+
+class Interval(NamedTuple):
+    """Prediction interval bounds, each shaped like ``predict``'s output."""
+
+    lower: np.ndarray
+    upper: np.ndarray
 
 
 def conformity_scores(y_true: np.ndarray, predictions: np.ndarray) -> list[np.ndarray]:

@@ -39,7 +39,6 @@ def test_junk_rows_never_reach_the_model(fitted_classifier, bbbp_rows):
     X, _ = bbbp_rows
     p = fitted_classifier.predict_proba([X[0], *JUNK, X[1]])
     assert np.isfinite(p[[0, -1]]).all() and np.isnan(p[1:-1]).all()
-    assert fitted_classifier.invalid_mask_.tolist() == [False] + [True] * len(JUNK) + [False]
     with pytest.raises(InvalidSmilesError, match=r"row 2: 'CC\\nO': whitespace"):
         ExLMMoleculeClassifier(None, preset="tiny", epochs=0).fit([X[0], X[1], "CC\nO"],
                                                                   [0, 1, 0])
@@ -99,16 +98,18 @@ def test_targets_beyond_float32_are_refused(bbbp_rows):
         ExLMMoleculeRegressor(None, preset="tiny", epochs=0).fit(X, y)
 
 
-def test_every_prediction_call_resets_invalid_mask(fitted_classifier, bbbp_rows):
-    X, _ = bbbp_rows
+def test_prediction_calls_leave_the_estimator_as_fit_left_it(fitted_classifier, bbbp_rows):
+    X, y = bbbp_rows
+    before = set(vars(fitted_classifier))
     fitted_classifier.predict(["C1CC", X[0]])
-    assert fitted_classifier.invalid_mask_.tolist() == [True, False]
+    fitted_classifier.transform(["C1CC", X[0]])
+    with pytest.warns(UserWarning, match="1 invalid SMILES left out of the score"):
+        fitted_classifier.score([X[0], "C1CC", *X[1:4]], [y[0], y[0], *y[1:4]])
     with pytest.raises(InvalidSmilesError):
         fitted_classifier.predict([X[0], X[1], "CC O"], on_invalid="raise")
-    assert fitted_classifier.invalid_mask_.tolist() == [False, False, True]
     with pytest.raises(ValueError, match="on_invalid must be one of"):
         fitted_classifier.predict([X[0]], on_invalid="drop")
-    assert not hasattr(fitted_classifier, "invalid_mask_")
+    assert set(vars(fitted_classifier)) == before
 
 
 def test_single_class_score_warns(fitted_classifier, bbbp_rows):

@@ -10,8 +10,9 @@ import torch
 from exlm_chem.data.collate import SpecialIds
 from exlm_chem.data.inference_inputs import inference_inputs
 from exlm_chem.data.tokenizer import SmilesTokenizer
-from exlm_chem.embedding import Embedder, EmbeddingResult, embed, iter_embeddings
+from exlm_chem.embedding import EmbeddingResult, embed, iter_embeddings
 from exlm_chem.model.checkpoint import load_checkpoint
+from exlm_chem.model.molecule_model import EMBED, MoleculeModel
 
 TOL = {"rtol": 1e-4, "atol": 1e-5}  # batched vs one-by-one forward: float32 rounding only
 
@@ -28,8 +29,8 @@ def bbbp_smiles(moleculenet_dir) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def embedder(tiny_checkpoint) -> Embedder:
-    return Embedder.from_checkpoint(tiny_checkpoint, device="cpu")
+def embedder(tiny_checkpoint) -> MoleculeModel:
+    return MoleculeModel.from_checkpoint(tiny_checkpoint, device="cpu")
 
 
 def _direct(checkpoint, smiles: list[str], pooling: str) -> np.ndarray:
@@ -62,19 +63,15 @@ def test_valid_rows_equal_a_direct_forward(tiny_checkpoint, embedder, bbbp_smile
     np.testing.assert_allclose(X, expected, **TOL)
 
 
-def test_encode_valid_each_equals_one_pooling_at_a_time(tiny_checkpoint, embedder, bbbp_smiles):
+def test_the_inference_loop_equals_a_direct_forward(tiny_checkpoint, embedder, bbbp_smiles):
     from rdkit import Chem
 
     canonical = [Chem.MolToSmiles(Chem.MolFromSmiles(s)) for s in bbbp_smiles]
-    both = embedder.encode_valid_each(canonical, ("bos", "mean"), batch_size=7)
-    assert set(both) == {"bos", "mean"}
     for pooling in ("bos", "mean"):
-        np.testing.assert_allclose(both[pooling], _direct(tiny_checkpoint, bbbp_smiles, pooling),
-                                   **TOL)
-        np.testing.assert_allclose(both[pooling], embedder.encode_valid(canonical, pooling),
-                                   **TOL)
+        np.testing.assert_allclose(embedder.view(pooling).run(canonical, EMBED, batch_size=7),
+                                   _direct(tiny_checkpoint, bbbp_smiles, pooling), **TOL)
     with pytest.raises(ValueError, match="pooling"):
-        embedder.encode_valid_each(canonical, ("bos", "max"))
+        embedder.view("max")
 
 
 def test_bos_and_mean_pooling_differ(embedder, bbbp_smiles):
@@ -186,13 +183,13 @@ def test_iter_embeddings_is_lazy(embedder, bbbp_smiles):
 
 
 def test_training_mode_is_restored_and_dropout_off(tiny_checkpoint, bbbp_smiles):
-    embedder = Embedder.from_checkpoint(tiny_checkpoint, device="cpu")
-    embedder.model.train()
+    embedder = MoleculeModel.from_checkpoint(tiny_checkpoint, device="cpu")
+    embedder.train()
     a = embed(bbbp_smiles[:8], model=embedder).embeddings
     b = embed(bbbp_smiles[:8], model=embedder).embeddings
     np.testing.assert_array_equal(a, b)  # dropout would make these differ
-    assert embedder.model.training
-    assert not any(p.grad is not None for p in embedder.model.parameters())
+    assert embedder.training and embedder.encoder.training
+    assert not any(p.grad is not None for p in embedder.parameters())
 
 
 def test_model_given_as_a_path_or_default(tiny_checkpoint, bbbp_smiles, monkeypatch, embedder):
@@ -211,7 +208,7 @@ def test_bad_options_are_clear_errors(embedder, tmp_path, monkeypatch):
         embed(["CCO"], model=embedder, batch_size=0)
     with pytest.raises(ValueError, match="chunk_size"):
         iter_embeddings(["CCO"], model=embedder, chunk_size=0)  # eager, before next()
-    with pytest.raises(TypeError, match="Embedder"):
+    with pytest.raises(TypeError, match="MoleculeModel"):
         embed(["CCO"], model=42)
     with pytest.raises(FileNotFoundError, match="not a directory"):
         embed(["CCO"], model=tmp_path / "nowhere")

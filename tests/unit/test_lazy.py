@@ -20,7 +20,7 @@ def test_a_public_function_stays_a_function_after_its_module_is_imported():
     # (exlm_chem/embed.py once) would replace the function, and `embed(smiles, ...)` fail
     out = _fresh(
         "import exlm_chem\n"
-        "exlm_chem.Embedder\n"
+        "exlm_chem.MoleculeModel\n"
         "import exlm_chem.embedding, exlm_chem.analysis.explanation\n"
         "from exlm_chem import embed, explain\n"
         "from exlm_chem.analysis import explain as explain2\n"

@@ -99,25 +99,27 @@ class _Widths:
 
 def test_embed_predict_and_fine_tuning_batches_pad_little(tiny_checkpoint, moleculenet_dir):
     from exlm_chem.data.moleculenet import load_moleculenet
-    from exlm_chem.embedding import Embedder, embed
+    from exlm_chem.embedding import embed
+    from exlm_chem.model.heads import PredictionHead
+    from exlm_chem.model.molecule_model import PREDICT, MoleculeModel
     from exlm_chem.presets import FinetuneSettings
     from exlm_chem.train.finetune import LabelledSmiles, finetune
-    from exlm_chem.train.finetune_net import FinetuneNet, predict_batched
 
     data = load_moleculenet("bbbp", moleculenet_dir)
     smiles, labels = data.smiles[:640], data.labels[:640].astype(np.float64)
-    embedder = Embedder.from_checkpoint(tiny_checkpoint, device="cpu")
-    spy = _Widths(embedder.model.encoder)
+    embedder = MoleculeModel.from_checkpoint(tiny_checkpoint, device="cpu")
+    spy = _Widths(embedder.encoder)
     embed(smiles, model=embedder, batch_size=64)
     assert spy.share < MAX_PADDING, spy.share
 
     torch.manual_seed(0)
-    net = FinetuneNet(embedder.model.encoder, embedder.tokenizer, 1)
+    net = MoleculeModel(embedder.encoder, embedder.tokenizer,
+                        head=PredictionHead(embedder.dim, 1))
     spy = _Widths(net.encoder)
     finetune(net, LabelledSmiles(smiles, labels), FinetuneSettings(epochs=1, batch_size=16))
     assert spy.share < MAX_PADDING, spy.share
     spy.real = spy.slots = 0
-    predict_batched(net, smiles, batch_size=64)
+    net.run(smiles, PREDICT, batch_size=64)
     assert spy.share < MAX_PADDING, spy.share
 
 

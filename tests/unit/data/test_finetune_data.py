@@ -12,10 +12,10 @@ from exlm_chem.data.collate import SpecialIds
 from exlm_chem.data.finetune_data import encode_rows
 from exlm_chem.data.tokenizer import SmilesTokenizer
 from exlm_chem.model.config import ExLMConfig
+from exlm_chem.model.molecule_model import PREDICT, build_model
 from exlm_chem.model.rope_layout import permute_qk_to_interleaved
 from exlm_chem.presets import FinetuneSettings
 from exlm_chem.train.finetune import LabelledSmiles, finetune, masked_loss, masked_mean_loss
-from exlm_chem.train.finetune_net import build_finetune_net, predict_batched
 
 # Outputs of the fine-tuning code before this change (commit 4d02a5e, the per-step
 # tokenising loop), measured on CPU with the set-up of _run below. Re-measured without
@@ -49,7 +49,7 @@ def _run(smiles, labels, task, objective="exlm", batch_size=8):
     config = ExLMConfig.preset("tiny", vocab_size=len(tokenizer), objective=objective,
                                dropout=0.0, attention_dropout=0.0)
     torch.manual_seed(0)
-    net = build_finetune_net(config, tokenizer, 3, pooling="bos")  # BEFORE's pooling
+    net = build_model(config, tokenizer, 3, pooling="bos")  # BEFORE's pooling
     # the random draws of BEFORE were q/k rows in the rotate-half layout
     net.load_state_dict(permute_qk_to_interleaved(net.state_dict(), config))
     if task == "regression":
@@ -64,7 +64,7 @@ def _run(smiles, labels, task, objective="exlm", batch_size=8):
         seed=3,
         length_buckets=False,  # the per-step loop drew plain random batches
     )
-    return result, predict_batched(net, smiles[80:96], 5)
+    return result, net.run(smiles[80:96], PREDICT, 5)
 
 
 @pytest.mark.parametrize("task", ["classification", "regression"])
@@ -83,12 +83,13 @@ def test_cpu_results_are_those_of_the_per_step_loop(tox21, task):
 
 def test_molecules_are_tokenised_once(tox21, monkeypatch):
     calls = []
-    original = SmilesTokenizer.encode
-    monkeypatch.setattr(
-        SmilesTokenizer, "encode", lambda self, *a, **k: calls.append(1) or original(self, *a, **k)
-    )
+    one, many = SmilesTokenizer.encode, SmilesTokenizer.batch_encode
+    monkeypatch.setattr(SmilesTokenizer, "encode",
+                        lambda self, s, *a, **k: calls.append(1) or one(self, s, *a, **k))
+    monkeypatch.setattr(SmilesTokenizer, "batch_encode",
+                        lambda self, s, *a, **k: calls.append(len(s)) or many(self, s, *a, **k))
     _run(*tox21, "classification")
-    assert len(calls) == 64 + 16 + 16  # train and valid once for 2 epochs, then predict
+    assert sum(calls) == 64 + 16 + 16  # train and valid once for 2 epochs, then predict
 
 
 _SYNCS = ("item", "__bool__", "__float__", "__int__", "tolist", "numpy", "cpu")
@@ -139,7 +140,7 @@ def test_encoded_set_batches_cut_to_the_widest_row():
     special = SpecialIds(bos=0, pad=1, eos=2, mask=4)
     rows = [np.array([0, 7, 2]), np.array([0, 7, 8, 9, 2]), np.array([0, 9, 9, 2])]
     encoded = encode_rows(rows, 2, special)
-    assert encoded.n_rows == 3 and encoded.lengths.tolist() == [5, 7, 6]
+    assert encoded.lengths.tolist() == [5, 7, 6]
     idx = np.array([2, 0])
     ids, pos_o, pos_c, mask, features = encoded.batch(torch.from_numpy(idx), idx)
     assert features is None
@@ -147,4 +148,4 @@ def test_encoded_set_batches_cut_to_the_widest_row():
     assert ids.tolist() == [[0, 0, 9, 9, 2, 2], [0, 0, 7, 2, 2, 1]]
     assert pos_c.tolist() == [[1, 2, 0, 0, 1, 2], [1, 2, 0, 1, 2, 0]]
     assert mask.sum(1).tolist() == [6, 5]
-    assert encode_rows([], 2, special).n_rows == 0
+    assert len(encode_rows([], 2, special).lengths) == 0

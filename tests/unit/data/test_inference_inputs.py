@@ -47,7 +47,7 @@ class _Spy:
         encoder.register_forward_pre_hook(self._hook)
 
     def _hook(self, module, args):
-        input_ids, _, pos_copy, padding_mask = args
+        input_ids, _, pos_copy, padding_mask = args[:4]
         self.calls.append((input_ids[padding_mask], pos_copy[padding_mask]))
 
     def bos_per_row(self, bos: int) -> set[int]:
@@ -58,14 +58,14 @@ class _Spy:
 
 
 def _finetune_inputs(checkpoint) -> _Spy:
+    from exlm_chem.model.molecule_model import build_model
     from exlm_chem.model.pretrained import load_backbone
     from exlm_chem.presets import FinetuneSettings
     from exlm_chem.train.finetune import LabelledSmiles, finetune
-    from exlm_chem.train.finetune_net import build_finetune_net
 
     torch.manual_seed(0)
     backbone = load_backbone(checkpoint, preset="", dropout=0.1)
-    net = build_finetune_net(backbone.config, backbone.tokenizer, 1, backbone.encoder_state)
+    net = build_model(backbone.config, backbone.tokenizer, 1, backbone.encoder_state)
     spy = _Spy(net.encoder)
     smiles = ["CCO", "c1ccccc1", "CC(=O)O", "CCN"]
     data = LabelledSmiles(smiles, np.array([[0.0], [1.0], [0.0], [1.0]]))
@@ -74,10 +74,11 @@ def _finetune_inputs(checkpoint) -> _Spy:
 
 
 def _embed_inputs(checkpoint, one_per_batch: bool = True) -> _Spy:
-    from exlm_chem.embedding import Embedder, embed
+    from exlm_chem.embedding import embed
+    from exlm_chem.model.molecule_model import MoleculeModel
 
-    embedder = Embedder.from_checkpoint(checkpoint, device="cpu")
-    spy = _Spy(embedder.model.encoder)
+    embedder = MoleculeModel.from_checkpoint(checkpoint, device="cpu")
+    spy = _Spy(embedder.encoder)
     embed(["CCO", "c1ccccc1N"], model=embedder, batch_size=1 if one_per_batch else 2)
     return spy
 

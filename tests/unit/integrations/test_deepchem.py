@@ -14,8 +14,9 @@ dc = pytest.importorskip("deepchem")
 
 from rdkit import Chem  # noqa: E402
 
-from exlm_chem.embedding import Embedder, embed  # noqa: E402
+from exlm_chem.embedding import embed  # noqa: E402
 from exlm_chem.integrations.deepchem import ExLMFeaturizer  # noqa: E402
+from exlm_chem.model.molecule_model import MoleculeModel  # noqa: E402
 
 BAD = ["C1CC", "not a smiles"]
 
@@ -57,13 +58,13 @@ def test_is_a_molecular_featurizer_with_rows_of_embed(model, bbbp):
 
 def test_one_forward_pass_per_batch(model, bbbp, monkeypatch):
     passes = []
-    original = Embedder.pooled_batch_each  # every forward pass of the embedder goes here
+    original = MoleculeModel.fingerprint  # every forward pass of the embedder goes here
 
-    def counting(self, rows, poolings):
-        passes.append(len(rows))
-        return original(self, rows, poolings)
+    def counting(self, input_ids, *rest):
+        passes.append(len(input_ids))
+        return original(self, input_ids, *rest)
 
-    monkeypatch.setattr(Embedder, "pooled_batch_each", counting)
+    monkeypatch.setattr(MoleculeModel, "fingerprint", counting)
     ExLMFeaturizer(model, batch_size=16, device="cpu").featurize(bbbp["smiles"])
     # length-bucketed batches of at most 16 (exlm_chem.data.batching), not 30 passes of one
     assert sum(passes) == 30 and max(passes) <= 16 and len(passes) <= 30 // 4

@@ -12,7 +12,7 @@ import torch
 
 from exlm_chem.model.config import ExLMConfig
 from exlm_chem.model.encoder import ExLMEncoder, ExLMModel
-from exlm_chem.model.heads import ClassificationHead, TransitionHead
+from exlm_chem.model.heads import PredictionHead, TransitionHead
 from exlm_chem.model.rope import rope_inv_freq, rope_rotation, rotate_pairs
 from exlm_chem.presets import MODEL_SIZES
 
@@ -403,7 +403,7 @@ def test_lm_head_uses_tied_embedding():
 
 def test_classification_head():
     torch.manual_seed(0)
-    head = ClassificationHead(64, 12, dropout=0.1).eval()
+    head = PredictionHead(64, 12, dropout=0.1).eval()
     x = torch.randn(5, 64)
     out = head(x)
     assert out.shape == (5, 12)

@@ -121,33 +121,33 @@ def test_saving_writes_the_current_format_and_round_trips(tmp_path):
 
 
 def test_fitted_estimator_weights_of_format1_are_converted(tmp_path):
-    from exlm_chem.sklearn.persistence import (
-        load_finetuned,
-        net_from_bytes,
-        net_to_bytes,
-        save_finetuned,
+    from exlm_chem.model.molecule_model import build_model
+    from exlm_chem.model.saved_model import (
+        load_model,
+        model_from_bytes,
+        model_to_bytes,
+        save_model,
     )
-    from exlm_chem.train.finetune_net import build_finetune_net
 
     tokenizer = SmilesTokenizer()
     config = ExLMConfig.preset("tiny", len(tokenizer), objective="mlm")
     torch.manual_seed(0)
-    net = build_finetune_net(config, tokenizer, n_out=2)
+    net = build_model(config, tokenizer, n_out=2)
     state = {k: v.contiguous() for k, v in net.state_dict().items()}
     old_state = permute_qk_to_halves(state, config)
     # pickles of format 1 held no format_version
     old_bytes = safetensors.torch.save(old_state, metadata={"format": "exlm_chem-estimator-1"})
-    for data in (old_bytes, net_to_bytes(net)):
-        restored = net_from_bytes(data, config, tokenizer, 2)
+    for data in (old_bytes, model_to_bytes(net)):
+        restored = model_from_bytes(data, config, tokenizer, 2)
         for name, tensor in state.items():
             assert torch.equal(restored.state_dict()[name], tensor), name
     # a saved estimator directory of format 1: the same files, no format_version
-    saved = save_finetuned(tmp_path / "est", net, config, {"estimator": "X"})
+    saved = save_model(tmp_path / "est", net, {"estimator": "X"})
     assert json.loads((saved / METADATA_FILE).read_text())["format_version"] == FORMAT_VERSION
     safetensors.torch.save_file(old_state, str(saved / WEIGHTS_FILE))
     meta = json.loads((saved / METADATA_FILE).read_text())
     del meta["format_version"]
     (saved / METADATA_FILE).write_text(json.dumps(meta))
-    restored, _ = load_finetuned(saved, 2)
+    restored = load_model(saved, 2, **meta["net"])
     for name, tensor in state.items():
         assert torch.equal(restored.state_dict()[name], tensor), name

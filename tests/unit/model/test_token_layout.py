@@ -10,7 +10,10 @@ import torch
 
 from exlm_chem.model.config import ExLMConfig
 from exlm_chem.model.encoder import ExLMEncoder
+from exlm_chem.model.pooling import Pooling
 from exlm_chem.model.token_layout import _groups, _padded_layout, token_layout
+
+BOS = Pooling("bos")
 
 
 def test_groups_exact():
@@ -144,13 +147,13 @@ def test_batches_without_padding_reach_sdpa_without_a_mask(encoder, monkeypatch)
 
 
 @pytest.mark.parametrize("padded", [True, False])
-def test_first_only_equals_position_zero_of_the_full_output(encoder, padded):
+def test_bos_pooling_equals_position_zero_of_the_full_output(encoder, padded):
     ids, po, pc, mask = random_batch(12, seed=5)
     if not padded:
         mask = torch.ones_like(mask)
     with torch.no_grad():
         full = encoder.eval()(ids, po, pc, mask)  # [B, X, d]
-        first = encoder(ids, po, pc, mask, first_only=True)  # [B, d]
+        first = encoder(ids, po, pc, mask, pooling=BOS)  # [B, d]
     assert first.shape == (len(ids), encoder.config.d_model)
     torch.testing.assert_close(first, full[:, 0], atol=1e-5, rtol=0)
     if padded:  # the empty sample and the one whose slot 0 is padding: zeros, as in full
@@ -158,15 +161,15 @@ def test_first_only_equals_position_zero_of_the_full_output(encoder, padded):
         assert torch.equal(first[5], torch.zeros_like(first[5]))
 
 
-def test_first_only_gradients_equal_the_full_forward(encoder):
+def test_bos_pooling_gradients_equal_the_full_forward(encoder):
     ids, po, pc, mask = random_batch(10, seed=6)
     weights = torch.randn(len(ids), encoder.config.d_model,
                           generator=torch.Generator().manual_seed(7))
     grads = []
-    for first_only in (False, True):
+    for pooling in (None, BOS):
         encoder.train().zero_grad()
-        out = encoder(ids, po, pc, mask, first_only=first_only)
-        ((out if first_only else out[:, 0]) * weights).sum().backward()
+        out = encoder(ids, po, pc, mask, pooling=pooling)
+        ((out if pooling else out[:, 0]) * weights).sum().backward()
         grads.append({n: p.grad.clone() for n, p in encoder.named_parameters()})
     for name in grads[0]:
         torch.testing.assert_close(grads[1][name], grads[0][name], atol=1e-5, rtol=1e-4,
@@ -214,11 +217,11 @@ def test_padded_layout_gives_the_flat_layout_outputs(encoder, monkeypatch):
     ids, po, pc, mask = random_batch(12, seed=10)
     with torch.no_grad():
         flat = encoder.eval()(ids, po, pc, mask)
-        flat_first = encoder(ids, po, pc, mask, first_only=True)
+        flat_first = encoder(ids, po, pc, mask, pooling=BOS)
         monkeypatch.setattr("exlm_chem.model.encoder.token_layout",
                             lambda m, B, X: _padded_layout(m, B, X))
         padded = encoder(ids, po, pc, mask)
-        padded_first = encoder(ids, po, pc, mask, first_only=True)
+        padded_first = encoder(ids, po, pc, mask, pooling=BOS)
     torch.testing.assert_close(padded[mask], flat[mask], atol=1e-5, rtol=0)
     assert torch.isfinite(padded).all()
     starts = mask[:, 0]  # samples whose slot 0 is a real token

@@ -23,7 +23,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.utils import estimator_checks
 
 from exlm_chem import ExLMEmbedder, embed, load_moleculenet, scaffold_split
-from exlm_chem.embedding import _LOADED, cached_embedder
+from exlm_chem.embedding import _LOADED, cached_model
 from exlm_chem.errors import InvalidSmilesError
 
 TOL = {"rtol": 1e-4, "atol": 1e-5}  # other batch compositions: float32 rounding only
@@ -99,7 +99,7 @@ def test_init_stores_parameters_only():
     with pytest.raises(FileNotFoundError, match="no/such/dir"):
         ExLMEmbedder("no/such/dir").fit(SMILES)
     with pytest.raises(ValueError, match="model must be a checkpoint directory"):
-        ExLMEmbedder(model=cached_embedder).transform(SMILES)
+        ExLMEmbedder(model=cached_model).transform(SMILES)
 
 
 def test_rows_equal_embed(model, bbbp_smiles):
@@ -178,10 +178,10 @@ def test_clone_pickle_round_trip_keeps_no_weights(model):
 
 
 def test_model_is_loaded_once_per_process_and_device(model, tiny_checkpoint):
-    first = cached_embedder(model, "cpu")
+    first = cached_model(model, "cpu")
     ExLMEmbedder(model, device="cpu").fit(SMILES).transform(SMILES)
     clone(ExLMEmbedder(tiny_checkpoint, device="cpu")).fit_transform(SMILES)  # a Path
-    assert cached_embedder(str(tiny_checkpoint) + "/", "cpu") is first
+    assert cached_model(str(tiny_checkpoint) + "/", "cpu") is first
     assert sum(key[0] == str(tiny_checkpoint.resolve()) for key in _LOADED) == 1
 
 

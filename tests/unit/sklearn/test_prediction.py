@@ -13,29 +13,33 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from exlm_chem.data.featurize import check_smiles
 from exlm_chem.errors import CheckpointError, CheckpointFilesMissingError
 from exlm_chem.files.output_owner import ESTIMATOR_FORMAT
 from exlm_chem.model.checkpoint_format import FILES, METADATA_FILE
+from exlm_chem.model.molecule_model import ModelInputs
 from exlm_chem.sklearn.prediction import load_estimator, output_names, predict_values
 
 
-class _Classifier:
-    classes_ = np.array([0, 1])
-
-    def __init__(self, multitask: bool) -> None:
-        self.multitask_ = multitask
-
-    def predict_proba(self, smiles, on_invalid):
-        assert on_invalid == "nan"
-        return np.array([[0.25, 0.75], [np.nan, np.nan]])  # [n, 2]
-
-
 class _Regressor:
-    multitask_ = False
+    """The estimator's two steps of a prediction: the check at the edge, the outputs."""
 
-    def predict(self, smiles, on_invalid):
-        assert on_invalid == "nan"
-        return np.array([1.5, np.nan], dtype=np.float32)
+    outputs = np.array([[1.5]])  # [n_valid, T] of the valid rows
+
+    def _prepared_rows(self, smiles, columns, on_invalid):
+        assert on_invalid == "nan" and columns is None
+        checked = check_smiles(smiles)
+        return ModelInputs(checked, checked.valid_smiles, None)
+
+    def _outputs_of(self, inputs):
+        return inputs.scatter(self.outputs)
+
+
+class _Classifier(_Regressor):
+    outputs = np.log([[1 / 3, 3.0]])  # logits of 0.25 and 0.75
+
+    def predict_proba(self, X, on_invalid="nan"):
+        raise AssertionError("the CLI's path takes the logits of the one check's rows")
 
 
 def test_output_names_follow_the_fitted_targets():
@@ -48,14 +52,14 @@ def test_output_names_follow_the_fitted_targets():
                                         n_tasks_=3)) == ["task_0", "task_1", "task_2"]
 
 
-def test_predict_values_are_positive_probabilities_or_values():
-    binary = predict_values(_Classifier(multitask=False), ["CCO", "x"])
-    np.testing.assert_array_equal(binary, [[0.75], [np.nan]])  # P(classes_[1]) only
-    multi = predict_values(_Classifier(multitask=True), ["CCO", "x"])
-    np.testing.assert_array_equal(multi, [[0.25, 0.75], [np.nan, np.nan]])
-    values = predict_values(_Regressor(), ["CCO", "x"])
-    assert values.dtype == np.float64 and values.shape == (2, 1)
-    np.testing.assert_array_equal(values, [[1.5], [np.nan]])
+def test_predict_values_are_positive_probabilities_or_values_with_reasons():
+    multi = predict_values(_Classifier(), ["CCO", "C1CC"])
+    np.testing.assert_allclose(multi.values, [[0.25, 0.75], [np.nan, np.nan]])
+    assert multi.valid.tolist() == [True, False] and multi.reasons[0] is None
+    assert "unclosed ring" in multi.reasons[1]
+    out = predict_values(_Regressor(), ["CCO", "x"])
+    assert out.values.dtype == np.float64 and out.values.shape == (2, 1)
+    np.testing.assert_array_equal(out.values, [[1.5], [np.nan]])
 
 
 def test_load_estimator_names_what_is_wrong(tmp_path: Path):

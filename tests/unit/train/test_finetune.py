@@ -14,6 +14,7 @@ from exlm_chem.data.inference_inputs import inference_inputs
 from exlm_chem.data.tokenizer import SmilesTokenizer
 from exlm_chem.metrics import mean_roc_auc
 from exlm_chem.model.checkpoint import load_checkpoint
+from exlm_chem.model.molecule_model import EMBED, PREDICT, build_model
 from exlm_chem.presets import FinetuneSettings
 from exlm_chem.train.finetune import (
     LabelledSmiles,
@@ -22,7 +23,6 @@ from exlm_chem.train.finetune import (
     lr_factor,
     masked_loss,
 )
-from exlm_chem.train.finetune_net import build_finetune_net, predict_batched
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +38,16 @@ def _net(checkpoint, n_out=1, seed=0, dropout=0.1, pooler_dropout=0.1, pooling="
     # seed and the numerics alone (no draws whose order follows the attention kernel)
     config = dataclasses.replace(config, dropout=dropout, attention_dropout=dropout)
     torch.manual_seed(seed)
-    return build_finetune_net(config, SmilesTokenizer.from_file(checkpoint), n_out,
-                              model.encoder.state_dict(), pooler_dropout, pooling)
+    return build_model(config, SmilesTokenizer.from_file(checkpoint), n_out,
+                       model.encoder.state_dict(), pooler_dropout, pooling)
+
+
+def predict_batched(net, smiles, batch_size=64):
+    return net.run(smiles, PREDICT, batch_size)
+
+
+def fingerprints(net, smiles):
+    return torch.from_numpy(net.run(smiles, EMBED))
 
 
 def test_lr_schedule_warms_up_then_decays_linearly():
@@ -71,17 +79,18 @@ def test_bos_pooling_reads_the_first_bos_copy(tiny_checkpoint):
     assert (input_ids[:, : net.k_states] == tok.bos_id).all()
     with torch.no_grad():
         hidden = net.encoder(input_ids, pos_o, pos_c, mask)  # [B, X, d]
-        torch.testing.assert_close(net.embed(smiles), hidden[:, 0])
+        torch.testing.assert_close(fingerprints(net, smiles), hidden[:, 0])
         # padding in a batch does not change a molecule's vector
-        torch.testing.assert_close(net.embed(smiles[:1])[0], hidden[0, 0], atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(fingerprints(net, smiles[:1])[0], hidden[0, 0], atol=1e-5,
+                                   rtol=1e-5)
     mean_net = _net(tiny_checkpoint, pooling="mean").eval()
     with torch.no_grad():
         weights = mask[..., None].float()
-        torch.testing.assert_close(mean_net.embed(smiles),
+        torch.testing.assert_close(fingerprints(mean_net, smiles),
                                    (hidden * weights).sum(1) / weights.sum(1))
 
 
-def test_predict_batched_keeps_input_order(tiny_checkpoint, data):
+def test_the_inference_loop_keeps_input_order(tiny_checkpoint, data):
     net = _net(tiny_checkpoint, n_out=2)
     smiles = data.smiles[:23]
     out = predict_batched(net, smiles, batch_size=4)
@@ -89,9 +98,9 @@ def test_predict_batched_keeps_input_order(tiny_checkpoint, data):
     assert net.training  # the mode is restored
     net.eval()
     with torch.no_grad():
-        one_by_one = np.concatenate([net([s]).numpy() for s in smiles])
+        one_by_one = np.concatenate([net(*net.encode([s])[:4]).numpy() for s in smiles])
     np.testing.assert_allclose(out, one_by_one, atol=1e-5)
-    assert predict_batched(net, smiles[:5], embed=True).shape == (5, 64)
+    assert net.run(smiles[:5], EMBED).shape == (5, 64)
     assert predict_batched(net, []).shape == (0, 2)
 
 
@@ -188,8 +197,8 @@ def test_augmentation_adds_randomized_views_each_epoch(tiny_checkpoint, data, mo
 
     smiles, labels = list(data.smiles[:20]), data.labels[:20]
     seen = []
-    encode = finetune_module.FinetuneNet.encode
-    monkeypatch.setattr(finetune_module.FinetuneNet, "encode",
+    encode = finetune_module.MoleculeModel.encode
+    monkeypatch.setattr(finetune_module.MoleculeModel, "encode",
                         lambda self, m, *rest: seen.append(list(m)) or encode(self, m, *rest))
     settings = FinetuneSettings(epochs=2, batch_size=8, lr=1e-3)
     result = finetune(_net(tiny_checkpoint), LabelledSmiles(smiles, labels), settings,
@@ -215,7 +224,7 @@ def test_patience_stops_after_epochs_without_a_better_score(data, monkeypatch, p
                         lambda score, best, metric: math.isnan(best))
     tokenizer = SmilesTokenizer()
     torch.manual_seed(0)
-    net = build_finetune_net(ExLMConfig.preset("tiny", len(tokenizer)), tokenizer, 1)
+    net = build_model(ExLMConfig.preset("tiny", len(tokenizer)), tokenizer, 1)
     smiles, labels = data.smiles[:24], data.labels[:24]
     result = finetune(net, LabelledSmiles(smiles[:16], labels[:16]),
                       FinetuneSettings(epochs=5, batch_size=8),

@@ -8,9 +8,9 @@ import torch
 
 from exlm_chem.data.tokenizer import SmilesTokenizer
 from exlm_chem.model.config import ExLMConfig
+from exlm_chem.model.molecule_model import build_model
 from exlm_chem.presets import FinetuneSettings
 from exlm_chem.train.finetune import LabelledSmiles, finetune
-from exlm_chem.train.finetune_net import build_finetune_net
 from exlm_chem.train.micro_batches import micro_batches
 
 
@@ -39,7 +39,7 @@ def _train(smiles, labels, task, monkeypatch, step_tokens):
     config = ExLMConfig.preset("tiny", vocab_size=len(tokenizer), dropout=0.0,
                                attention_dropout=0.0)
     torch.manual_seed(0)
-    net = build_finetune_net(config, tokenizer, 3, pooler_dropout=0.0)
+    net = build_model(config, tokenizer, 3, pooler_dropout=0.0)
     result = finetune(net, LabelledSmiles(smiles[:64], labels[:64]),
                       FinetuneSettings(epochs=2, batch_size=16, lr=1e-3), task=task, seed=1)
     return result, {n: p.detach().clone() for n, p in net.named_parameters()}
