@@ -13,15 +13,16 @@
 with the same seed), loads the saved and pickled models of the recording and checks every
 array against the recording within float tolerance.
 
-``time`` prints seconds per call of ``embed`` (2048 MOSES molecules) and of a saved
-classifier's ``predict_proba`` with whichever ``exlm_chem`` is imported; run it with
-``PYTHONPATH`` set to each checkout in turn, alternating, to compare throughput.
+``time OUT --baseline SRC`` times ``embed`` (2048 MOSES molecules) and the recorded
+classifier's ``predict_proba`` side by side: one worker process imports this checkout's
+``exlm_chem``, another the one under ``SRC`` (for example ``git worktree add SRC REV``),
+and the calls alternate between them round by round, so both see the same load.
 
 Usage::
 
     python benchmarks/outputs_unchanged.py record /tmp/outputs
     python benchmarks/outputs_unchanged.py compare /tmp/outputs
-    python benchmarks/outputs_unchanged.py time /tmp/outputs --n 2048
+    python benchmarks/outputs_unchanged.py time /tmp/outputs --baseline ../before --n 2048
 """
 
 from __future__ import annotations
@@ -138,7 +139,10 @@ def compare(out: Path, atol: float = 1e-5) -> int:
     return 1 if failures else 0
 
 
-def timing(out: Path, n: int, repeats: int) -> None:
+def _worker(out: Path, n: int) -> None:
+    """Load the data and the saved classifier, then time one call per line read on stdin
+    (``embed`` or ``predict``) and answer with its seconds: the parent alternates two of
+    these, one per checkout, so both see the same machine load."""
     import torch
 
     from exlm_chem import embed
@@ -148,32 +152,79 @@ def timing(out: Path, n: int, repeats: int) -> None:
     root = Path(os.environ.get("EXLM_CHEM_DATA", REPO.parent / "shared" / "data" / "moleculenet"))
     with gzip.open(root.parent / "pretrain" / "moses_test.smi.gz", "rt") as fh:
         smiles = [line.split()[0] for line in fh if line.strip()][1 : n + 1]
-    clf = ExLMMoleculeClassifier.load(out / "clf")
-    embed(smiles[:64], model=MODELS["exlm"], device="cpu")  # warm-up, model load
-    clf.predict_proba(smiles[:64])
-    for _ in range(repeats):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = ExLMMoleculeClassifier.load(out / "clf")
+    calls = {"embed": lambda: embed(smiles, model=MODELS["exlm"], device="cpu", pooling="mean"),
+             "predict": lambda: clf.predict_proba(smiles)}
+    for call in calls.values():
+        call()  # warm-up: first allocations, lazy imports
+    print("ready", flush=True)
+    for line in sys.stdin:
         began = time.perf_counter()
-        embed(smiles, model=MODELS["exlm"], device="cpu", pooling="mean")
-        middle = time.perf_counter()
-        clf.predict_proba(smiles)
-        end = time.perf_counter()
-        print(f"embed {n / (middle - began):.1f} mol/s  predict_proba (2 members) "
-              f"{n / (end - middle):.1f} mol/s")
+        calls[line.strip()]()
+        print(f"{time.perf_counter() - began:.6f}", flush=True)
+
+
+def timing(out: Path, n: int, rounds: int, baseline: Path, result: Path | None) -> None:
+    """Molecules per second of ``embed`` and a saved classifier's ``predict_proba`` for this
+    checkout and the ``baseline`` source tree, in alternating rounds (ABBA order)."""
+    import statistics
+    import subprocess
+
+    sides = {"before": baseline.resolve(), "after": REPO}
+    workers = {}
+    for side, src in sides.items():
+        env = {**os.environ, "PYTHONPATH": str(src)}
+        workers[side] = subprocess.Popen(
+            [sys.executable, __file__, "_worker", str(out), "--n", str(n)], env=env,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert workers[side].stdout.readline().strip() == "ready", side
+    seconds = {(side, call): [] for side in sides for call in ("embed", "predict")}
+    for r in range(rounds):
+        order = list(sides) if r % 2 == 0 else list(reversed(sides))
+        for side in order:
+            for call in ("embed", "predict"):
+                workers[side].stdin.write(call + "\n")
+                workers[side].stdin.flush()
+                seconds[side, call].append(float(workers[side].stdout.readline()))
+    for worker in workers.values():
+        worker.stdin.close()
+        worker.wait()
+    rate = {key: n / statistics.median(values) for key, values in seconds.items()}
+    lines = [f"{n} MOSES test molecules, {rounds} alternating rounds, OMP_NUM_THREADS="
+             f"{os.environ.get('OMP_NUM_THREADS', '2')}; median molecules per second",
+             "", "| call | before | after | after / before |", "|---|---:|---:|---:|"]
+    for call, title in (("embed", "embed (mean)"), ("predict", "predict_proba (2 members)")):
+        before, after = rate["before", call], rate["after", call]
+        lines.append(f"| {title} | {before:.1f} | {after:.1f} | {after / before:.3f} |")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if result is not None:
+        result.write_text(text, encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("mode", choices=("record", "compare", "time"))
+    parser.add_argument("mode", choices=("record", "compare", "time", "_worker"))
     parser.add_argument("out", type=Path)
     parser.add_argument("--n", type=int, default=2048)
-    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--rounds", type=int, default=6)
+    parser.add_argument("--baseline", type=Path,
+                        help="time: source tree of the code before (holds exlm_chem/)")
+    parser.add_argument("--result", type=Path, help="time: also write the table here")
     args = parser.parse_args(argv)
     if args.mode == "record":
         record(args.out)
         return 0
     if args.mode == "compare":
         return compare(args.out)
-    timing(args.out, args.n, args.repeats)
+    if args.mode == "_worker":
+        _worker(args.out, args.n)
+        return 0
+    if args.baseline is None:
+        parser.error("time needs --baseline")
+    timing(args.out, args.n, args.rounds, args.baseline, args.result)
     return 0
 
 

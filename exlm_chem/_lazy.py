@@ -8,15 +8,17 @@ from typing import Any
 
 
 def lazy_attributes(
-    package: str, names: dict[str, str], namespace: dict[str, Any]
-) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """``__getattr__`` and ``__dir__`` for ``package`` resolving ``names`` (name -> module).
+    package: str, modules: dict[str, str], namespace: dict[str, Any]
+) -> tuple[Callable[[str], Any], Callable[[], list[str]], dict[str, str]]:
+    """``__getattr__``, ``__dir__`` and the name -> module map for ``package``.
 
-    A resolved attribute is cached in ``namespace`` (the package's ``globals()``). No public
-    name may be the name of one of the package's submodules: importing a submodule binds it
-    as an attribute of its package and would replace the public name
+    ``modules`` maps each defining module to its public names, space-separated. A resolved
+    attribute is cached in ``namespace`` (the package's ``globals()``). No public name may be
+    the name of one of the package's submodules: importing a submodule binds it as an
+    attribute of its package and would replace the public name
     (``tests/unit/test_lazy.py`` checks this).
     """
+    names = {name: module for module, listed in modules.items() for name in listed.split()}
 
     def __getattr__(name: str) -> Any:
         module = names.get(name)
@@ -29,4 +31,4 @@ def lazy_attributes(
     def __dir__() -> list[str]:
         return sorted(namespace.get("__all__", names))
 
-    return __getattr__, __dir__
+    return __getattr__, __dir__, names

@@ -119,9 +119,7 @@ def embed(
         Checkpoint directory, ``"default"`` (``$EXLM_CHEM_MODEL``, then
         ``<repo>/models/exlm-small``) or an already loaded :class:`MoleculeModel`.
     pooling : {"bos", "mean"} or Pooling, default "mean"
-        ``mean``: mean over all real (expanded) tokens; ``bos``: the first BOS copy (the
-        paper's fine-tuning pooling); a :class:`~exlm_chem.model.pooling.Pooling` also
-        picks the layer.
+        Which states, of which layer: see :class:`~exlm_chem.model.pooling.Pooling`.
     batch_size : int
         Molecules per forward pass.
     max_length : int

@@ -21,25 +21,19 @@ from typing import Any, NamedTuple
 
 from exlm_chem._lazy import lazy_attributes
 
-# public name -> module that defines it
-_LAZY = {
-    "Explanation": "exlm_chem.analysis.explanation",
-    "StateInfo": "exlm_chem.analysis.explanation",
-    "explain": "exlm_chem.analysis.explanation",
-    "plot_explanation": "exlm_chem.analysis.explanation_plot",
-    "parse_masked_smiles": "exlm_chem.analysis.explanation",
-    "EntropyRow": "exlm_chem.analysis.entropy",
-    "TargetEntropies": "exlm_chem.analysis.entropy",
-    "batch_entropies": "exlm_chem.analysis.entropy",
-    "masked_entropy": "exlm_chem.analysis.entropy",
-    "plot_entropy": "exlm_chem.analysis.entropy",
-    "entropy_markdown": "exlm_chem.analysis.entropy",
-    "repeat_tokens": "exlm_chem.data.repeated_mlm",
-    "mask_repeated": "exlm_chem.data.repeated_mlm",
-    "repeated_mlm_collate": "exlm_chem.data.repeated_mlm",
-    "corruption_stats": "exlm_chem.data.repeated_mlm",
-    "fully_masked_entropy": "exlm_chem.analysis.repeated_mlm",
+# defining module -> its public names
+_MODULES = {
+    "exlm_chem.analysis.explanation": "Explanation StateInfo explain parse_masked_smiles",
+    "exlm_chem.analysis.explanation_plot": "plot_explanation",
+    "exlm_chem.analysis.entropy": (
+        "EntropyRow TargetEntropies batch_entropies masked_entropy plot_entropy entropy_markdown"
+    ),
+    "exlm_chem.data.repeated_mlm": (
+        "repeat_tokens mask_repeated repeated_mlm_collate corruption_stats"
+    ),
+    "exlm_chem.analysis.repeated_mlm": "fully_masked_entropy",
 }
+__getattr__, __dir__, _LAZY = lazy_attributes("exlm_chem.analysis", _MODULES, globals())
 
 __all__ = ["LoadedModel", "load_model", *_LAZY]
 
@@ -76,6 +70,3 @@ def load_model(model: str | os.PathLike[str] = "default", device: str = "cpu") -
     net, config, _ = load_checkpoint(path, map_location=device)
     tokenizer = SmilesTokenizer.from_file(path / "vocab.txt")
     return LoadedModel(net, config, tokenizer, path)
-
-
-__getattr__, __dir__ = lazy_attributes("exlm_chem.analysis", _LAZY, globals())

@@ -229,10 +229,8 @@ def masked_entropy(
         for start in range(0, len(encoded), batch_size):
             samples = [mask_for_entropy(ids, float(ratio), seed, start + i, special)
                        for i, ids in enumerate(encoded[start : start + batch_size])]
-            if is_exlm:
-                batch = collate_exlm(samples, config.k_states, special)
-            else:
-                batch = collate_mlm(samples, special)
+            batch = (collate_exlm(samples, config.k_states, special) if is_exlm
+                     else collate_mlm(samples, special))
             batch = type(batch)(*(t.to(device) for t in batch))
             result = batch_entropies(net, batch, base)
             aligned.extend(result.aligned)
@@ -254,7 +252,6 @@ def masked_entropy(
     return rows
 
 
-# ---------------------------------------------------------------------- reporting
 def entropy_frame(rows: Sequence[EntropyRow]) -> Any:
     """The rows as a pandas DataFrame (one column per field)."""
     import pandas as pd

@@ -153,30 +153,20 @@ class Explanation(NamedTuple):
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable form (what ``--json`` writes)."""
-        return {
-            "smiles": self.smiles,
-            "model": self.model,
-            "k": self.k,
-            "tokens": list(self.tokens),
-            "states": [
-                {**s._asdict(), "top_tokens": list(tt), "top_probs": [float(p) for p in tp],
-                 "visit_probability": float(vp)}
-                for s, tt, tp, vp in zip(self.states, self.top_tokens, self.top_probs,
-                                         self.visit_probability, strict=True)
-            ],
-            "transitions": self.transitions.tolist(),
-            "visit_probability": self.visit_probability.tolist(),
-            "log_partition": self.log_partition,
-            "viterbi_path": list(self.viterbi_path),
-            "viterbi_log_score": self.viterbi_log_score,
-            "fill_in": [list(f) for f in self.fill_in],
-            "unattributed": list(self.unattributed),
-            "filled_smiles": self.filled_smiles,
-            "filled_smiles_valid": self.filled_smiles_valid,
-            "one_per_mask_path": list(self.one_per_mask_path),
-            "one_per_mask_fill": list(self.one_per_mask_fill),
-            "one_per_mask_smiles": self.one_per_mask_smiles,
-        }
+        data = self._asdict()  # field order is the JSON key order
+        del data["top_tokens"], data["top_probs"]  # written per state
+        for name in ("tokens", "viterbi_path", "unattributed", "one_per_mask_path",
+                     "one_per_mask_fill"):
+            data[name] = list(data[name])
+        data.update(
+            states=[{**s._asdict(), "top_tokens": list(tt), "top_probs": [float(p) for p in tp],
+                     "visit_probability": float(vp)}
+                    for s, tt, tp, vp in zip(self.states, self.top_tokens, self.top_probs,
+                                             self.visit_probability, strict=True)],
+            transitions=self.transitions.tolist(),
+            visit_probability=self.visit_probability.tolist(),
+            fill_in=[list(f) for f in self.fill_in])
+        return data
 
     def write_json(self, path: str | os.PathLike[str]) -> Path:
         """Write :meth:`to_dict` as indented JSON; returns the path."""
@@ -186,7 +176,6 @@ class Explanation(NamedTuple):
         return path
 
 
-# ---------------------------------------------------------------------- input
 def parse_masked_smiles(smiles_with_masks: str, tokenizer: Any) -> MaskedInput:
     """Encode a SMILES holding literal ``[MASK]`` placeholders.
 
@@ -339,25 +328,20 @@ def explain(
                           config.bos_id, config.eos_id)
     n_masks = len(mask_positions)
     fill_in: list[list[str]] = [[] for _ in range(n_masks)]
-    fill_ids: list[list[int]] = [[] for _ in range(n_masks)]
+    fill_text = [""] * n_masks  # fill_in without special tokens
     unattributed: list[dict[str, Any]] = []
     for s in path[1:-1]:
-        token_id = int(order[s, 0])
-        token = top_tokens[s][0]
-        info = states[s]
+        info, token = states[s], top_tokens[s][0]
         if info.kind == "MASK":
             fill_in[info.mask_index - 1].append(token)
-            fill_ids[info.mask_index - 1].append(token_id)
+            if int(order[s, 0]) not in tokenizer.special_ids:
+                fill_text[info.mask_index - 1] += token
         else:
             unattributed.append({"state": s, "label": info.label, "token": token})
     fixed_path, _ = fixed_length_viterbi(log_e_np, log_node, n_masks + 2)
     fixed_fill = [top_tokens[s][0] for s in fixed_path[1:-1]]
-    special_ids = set(tokenizer.special_ids)
-    filled = masked.pieces[0]
-    for i in range(n_masks):
-        filled += "".join(t for t, j in zip(fill_in[i], fill_ids[i], strict=True)
-                          if j not in special_ids)
-        filled += masked.pieces[i + 1]
+    filled = masked.pieces[0] + "".join(
+        t + piece for t, piece in zip(fill_text, masked.pieces[1:], strict=True))
     return Explanation(
         smiles=smiles_with_masks, model=str(loaded.path), k=config.k_states,
         tokens=masked.tokens, states=states, top_tokens=top_tokens, top_probs=top_probs,
@@ -374,18 +358,12 @@ def explain(
 
 def explanation_from_dict(data: dict[str, Any]) -> Explanation:
     """Rebuild an :class:`Explanation` from :meth:`Explanation.to_dict` output."""
-    states = [StateInfo(**{f: s[f] for f in StateInfo._fields}) for s in data["states"]]
-    return Explanation(
-        smiles=data["smiles"], model=data["model"], k=data["k"], tokens=data["tokens"],
-        states=states, top_tokens=[s["top_tokens"] for s in data["states"]],
-        top_probs=np.asarray([s["top_probs"] for s in data["states"]], dtype=float),
-        transitions=np.asarray(data["transitions"], dtype=float),
-        visit_probability=np.asarray(data["visit_probability"], dtype=float),
-        log_partition=data["log_partition"], viterbi_path=data["viterbi_path"],
-        viterbi_log_score=data["viterbi_log_score"], fill_in=data["fill_in"],
-        unattributed=data["unattributed"], filled_smiles=data["filled_smiles"],
-        filled_smiles_valid=data["filled_smiles_valid"],
-        one_per_mask_path=data["one_per_mask_path"],
-        one_per_mask_fill=data["one_per_mask_fill"],
-        one_per_mask_smiles=data["one_per_mask_smiles"],
-    )
+    states = data["states"]
+    return Explanation(**{
+        **{f: data[f] for f in Explanation._fields if f in data},
+        "states": [StateInfo(**{f: s[f] for f in StateInfo._fields}) for s in states],
+        "top_tokens": [s["top_tokens"] for s in states],
+        "top_probs": np.asarray([s["top_probs"] for s in states], dtype=float),
+        "transitions": np.asarray(data["transitions"], dtype=float),
+        "visit_probability": np.asarray(data["visit_probability"], dtype=float),
+    })

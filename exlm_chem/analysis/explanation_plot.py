@@ -90,11 +90,8 @@ def plot_explanation(
     # edge u -> v is cell (row u, column v); the next edge starts on row v, reached
     # through the diagonal cell (v, v): a staircase
     edges = list(itertools.pairwise(path_states))
-    staircase_x: list[int] = []
-    staircase_y: list[int] = []
-    for u, v in edges:
-        staircase_x += [u, v]
-        staircase_y += [u, u]
+    staircase_x = [x for u, v in edges for x in (u, v)]
+    staircase_y = [y for u, _ in edges for y in (u, u)]
     ax.plot(staircase_x, staircase_y, color="#d62728", linewidth=1.5, alpha=0.8)
     ax.scatter([v for _, v in edges], [u for u, _ in edges], s=60, facecolors="none",
                edgecolors="#d62728", linewidths=1.5, zorder=3, label="Viterbi path")

@@ -26,7 +26,6 @@ class FullyMaskedEntropy(NamedTuple):
     all_copies_mean: float  # mean over every masked copy, partially masked tokens too
 
 
-
 def fully_masked_entropy(model: Any, batch: RepeatedBatch, base: float = 2.0
                          ) -> FullyMaskedEntropy:
     """Prediction entropy of the fully masked tokens of a repeated batch (appendix E.1).

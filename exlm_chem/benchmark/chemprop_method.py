@@ -92,10 +92,8 @@ def _descriptors(smiles: list[str]) -> np.ndarray:
     from rdkit import Chem, rdBase
 
     _, featurizer = descriptor_featurizer()
-    rows = []
     with rdBase.BlockLogs():
-        for text in smiles:
-            rows.append(np.asarray(featurizer(Chem.MolFromSmiles(text)), dtype=np.float64))
+        rows = [np.asarray(featurizer(Chem.MolFromSmiles(t)), dtype=np.float64) for t in smiles]
     values = np.stack(rows) if rows else np.zeros((0, 0))
     return np.nan_to_num(values, nan=0.0, posinf=0.0, neginf=0.0).astype(np.float32)
 

@@ -87,9 +87,6 @@ def format_summary(rows: Sequence[DatasetSummary]) -> str:
             f"| {r.dataset} | {r.revision} | {r.rows} | {r.valid} | {r.invalid} | {r.tasks} | "
             f"{r.label_coverage:.1%} | {labels} | {r.split} | {r.paper_split} |"
         )
-    lines.append("")
-    lines.append(
-        "split: deterministic Bemis-Murcko scaffold split, chirality on, 80/10/10 "
-        "(the paper's protocol, Uni-Mol/GEM)"
-    )
+    lines += ["", "split: deterministic Bemis-Murcko scaffold split, chirality on, 80/10/10 "
+                  "(the paper's protocol, Uni-Mol/GEM)"]
     return "\n".join(lines)

@@ -189,7 +189,6 @@ class EncoderMethod:
         digest = hashlib.sha256(key.encode()).hexdigest()[:16]
         return self.cache_dir / self.model_id.replace("@", "_") / f"{data.name}_{digest}.npy"
 
-    # probe ---------------------------------------------------------------------------
     def _embeddings(self, data: TaskData, progress: bool) -> np.ndarray:
         cached = self.embedding_cache(data)
         if cached is not None and cached.is_file():
@@ -247,7 +246,6 @@ class EncoderMethod:
                                       **extra, **feature_settings(self.features)},
                             valid_scores=None if valid_scores is None else valid_scores.copy())
 
-    # fine-tune -----------------------------------------------------------------------
     def _finetune(self, data: TaskData, seed: int, budget: Budget,
                   progress: bool) -> MethodOutput:
         import torch
@@ -293,7 +291,6 @@ class EncoderMethod:
                                       "selection": result.metric,
                                       **feature_settings(self.features)})
 
-    # estimator defaults --------------------------------------------------------------------
     def _estimator(self, data: TaskData, seed: int, budget: Budget,
                    progress: bool) -> MethodOutput:
         """The scikit-learn estimator with its defaults on train + valid; test scored.

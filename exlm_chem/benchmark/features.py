@@ -34,7 +34,7 @@ from exlm_chem.benchmark.tasks import TaskData
 __all__ = ["FEATURE_SETS", "feature_cache_path", "feature_settings", "scaled_task_features",
            "task_features"]
 
-FEATURE_SETS = ("rdkit2d",)  # what a benchmark row may add beside its own input
+FEATURE_SETS = ("rdkit2d", "morgan")  # what a benchmark row may add beside its input
 _CACHE_FORMAT = "exlm_chem-task-features-1"
 logger = logging.getLogger(__name__)
 
@@ -57,6 +57,10 @@ def _names_sha256(kinds: Sequence[str]) -> str:
 
     names = "\n".join(n for k in kinds for n in feature_names(k))
     return hashlib.sha256(names.encode()).hexdigest()
+
+
+def _cache_task(memory_key: tuple[str, str]) -> str:
+    return json.loads(memory_key[1])["task"]
 
 
 def feature_cache_path(cache_dir: str | os.PathLike[str], key: dict[str, str]) -> Path:
@@ -98,7 +102,8 @@ def task_features(data: TaskData, kind: str, n_jobs: int | None = None,
     memory_key = (kind, key_text)
     if memory_key in _cache:
         return _cache[memory_key]
-    _cache.clear()  # one task at a time: MUV's descriptors alone are 80 MB
+    for stale in [k for k in _cache if _cache_task(k) != data.name]:
+        del _cache[stale]  # one task at a time: MUV's descriptors alone are 80 MB
     path = None if cache_dir is None else feature_cache_path(cache_dir, key)
     values = None if path is None else _load_cached(path, key_text, len(data.smiles))
     if values is None:

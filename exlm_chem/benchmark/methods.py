@@ -18,9 +18,10 @@ from exlm_chem.benchmark.runner import MethodSpec
 #: forest on descriptors alone; exlm_rdkit2d: the checkpoint in --mode with descriptors
 #: beside its pooled state; exlm_defaults / exlm_defaults_rdkit2d: the scikit-learn
 #: estimator with its defaults, without / with ``features="rdkit2d"``; chemprop_rdkit2d:
-#: chemprop with its RDKit descriptor featurizer as extra descriptors.
+#: chemprop with its RDKit descriptor featurizer as extra descriptors; gbt: scikit-learn's
+#: histogram gradient boosting at its defaults on Morgan counts + RDKit 2D.
 METHODS = ("exlm", "twin", "rf", "attentivefp", "chemprop", "rf_rdkit2d", "exlm_rdkit2d",
-           "exlm_defaults", "exlm_defaults_rdkit2d", "chemprop_rdkit2d")
+           "exlm_defaults", "exlm_defaults_rdkit2d", "chemprop_rdkit2d", "gbt")
 MODEL_METHODS = ("exlm", "exlm_rdkit2d", "exlm_defaults", "exlm_defaults_rdkit2d")
 
 
@@ -117,6 +118,13 @@ def _specs(names: Sequence[str], model: str | os.PathLike[str] | None,
                                     partial(rf_method, features="rdkit2d",
                                             feature_cache=feature_cache), uses_budget=False,
                                     protocol=partial(_rf_protocol, features="rdkit2d")))
+        elif name == "gbt":
+            from exlm_chem.benchmark.rf import gbt_method
+
+            specs.append(MethodSpec("gbt", "GBT on Morgan counts + RDKit 2D", None,
+                                    "supervised", partial(gbt_method,
+                                                          feature_cache=feature_cache),
+                                    uses_budget=False, protocol=_gbt_protocol))
         elif name == "chemprop":
             specs.append(_chemprop_spec())
         elif name == "chemprop_rdkit2d":
@@ -166,6 +174,13 @@ def _rf_protocol(task: str, budget: Budget, features: str = "ecfp4") -> tuple[No
     settings = rf_settings(RandomForestSettings(), get_spec(task).task_type, features)
     settings.pop("n_jobs")  # parallelism does not change the forest
     return None, settings
+
+
+def _gbt_protocol(task: str, budget: Budget) -> tuple[None, dict]:
+    from exlm_chem.benchmark.rf import gbt_settings
+    from exlm_chem.data.moleculenet import get_spec
+
+    return None, gbt_settings(get_spec(task).task_type)
 
 
 def _attentivefp_protocol(task: str, budget: Budget) -> tuple[None, dict]:

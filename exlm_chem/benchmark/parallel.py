@@ -108,6 +108,7 @@ def worker(index: int, job: CellsJob, cells: list[tuple[str, str, int, dict]]) -
 
     from exlm_chem.benchmark.prepared import PreparedSplits
     from exlm_chem.data.split_modes import split_depends_on_seed
+    from exlm_chem.provenance import machine
 
     torch.set_num_threads(job.threads)
     logging.basicConfig(level=logging.INFO, format=f"%(asctime)s worker {index}: %(message)s",
@@ -121,15 +122,9 @@ def worker(index: int, job: CellsJob, cells: list[tuple[str, str, int, dict]]) -
         if key not in loaded:  # one task in memory at a time
             loaded = {key: cut_rows(source.load(task, split, key[1]), job.dry_run)}
         cell = Cell(task, specs[method], seed, protocol)
-        record = run_cell(cell, loaded[key], split, job.budget, job.commit, _machine())
+        record = run_cell(cell, loaded[key], split, job.budget, job.commit, machine())
         results.append(record)
         logging.info(describe(record))
-
-
-def _machine() -> str:
-    from exlm_chem.provenance import machine
-
-    return machine()
 
 
 def run_parallel(job: CellsJob, tasks: Sequence[str], seeds: Sequence[int],

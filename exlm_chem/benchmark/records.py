@@ -149,17 +149,11 @@ def _jsonable(value: Any) -> Any:
 
 
 def _from_json(row: dict[str, Any]) -> CellRecord:
-    row = dict(row)
+    # fields with defaults came after the first records; a line without them takes the
+    # default (no protocol: the record matches no key)
+    row = {**CellRecord._field_defaults, **row}
     for name in ("roc_auc", "prc_auc"):
         row[name] = float("nan") if row[name] is None else row[name]
-    row.setdefault("protocol", None)  # written before cell protocols: matches no key
-    row.setdefault("brier", None)  # written before calibration metrics
-    row.setdefault("ece", None)
-    for name, default in (("task_type", "classification"), ("rmse", None), ("mae", None),
-                          ("per_task_rmse", None)):
-        row.setdefault(name, default)  # written before regression tasks existed
-    row.setdefault("interval_coverage", None)  # written before conformal intervals
-    row.setdefault("interval_width", None)
     return CellRecord(**{f: row[f] for f in CellRecord._fields})
 
 

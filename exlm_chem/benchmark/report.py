@@ -73,7 +73,6 @@ def _footnote(splits: Sequence[str]) -> str:
     return _FOOTNOTE.format(seeds=_SEEDS_SCAFFOLD if scaffold_only else _SEEDS_OTHER)
 
 
-# ----------------------------------------------------------------------------- markdown
 def _cell(mean: float, std: float, n_seeds: int) -> str:
     if not math.isfinite(mean):
         return _MISSING
@@ -107,15 +106,11 @@ def _quoted(value: float | None) -> str:
     return _MISSING if value is None else f"{value:.1f}"
 
 
-def _md_escape(text: str) -> str:
-    return text.replace("|", "\\|")
-
-
 def _md_table(header: Sequence[str], rows: Sequence[Sequence[str]],
               text_columns: Sequence[int] = (0,)) -> list[str]:
     align = ["---" if i in text_columns else "---:" for i in range(len(header))]
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join(align) + "|"]
-    lines += ["| " + " | ".join(_md_escape(c) for c in row) + " |" for row in rows]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
     return lines
 
 
@@ -219,7 +214,6 @@ def markdown_report(records: Sequence[CellRecord], title: str = "MoleculeNet ben
     return "\n".join(lines)
 
 
-# ----------------------------------------------------------------------------- files
 def write_csv(records: Sequence[CellRecord], path: str | os.PathLike[str]) -> Path:
     """Write :func:`summarize` as CSV (atomically); returns the path."""
     frame = summarize(records)
@@ -244,7 +238,6 @@ def write_cells_csv(records: Sequence[CellRecord], path: str | os.PathLike[str])
     return Path(path)
 
 
-# ----------------------------------------------------------------------------- chart
 def chart_data(records: Sequence[CellRecord], include_paper: bool = True) -> Any:
     """The numbers of the report's chart (ROC-AUC x100 per row and task, budgets,
     provenance), as :class:`~exlm_chem.benchmark.report_plot.ChartData`."""
@@ -292,7 +285,6 @@ def plot_report(records: Sequence[CellRecord], path: str | os.PathLike[str],
     return plot_chart(chart_data(records, include_paper), path)
 
 
-# ----------------------------------------------------------------------------- all
 def write_report(records: Sequence[CellRecord], out_dir: str | os.PathLike[str],
                  command: str | None = None) -> dict[str, Path]:
     """Write report.md, summary.csv, cells.csv and report.png into ``out_dir``, and

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -80,39 +80,28 @@ def regression_rows(records: Sequence[CellRecord]) -> list[RegressionRow]:
     return rows
 
 
-def _cell(mean: float, std: float, n_seeds: int) -> str:
+def _metric_cell(row: RegressionRow, metric: str) -> str:
+    mean, std = getattr(row, f"{metric}_mean"), getattr(row, f"{metric}_std")
     if not math.isfinite(mean):
         return _MISSING
-    return f"{mean:.3f} (n=1)" if n_seeds == 1 or not math.isfinite(std) else (
+    return f"{mean:.3f} (n=1)" if row.n_seeds == 1 or not math.isfinite(std) else (
         f"{mean:.3f} ± {std:.3f}")
 
 
-def _table(rows: Sequence[RegressionRow], metric: str) -> list[str]:
+def _interval_cell(row: RegressionRow) -> str:
+    if row.n_interval_seeds == 0 or not math.isfinite(row.coverage_mean):
+        return _MISSING
+    return f"{row.coverage_mean:.3f} / {row.width_mean:.3f} (n={row.n_interval_seeds})"
+
+
+def _table(rows: Sequence[RegressionRow], cell: Callable[..., str], *args: str) -> list[str]:
+    """One line per method, one column per task; ``cell(row, *args)`` fills a present one."""
     tasks = list(dict.fromkeys(r.task for r in rows))
     header = ["Method", *[TITLES.get(t, t) for t in tasks]]
     lines = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * len(tasks)]
     for label in dict.fromkeys(r.label for r in rows):
         by_task = {r.task: r for r in rows if r.label == label}
-        cells = [_cell(getattr(by_task[t], f"{metric}_mean"), getattr(by_task[t], f"{metric}_std"),
-                       by_task[t].n_seeds) if t in by_task else _MISSING for t in tasks]
-        lines.append("| " + " | ".join([label.replace("|", "\\|"), *cells]) + " |")
-    return lines
-
-
-def _interval_table(rows: Sequence[RegressionRow]) -> list[str]:
-    tasks = list(dict.fromkeys(r.task for r in rows))
-    header = ["Method", *[TITLES.get(t, t) for t in tasks]]
-    lines = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * len(tasks)]
-    for label in dict.fromkeys(r.label for r in rows):
-        by_task = {r.task: r for r in rows if r.label == label}
-        cells = []
-        for t in tasks:
-            row = by_task.get(t)
-            if row is None or row.n_interval_seeds == 0 or not math.isfinite(row.coverage_mean):
-                cells.append(_MISSING)
-            else:
-                cells.append(f"{row.coverage_mean:.3f} / {row.width_mean:.3f} "
-                             f"(n={row.n_interval_seeds})")
+        cells = [cell(by_task[t], *args) if t in by_task else _MISSING for t in tasks]
         lines.append("| " + " | ".join([label.replace("|", "\\|"), *cells]) + " |")
     return lines
 
@@ -126,14 +115,14 @@ def regression_markdown(records: Sequence[CellRecord]) -> list[str]:
     note = ("Test-set error in the labels' units, **lower is better**; mean ± sample std "
             "(ddof=1) over seeds, \"(n=1)\" a single seed, \"–\" not run.")
     return ["## Regression: test RMSE (lower is better)", "", note, "",
-            *_table(rows, "rmse"), "", "## Regression: test MAE (lower is better)", "",
-            *_table(rows, "mae"), "",
+            *_table(rows, _metric_cell, "rmse"), "",
+            "## Regression: test MAE (lower is better)", "", *_table(rows, _metric_cell, "mae"), "",
             "## Regression: interval coverage / width (90 % split-conformal)", "",
             "Per task, q = the ceil((n+1)·0.9)-th smallest absolute residual of the n "
             "labelled validation rows; test coverage = fraction of test labels inside "
             "prediction ± q (target 0.9), width = 2q in the labels' units; mean over seeds "
             "carrying them (n), \"–\" where the method returned no validation predictions.",
-            "", *_interval_table(rows), ""]
+            "", *_table(rows, _interval_cell), ""]
 
 
 def plot_regression(records: Sequence[CellRecord], path: str | os.PathLike[str],

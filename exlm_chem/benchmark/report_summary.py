@@ -47,12 +47,7 @@ def paper_table() -> dict[str, Any]:
 
 def joined(values: Sequence[Any]) -> str:
     """Unique non-empty values, first-appearance order, comma separated."""
-    seen: dict[str, None] = {}
-    for value in values:
-        if value is None or value == "":
-            continue
-        seen.setdefault(str(value), None)
-    return ", ".join(seen)
+    return ", ".join(dict.fromkeys(str(v) for v in values if v is not None and v != ""))
 
 
 def _budget_text(budget: dict[str, Any]) -> str:
@@ -125,35 +120,18 @@ def summarize(records: Sequence[CellRecord]) -> Any:
             raise ValueError(f"label {label!r}, task {task!r}: seed(s) {repeated} appear "
                              "more than once (different budgets or models under one "
                              "label?); filter the records or give them distinct labels")
-        roc_mean, roc_std, _ = _mean_std([r.roc_auc for r in group])
-        prc_mean, prc_std, _ = _mean_std([r.prc_auc for r in group])
-        rmse_mean, rmse_std, _ = _mean_std([r.rmse for r in group])
-        mae_mean, mae_std, _ = _mean_std([r.mae for r in group])
         walls = np.asarray([r.wall_s for r in group], float)
         epochs = [r.epochs for r in group if r.epochs is not None]
-        rows.append({
-            "label": label,
-            "method": joined([r.method for r in group]),
-            "mode": joined([r.mode for r in group]),
-            "model": joined([r.model for r in group]),
-            "task": task,
-            "split": splits[0],
-            "n_seeds": len(group),
-            "seeds": " ".join(str(s) for s in sorted(seeds)),
-            "roc_auc_mean": roc_mean,
-            "roc_auc_std": roc_std,
-            "prc_auc_mean": prc_mean,
-            "prc_auc_std": prc_std,
-            "rmse_mean": rmse_mean,
-            "rmse_std": rmse_std,
-            "mae_mean": mae_mean,
-            "mae_std": mae_std,
-            "wall_s_mean": float(walls.mean()),
-            "wall_s_max": float(walls.max()),
-            "epochs_mean": float(np.mean(epochs)) if epochs else math.nan,
-            "n_stopped_early": sum(bool(r.stopped_early) for r in group),
-            "budget": joined([_budget_text(r.budget) for r in group]),
-            "commit": joined([r.commit for r in group]),
-            "machine": joined([r.machine for r in group]),
-        })
+        row = {"label": label, "task": task, "split": splits[0], "n_seeds": len(group),
+               "seeds": " ".join(str(s) for s in sorted(seeds)),
+               "wall_s_mean": float(walls.mean()), "wall_s_max": float(walls.max()),
+               "epochs_mean": float(np.mean(epochs)) if epochs else math.nan,
+               "n_stopped_early": sum(bool(r.stopped_early) for r in group),
+               "budget": joined([_budget_text(r.budget) for r in group])}
+        for name in ("method", "mode", "model", "commit", "machine"):
+            row[name] = joined([getattr(r, name) for r in group])
+        for metric in ("roc_auc", "prc_auc", "rmse", "mae"):
+            row[f"{metric}_mean"], row[f"{metric}_std"], _ = _mean_std(
+                [getattr(r, metric) for r in group])
+        rows.append(row)
     return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)

@@ -63,7 +63,9 @@ class BenchmarkCommand(Subcommand):
                                  "on them alone), exlm_rdkit2d (the checkpoint in --mode "
                                  "with them beside its state), exlm_defaults[_rdkit2d] (the "
                                  "scikit-learn estimator's defaults, without/with them), "
-                                 "chemprop_rdkit2d (chemprop's descriptor featurizer)")
+                                 "chemprop_rdkit2d (chemprop's descriptor featurizer); gbt "
+                                 "(gradient boosting at scikit-learn's defaults on Morgan "
+                                 "counts + RDKit 2D)")
         parser.add_argument("--mode", choices=("finetune", "probe"), default="finetune",
                             help="how encoders are evaluated (baselines always train)")
         parser.add_argument("--split", choices=SPLITS, default="scaffold")

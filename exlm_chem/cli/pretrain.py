@@ -3,40 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import re
-import sys
 from dataclasses import fields
 from pathlib import Path
 
 from exlm_chem.cli.base import Subcommand
-
-_HELP = {
-    "preset": "model tiny | small | base, or 'paper': the base model with the paper's "
-              "schedule (120K steps, 10K warm-up, 64K tokens per step over all GPUs, which "
-              "was the paper's per-GPU batch; see exlm_chem.presets)",
-    "max_steps": "optimizer steps (default: the preset's)",
-    "max_tokens": "padded, unexpanded tokens per optimizer step, all ranks together "
-                  "(default: the preset's)",
-    "warmup_steps": "linear warm-up steps (default: the preset's)",
-    "budget_minutes": "time the first steps, then fit max_steps (warm-up plus full decay) "
-                      "into this many minutes; the decision goes to OUT/budget.json",
-    "num_workers": "DataLoader processes that mask and collate batches",
-}
-
-
-def _field_comments(cls: type) -> dict[str, str]:
-    """Each field's same-line comment in ``cls``'s module: the dataclass documents its
-    fields once, and ``--help`` shows those words (a plain read, run on every CLI call)."""
-    try:
-        source = Path(sys.modules[cls.__module__].__file__).read_text(encoding="utf-8")
-    except (OSError, TypeError, KeyError):  # no source shipped
-        return {}
-    body = source[source.find(f"class {cls.__name__}"):]
-    comments: dict[str, str] = {}
-    for m in re.finditer(r"^    (?P<name>\w+):[^#\n]*#(?P<text>[^\n]*)$", body, re.M):
-        # the class's own line comes first; "%" would be a format code to argparse
-        comments.setdefault(m["name"], m["text"].strip().replace("%", "%%"))
-    return comments
 
 
 class PretrainCommand(Subcommand):
@@ -68,7 +38,6 @@ class PretrainCommand(Subcommand):
                             help="partner runs (the twin): every run takes the fewest steps "
                                  "any of them measured (see exlm_chem.train.budget)")
         parser.add_argument("--compile", action="store_true", help="torch.compile the encoder")
-        comments = _field_comments(PretrainArgs)
         skip = {"corpus", "prepared", "out", "hygiene", "progress", "betas", "extra",
                 "budget_from", "compile"}
         for f in fields(PretrainArgs):
@@ -77,8 +46,7 @@ class PretrainCommand(Subcommand):
             flag = "--" + f.name.replace("_", "-")
             annotation = str(f.type)  # a string under `from __future__ import annotations`
             kind = int if "int" in annotation else float if "float" in annotation else str
-            text = _HELP.get(f.name, comments.get(f.name))
-            parser.add_argument(flag, type=kind, default=f.default, help=text)
+            parser.add_argument(flag, type=kind, default=f.default, help=f.metadata.get("help"))
 
     @classmethod
     def run(cls, args: argparse.Namespace) -> int:

@@ -26,16 +26,11 @@ logger = logging.getLogger(__name__)
 
 BACKENDS = ("auto", "reference", "triton")
 ENV_VAR = "EXLM_DAG_BACKEND"
-_TRITON_MODULE = "exlm_chem.dag.triton_kernels"
 _warned_too_many_states = False
 
 
 def _load_triton() -> ModuleType:
-    return importlib.import_module(_TRITON_MODULE)
-
-
-def _interpreter_on() -> bool:
-    return os.environ.get("TRITON_INTERPRET", "") == "1"
+    return importlib.import_module("exlm_chem.dag.triton_kernels")
 
 
 def _warn_once_too_many_states(num_states: int, limit: int) -> None:
@@ -84,14 +79,12 @@ def select_backend(
     """
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
-    if backend == "auto":
-        override = os.environ.get(ENV_VAR, "").strip()
-        if override:
-            if override not in BACKENDS:
-                raise ValueError(
-                    f"${ENV_VAR} must be 'reference', 'triton' or 'auto', got {override!r}"
-                )
-            backend = override
+    override = os.environ.get(ENV_VAR, "").strip()
+    if backend == "auto" and override:
+        if override not in BACKENDS:
+            raise ValueError(f"${ENV_VAR} must be 'reference', 'triton' or 'auto', "
+                             f"got {override!r}")
+        backend = override
     if backend == "reference":
         return "reference"
 
@@ -101,7 +94,7 @@ def select_backend(
     if device.type != "cuda":
         if not explicit:
             return "reference"
-        if not _interpreter_on():
+        if os.environ.get("TRITON_INTERPRET", "") != "1":
             raise RuntimeError(
                 "the triton DAG backend needs CUDA tensors; for CPU tensors set "
                 "TRITON_INTERPRET=1 (before triton is first imported) or use "
@@ -131,11 +124,8 @@ def dag_logprob(
     backend: str = "auto",
     check_lengths: bool = True,
 ) -> Tensor:
-    """log P(Y) of each target sequence summed over all its alignments to the DAG states.
-
-    ``f[0, v] = emis[0, 0]`` if ``v == 0`` else ``-inf``;
-    ``f[t, v] = logsumexp_{u < v}(f[t-1, u] + logE[u, v]) + emis[t, v]``;
-    result ``f[T_b - 1, L_b - 1]``.
+    """log P(Y) of each target sequence summed over all its alignments to the DAG states
+    (the forward recursion of :mod:`exlm_chem.dag.reference`).
 
     Parameters
     ----------

@@ -31,12 +31,8 @@ def check_inputs(
 
     Parameters
     ----------
-    emissions : Tensor [B, T, S], floating
-    log_transitions : Tensor [B, S, S], floating, on the device of ``emissions``
-    target_lengths, state_lengths : Tensor [B], integer
-    check_lengths : bool
-        Also check ``1 <= T_b <= T`` and ``1 <= L_b <= S``. That reads the lengths on the
-        host, which waits for the device.
+    emissions, log_transitions, target_lengths, state_lengths, check_lengths
+        As in :func:`exlm_chem.dag.dag_logprob`.
 
     Raises
     ------
@@ -52,9 +48,7 @@ def check_inputs(
         raise ValueError(
             f"emissions [B, T, S] must have no empty dimension, got {(batch, t_max, s_max)}"
         )
-    if not isinstance(log_transitions, Tensor) or tuple(log_transitions.shape) != (
-        batch, s_max, s_max
-    ):
+    if not isinstance(log_transitions, Tensor) or log_transitions.shape != (batch, s_max, s_max):
         raise ValueError(
             f"log_transitions must have shape [B, S, S] = {(batch, s_max, s_max)} to match "
             f"emissions {tuple(emissions.shape)}, got {_shape(log_transitions)}"

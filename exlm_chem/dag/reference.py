@@ -60,9 +60,8 @@ def masked_inputs(
 
     Parameters
     ----------
-    emissions : Tensor [B, T, S]
-    log_transitions : Tensor [B, S, S]
-    target_lengths, state_lengths : Tensor [B], integer
+    emissions, log_transitions, target_lengths, state_lengths : Tensor
+        As in :func:`exlm_chem.dag.dag_logprob`.
 
     Returns
     -------
@@ -121,10 +120,8 @@ def dag_logprob_autograd(
     ``alpha[t]`` is ``steps[t]`` below: step t adds one edge ``u -> v`` (u < v) to every
     path and the emission of target t at its new end v.
 
-    Parameters and return value are those of :func:`dag_logprob_reference` (shapes
-    emissions [B, T, S], log_transitions [B, S, S], lengths [B]; returns [B]). Autograd
-    stores every step's [B, S, S] scores, so memory is O(B*T*S*S): the tests use it as the
-    oracle.
+    Parameters and return value are those of :func:`dag_logprob_reference`. Autograd
+    stores every step's [B, S, S] scores (memory O(B*T*S*S)): the tests' oracle.
     """
     emis, log_e, _, _ = masked_inputs(emissions, log_transitions, target_lengths, state_lengths)
     t_len = target_lengths.to(device=emis.device, dtype=torch.long)
@@ -239,14 +236,8 @@ def dag_logprob_reference(
 
     Parameters
     ----------
-    emissions : Tensor [B, T, S], float32/bfloat16/float16/float64
-        ``emissions[b, t, s] = log P_s(y_t)``.
-    log_transitions : Tensor [B, S, S], floating
-        ``log E[u, v]``; entries with ``v <= u`` are treated as non-edges whatever they hold.
-    target_lengths : Tensor [B], integer
-        ``T_b >= 1``, the number of targets (BOS and EOS included).
-    state_lengths : Tensor [B], integer
-        ``L_b >= 1``, the number of expanded states; the path ends at state ``L_b - 1``.
+    emissions, log_transitions, target_lengths, state_lengths : Tensor
+        As in :func:`exlm_chem.dag.dag_logprob`.
 
     Returns
     -------

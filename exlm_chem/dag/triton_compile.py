@@ -40,9 +40,6 @@ class CompiledKernelInfo(NamedTuple):
     shared_bytes: int | None
 
 
-_TENSOR_ARGS = ("emis_ptr", "logE_ptr", "gemis_ptr", "glogE_ptr")
-
-
 def compile_for_gpu(
     num_states: int, dtype: str = "fp32", arch: int = 90
 ) -> list[CompiledKernelInfo]:
@@ -86,18 +83,13 @@ def compile_for_gpu(
             (_bwd_single_tile_kernel, {"BLOCK_S": cfg.block_s}, cfg.bwd_warps),
         ]
     cuobjdump = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
+    # scores and their gradients in ``dtype``; alpha, beta, log Z and gout are fp32
+    kinds = {"T": "i32", "S": "i32", "tlen_ptr": "*i32", "slen_ptr": "*i32",
+             **dict.fromkeys(("emis_ptr", "logE_ptr", "gemis_ptr", "glogE_ptr"), f"*{dtype}")}
     records = []
     for kernel, constexprs, warps in plan:
-        signature = {}
-        for name in kernel.arg_names:
-            if name in constexprs:
-                signature[name] = "constexpr"
-            elif name in ("T", "S"):
-                signature[name] = "i32"
-            elif name in ("tlen_ptr", "slen_ptr"):
-                signature[name] = "*i32"
-            else:
-                signature[name] = f"*{dtype}" if name in _TENSOR_ARGS else "*fp32"
+        signature = {name: "constexpr" if name in constexprs else kinds.get(name, "*fp32")
+                     for name in kernel.arg_names}
         compiled = triton.compile(
             ASTSource(kernel, signature, constexprs=constexprs),
             target=GPUTarget("cuda", arch, 32),

@@ -1,16 +1,7 @@
 """Triton kernels for the DAG states-alignment log-likelihood (forward and fused backward).
 
-The op is the one of ``exlm_chem.dag.reference``: for each sample ``b`` with ``T_b`` targets
-and ``L_b`` states,
-
-    alpha[0, v] = emis[0, 0] if v == 0 else -inf
-    alpha[t, v] = logsumexp_{u < v}(alpha[t-1, u] + logE[u, v]) + emis[t, v]
-    log P(Y)    = alpha[T_b - 1, L_b - 1]
-
-and the backward pass uses the closed form with the mirror recursion ``beta``:
-
-    dlogZ/demis[t, v] = exp(alpha[t, v] + beta[t, v] - emis[t, v] - logZ)
-    dlogZ/dlogE[u, v] = sum_t exp(alpha[t, u] + logE[u, v] + beta[t+1, v] - logZ)
+The op, its forward recursion ``alpha`` and its closed-form backward with the mirror
+recursion ``beta`` are those written out in :mod:`exlm_chem.dag.reference`.
 
 Design. SMILES graphs are small (S = k * T states, T of 3-40 targets), so one program
 handles one sample and loops over t; everything is fp32 in log space whatever the input
@@ -36,9 +27,8 @@ dtype. Two paths, chosen from ``BLOCK_S = next_pow2(S)``:
 Beyond ``TRITON_MAX_STATES`` the dispatcher (``exlm_chem.dag.dispatch``) falls back to the
 torch reference.
 
-Padding (``t >= T_b`` or ``s >= L_b``) never enters the recursion and gets exactly zero
-gradient; entries ``v <= u`` of ``log_transitions`` are not edges and are masked here, not
-by the caller. A sample with no valid path returns ``-inf`` and exactly zero gradients.
+Padding and non-edges are masked here, not by the caller, with the reference's results:
+exactly zero gradient there, ``-inf`` and zero gradients for a sample with no valid path.
 
 CPU: kernels run under Triton's interpreter only, which is chosen when ``@triton.jit`` runs
 (for triton's own helpers at triton's import), so ``TRITON_INTERPRET=1`` must be in the
@@ -96,11 +86,7 @@ _SUPPORTED_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 _NEG_INF = tl.constexpr(float("-inf"))
 
 
-# --------------------------------------------------------------------------------------
 # single-tile kernels
-# --------------------------------------------------------------------------------------
-
-
 @triton.jit
 def _sample_lengths(tlen_ptr, slen_ptr, b, T, S):
     """Target and state counts of sample ``b``, clamped to the padded sizes (a bad length
@@ -130,10 +116,8 @@ def _emission_gradient(alpha, beta, emission, logz_safe, g, valid):
 
 @triton.jit
 def _fwd_single_tile_kernel(
-    emis_ptr,  # [B, T, S]
-    logE_ptr,  # [B, S, S]
-    tlen_ptr,  # [B] int32
-    slen_ptr,  # [B] int32
+    emis_ptr, logE_ptr,  # [B, T, S] emissions, [B, S, S] log transitions
+    tlen_ptr, slen_ptr,  # [B] int32 target and state lengths
     alpha_ptr,  # [B, T, S] fp32 (written when STORE_ALPHA)
     logz_ptr,  # [B] fp32
     T,
@@ -175,10 +159,8 @@ def _fwd_single_tile_kernel(
 
 @triton.jit
 def _bwd_single_tile_kernel(
-    emis_ptr,  # [B, T, S]
-    logE_ptr,  # [B, S, S]
-    tlen_ptr,  # [B] int32
-    slen_ptr,  # [B] int32
+    emis_ptr, logE_ptr,  # [B, T, S] emissions, [B, S, S] log transitions
+    tlen_ptr, slen_ptr,  # [B] int32 target and state lengths
     alpha_ptr,  # [B, T, S] fp32
     logz_ptr,  # [B] fp32
     gout_ptr,  # [B] fp32 upstream gradient
@@ -251,11 +233,7 @@ def _bwd_single_tile_kernel(
     )
 
 
-# --------------------------------------------------------------------------------------
 # tiled kernels (large S)
-# --------------------------------------------------------------------------------------
-
-
 @triton.jit
 def _fwd_tiled_kernel(
     emis_ptr,
@@ -417,11 +395,7 @@ def _bwd_trans_tiled_kernel(
     )
 
 
-# --------------------------------------------------------------------------------------
 # launch configuration
-# --------------------------------------------------------------------------------------
-
-
 class KernelConfig(NamedTuple):
     """Launch parameters chosen from the state count (see :func:`kernel_config`)."""
 
@@ -454,17 +428,11 @@ def kernel_config(num_states: int) -> KernelConfig:
         )
     block_s = max(16, triton.next_power_of_2(num_states))
     if block_s <= SINGLE_TILE_MAX_STATES:
-        fwd_warps, bwd_warps = _SINGLE_TILE_WARPS[block_s]
-        return KernelConfig(False, block_s, block_s, fwd_warps, bwd_warps)
-    fwd_warps, bwd_warps = _TILED_WARPS[block_s]
-    return KernelConfig(True, block_s, _TILE_ELEMS // block_s, fwd_warps, bwd_warps)
+        return KernelConfig(False, block_s, block_s, *_SINGLE_TILE_WARPS[block_s])
+    return KernelConfig(True, block_s, _TILE_ELEMS // block_s, *_TILED_WARPS[block_s])
 
 
-# --------------------------------------------------------------------------------------
 # launchers
-# --------------------------------------------------------------------------------------
-
-
 def _forward(
     emissions: torch.Tensor,
     log_transitions: torch.Tensor,
@@ -636,14 +604,8 @@ def dag_logprob_triton(
 
     Parameters
     ----------
-    emissions : Tensor [B, T, S], float32 / bfloat16 / float16
-        ``emissions[b, t, s] = log P_s(y_t)``.
-    log_transitions : Tensor [B, S, S], float32 / bfloat16 / float16
-        ``log E[u, v]``; entries with ``v <= u`` are not edges and are ignored.
-    target_lengths : Tensor [B], integer
-        ``T_b`` in ``[1, T]`` (BOS and EOS included).
-    state_lengths : Tensor [B], integer
-        ``L_b`` in ``[1, S]``; the path starts at state 0 and ends at state ``L_b - 1``.
+    emissions, log_transitions, target_lengths, state_lengths : Tensor
+        As in :func:`exlm_chem.dag.dag_logprob`; the scores float32, bfloat16 or float16.
     check_lengths : bool, keyword-only
         Validate the lengths (one host synchronisation on CUDA). The kernels clamp them
         anyway, so skipping the check cannot read out of bounds.

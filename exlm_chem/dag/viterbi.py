@@ -48,12 +48,8 @@ def dag_best_alignment(
 
     Parameters
     ----------
-    emissions : Tensor [B, T, S]
-        ``emissions[b, t, s] = log P_s(y_t)``.
-    log_transitions : Tensor [B, S, S]
-        ``log E[u, v]``; entries with ``v <= u`` are never used.
-    target_lengths, state_lengths : Tensor [B], integer
-        ``T_b`` and ``L_b`` (both >= 1); entries beyond them are padding and ignored.
+    emissions, log_transitions, target_lengths, state_lengths : Tensor
+        As in :func:`exlm_chem.dag.dag_logprob`.
 
     Returns
     -------

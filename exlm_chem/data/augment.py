@@ -13,17 +13,12 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from exlm_chem.data.rdkit_reasons import quiet_mol
+
 __all__ = ["AugmentedEpoch", "EpochViews", "randomized_smiles", "tta_views"]
 
 #: Added to a seed for test-time views, so they never repeat the training draws.
 TTA_STREAM = 7919
-
-
-def _mol(smiles: str) -> Any:
-    from rdkit import Chem, rdBase
-
-    with rdBase.BlockLogs():  # quiet for this call only, not for the user's process
-        return Chem.MolFromSmiles(smiles)
 
 
 def randomized_smiles(mol: Any, rng: np.random.Generator, fallback: str) -> str:
@@ -57,7 +52,7 @@ class EpochViews:
         if any(not isinstance(s, str) for s in smiles):
             raise TypeError("SMILES augmentation needs SMILES strings, not token id rows")
         self.smiles, self.n, self.seed = list(smiles), int(n), int(seed)
-        self.mols = [_mol(s) for s in self.smiles] if self.n else []
+        self.mols = [quiet_mol(s) for s in self.smiles] if self.n else []
 
     def __len__(self) -> int:
         return len(self.smiles) * (1 + self.n)
@@ -77,7 +72,7 @@ def tta_views(smiles: Sequence[str], n: int, seed: int) -> list[list[str]]:
     ones per molecule (view ``v`` seeded by ``(seed + TTA_STREAM, v)``)."""
     from rdkit import Chem
 
-    mols = [_mol(s) for s in smiles]
+    mols = [quiet_mol(s) for s in smiles]
     pairs = list(zip(mols, smiles, strict=True))
     views = [[Chem.MolToSmiles(m) if m is not None else s for m, s in pairs]]
     for v in range(1, n + 1):

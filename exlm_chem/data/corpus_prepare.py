@@ -94,23 +94,15 @@ def _version1_vocab_sha256(tokens: Sequence[str]) -> str:
     return hashlib.sha256("\n".join(tokens).encode("utf-8")).hexdigest()
 
 
-def _deduplicate(smiles: list[str], n_jobs: int) -> tuple[list[str], list[str], dict[str, int]]:
-    """Parsable, first-seen-unique lines and their canonical forms, plus the counts."""
+def _deduplicate(smiles: list[str], n_jobs: int) -> tuple[list[str], dict[str, int]]:
+    """Canonical forms of the parsable lines, first occurrence of each, and the counts."""
     from exlm_chem.data.hygiene import canonicalize
 
     canon = canonicalize(smiles, n_jobs=n_jobs)
-    seen: set[str] = set()
-    kept, kept_canon = [], []
-    n_bad = 0
-    for s, c in zip(smiles, canon, strict=True):
-        if c is None:
-            n_bad += 1
-        elif c not in seen:
-            seen.add(c)
-            kept.append(s)
-            kept_canon.append(c)
+    kept = list(dict.fromkeys(c for c in canon if c is not None))
+    n_bad = sum(c is None for c in canon)
     counts = {"unparsable_removed": n_bad, "duplicates_removed": len(smiles) - n_bad - len(kept)}
-    return kept, kept_canon, counts
+    return kept, counts
 
 
 def _hygiene(
@@ -167,7 +159,7 @@ def prepare_corpus(
         lines = read_smiles_file(path, limit=settings.limit)
         sources.append({"path": str(path), "sha256": file_sha256(path), "lines": len(lines)})
         smiles.extend(lines)
-    _, canon, counts = _deduplicate(smiles, n_jobs)
+    canon, counts = _deduplicate(smiles, n_jobs)
     hygiene_summary: dict[str, Any] = {"enabled": settings.hygiene}
     if settings.hygiene:
         keep, details = _hygiene(canon, settings.tasks, settings.split_seeds, n_jobs)

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from exlm_chem.data.process_map import map_chunks
+from exlm_chem.data.rdkit_reasons import quiet_mol
 
 __all__ = [
     "CLIP", "COMPUTED_KINDS", "FAST_NAMES", "KINDS", "MORGAN_BITS", "MORGAN_RADIUS",
@@ -79,13 +80,6 @@ def rdkit2d_names() -> list[str]:
     return [name for name, _ in Descriptors._descList]
 
 
-def _mol(smiles: str) -> Any:
-    from rdkit import Chem, rdBase
-
-    with rdBase.BlockLogs():
-        return Chem.MolFromSmiles(smiles)
-
-
 def _descriptor_functions(kind: str) -> list[Callable[[Any], float]]:
     """The RDKit descriptor functions of ``"rdkit2d"`` or ``"rdkit2d_fast"``, in column
     order; a :data:`FAST_NAMES` entry the installed RDKit lacks raises ValueError."""
@@ -109,7 +103,7 @@ def _rdkit2d_rows(smiles: Sequence[str], functions: Sequence[Callable[[Any], flo
 
     out = np.full((len(smiles), len(functions)), np.nan, dtype=np.float64)
     for row, text in enumerate(smiles):
-        mol = _mol(text)
+        mol = quiet_mol(text)
         if mol is None:
             continue  # a row RDKit cannot read stays NaN; it never shifts the others
         with rdBase.BlockLogs():
@@ -127,7 +121,7 @@ def _morgan_rows(smiles: Sequence[str], radius: int, n_bits: int) -> np.ndarray:
     generator = rdFingerprintGenerator.GetMorganGenerator(radius=radius, fpSize=n_bits)
     out = np.full((len(smiles), n_bits), np.nan, dtype=np.float64)
     for row, text in enumerate(smiles):
-        mol = _mol(text)
+        mol = quiet_mol(text)
         if mol is not None:
             out[row] = generator.GetCountFingerprintAsNumPy(mol)
     return out
@@ -231,10 +225,7 @@ def molecule_features(kinds: Sequence[str], smiles: Sequence[str], n_jobs: int |
             values = _computed(kind, missing, n_jobs)
             cache.update(((kind, s), v) for s, v in zip(missing, values, strict=True))
         width = len(feature_names(kind))
-        block = np.empty((len(smiles), width), dtype=np.float32)
-        for row, s in enumerate(smiles):
-            block[row] = cache[(kind, s)]
-        blocks.append(block)
+        blocks.append(np.array([cache[(kind, s)] for s in smiles], np.float32).reshape(-1, width))
     if not blocks:
         return np.zeros((len(smiles), 0), dtype=np.float32)
     return np.concatenate(blocks, axis=1)

@@ -11,6 +11,7 @@ import re
 
 import numpy as np
 
+from exlm_chem.data.rdkit_reasons import quiet_mol
 from exlm_chem.data.tokenizer import SmilesTokenizer
 
 _ATOM_TOKEN = re.compile(r"^(\[.+\]|Br|Cl|B|C|N|O|P|S|F|I|b|c|n|o|s|p|\*)$")
@@ -24,11 +25,9 @@ def fragment_token_groups(
     ``n_ids`` is the length of the (possibly truncated) ``[BOS ... EOS]`` id sequence;
     positions that truncation removed are dropped.
     """
-    from rdkit import Chem, rdBase
     from rdkit.Chem import BRICS
 
-    with rdBase.BlockLogs():  # quiet for this call only, not for the user's process
-        mol = Chem.MolFromSmiles(smiles)
+    mol = quiet_mol(smiles)
     if mol is None:
         return []
     tokens = tokenizer.tokenize(smiles)

@@ -52,12 +52,9 @@ def runner_split_modes(seeds: Sequence[int] = (0, 1, 2)) -> list[tuple[str, int]
     """
     from exlm_chem.data.split_modes import SPLITS, split_depends_on_seed
 
-    modes: list[tuple[str, int]] = []
-    for split in SPLITS:
-        for seed in seeds if split_depends_on_seed(split) else (0,):
-            if (split, int(seed)) not in modes:
-                modes.append((split, int(seed)))
-    return modes
+    modes = [(split, int(seed)) for split in SPLITS
+             for seed in (seeds if split_depends_on_seed(split) else (0,))]
+    return list(dict.fromkeys(modes))  # a repeated seed counts once
 
 
 def benchmark_heldout_molecules(

@@ -111,8 +111,6 @@ class MoleculeDataset(NamedTuple):
     sha256: str = ""
 
 
-
-
 def dataset_names() -> tuple[str, ...]:
     """Registry keys in benchmark order: bace, bbbp, tox21, toxcast, sider, clintox, muv."""
     return tuple(DATASETS)

@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["UNPARSABLE_REASON", "canonical_or_failure", "parse_failure", "rdkit_reason"]
+__all__ = ["UNPARSABLE_REASON", "canonical_or_failure", "parse_failure", "quiet_mol",
+           "rdkit_reason"]
 
 UNPARSABLE_REASON = "RDKit could not parse the SMILES"
 _LOG_PREFIX = re.compile(r"^\[[^\]]*\]\s*")  # "[12:00:00] " before each RDKit log line
@@ -46,6 +47,14 @@ def rdkit_reason(smiles: str, log: str | None = None) -> str:
         mol = Chem.MolFromSmiles(smiles, sanitize=False)
         problems = [p.Message() for p in Chem.DetectChemistryProblems(mol)] if mol else []
     return "; ".join(problems) if problems else UNPARSABLE_REASON
+
+
+def quiet_mol(smiles: str) -> Any:
+    """RDKit's molecule of ``smiles`` (None if unparsable), its log silenced for this call."""
+    from rdkit import Chem, rdBase
+
+    with rdBase.BlockLogs():  # restores the user's log settings afterwards
+        return Chem.MolFromSmiles(smiles)
 
 
 def parse_failure(smiles: str) -> str | None:

@@ -194,10 +194,8 @@ def repeated_mlm_collate(
         copy_masked.flat[rng.integers(copy_masked.size)] = True
         repeated[row] = _apply_mask(np.asarray(rows[row], dtype=np.int64), copy_masked, special)
     samples = [r.sample for r in repeated]
-    if objective == "exlm":
-        batch = collate_exlm(samples, k_states, special)
-    else:
-        batch = collate_mlm(samples, special)
+    batch = (collate_exlm(samples, k_states, special) if objective == "exlm"
+             else collate_mlm(samples, special))
     return RepeatedBatch(batch, int(k), float(ratio), [r.copy_masked for r in repeated])
 
 

@@ -305,23 +305,9 @@ def scaffold_balanced_split(
     ``fractions[1] * N``, else test. Each seed gives its own split; the same seed always
     the same one. Not comparable with :func:`scaffold_split` numbers.
 
-    Parameters
-    ----------
-    smiles
-        SMILES strings; all must be valid.
-    fractions
-        Train, valid, test fractions: non-negative, summing to 1.
-    seed
-        Non-negative integer for ``np.random.default_rng``.
-    include_chirality
-        Stereo-aware scaffolds (chemprop's default is False).
-    n_jobs
-        Worker processes for computing scaffolds; the split does not depend on it.
-
-    Returns
-    -------
-    SplitIndices
-        Row positions, group by group in placement order, ascending within a group.
+    ``smiles``, ``fractions``, ``n_jobs`` and the result are as in :func:`scaffold_split`;
+    ``seed`` is a non-negative integer for ``np.random.default_rng``, and
+    ``include_chirality`` defaults to chemprop's False.
     """
     f_train, f_valid, f_test = _check_fractions(fractions)
     seed = _check_seed(seed)

@@ -153,7 +153,6 @@ def read_table(table: TableInput, columns: Sequence[str],
     return pd.concat(frames) if len(frames) > 1 else frames[0]
 
 
-# ----------------------------------------------------------------------------- formats
 def _columns(path: Path, kind: str, encoding: str) -> list[str]:
     if kind == "smi":
         return list(SMI_COLUMNS)

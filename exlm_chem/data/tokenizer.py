@@ -56,7 +56,6 @@ SPECIAL_TOKENS = ("[CLS]", "[PAD]", "[SEP]", "[UNK]", "[MASK]")
 _TOKEN_RE = re.compile(TOKEN_PATTERN, re.DOTALL)
 
 
-
 def tokenize_smiles(smiles: str) -> list[str]:
     """Split a SMILES string into Schwaller tokens; ``"".join(result) == smiles``.
 
@@ -124,7 +123,6 @@ class SmilesTokenizer(SpecialTokenIds):
         self._setup(*read_vocabulary(vocab_file, SPECIAL_TOKENS))
         self.unknown_token_counts: Counter[str] = Counter()
 
-    # ------------------------------------------------------------------ construction
     def _setup(self, tokens: list[str], source: str) -> None:
         self.vocab_file = source
         self.tokens = list(tokens)
@@ -138,7 +136,6 @@ class SmilesTokenizer(SpecialTokenIds):
         self._encode_map = {
             tok: i for i, tok in enumerate(self.tokens) if i not in self.special_ids
         }
-        self._encode_getitem = self._encode_map.__getitem__
         self._id_to_token = tuple(self.tokens)
         self._codes = CodeTable(self._encode_map, self.vocab_size, self.unk_id)
 
@@ -166,11 +163,9 @@ class SmilesTokenizer(SpecialTokenIds):
         target.write_text("".join(f"{tok}\n" for tok in self._id_to_token), encoding="utf-8")
         return target
 
-    # ------------------------------------------------------------------ tokenising
     def tokenize(self, smiles: str) -> list[str]:
         """Split a SMILES string into tokens; ``"".join(result) == smiles``."""
-        _check_str(smiles)
-        return _TOKEN_RE.findall(smiles)
+        return tokenize_smiles(smiles)
 
     def convert_tokens_to_ids(self, tokens: str | Iterable[str]) -> int | list[int]:
         """Map a token (-> int) or tokens (-> list) to ids; unknown -> ``unk_id``.
@@ -223,11 +218,8 @@ class SmilesTokenizer(SpecialTokenIds):
         """
         _check_str(smiles)
         limit = None if max_length is None else _content_limit(max_length, add_special_tokens)
-        tokens = _TOKEN_RE.findall(smiles)
-        try:  # the common case: every token known, no per-token Python step
-            ids = list(map(self._encode_getitem, tokens))
-        except KeyError:
-            ids, unknown = self._lookup(tokens)
+        ids, unknown = self._lookup(_TOKEN_RE.findall(smiles))
+        if unknown:
             self._record_unknown(Counter(unknown), strict, where=f"SMILES {smiles!r}")
         if limit is not None:
             del ids[limit:]
@@ -317,7 +309,6 @@ class SmilesTokenizer(SpecialTokenIds):
             share[start : start + counts.size] = unknown / np.maximum(counts, 1)
         return share
 
-    # ------------------------------------------------------------------ decoding
     def decode(self, ids: Iterable[int], skip_special_tokens: bool = True) -> str:
         """Turn ids back into a SMILES string.
 
@@ -337,7 +328,6 @@ class SmilesTokenizer(SpecialTokenIds):
         """Decode every row of a 2-D id array (for example ``EncodedBatch.input_ids``)."""
         return [self.decode(row, skip_special_tokens) for row in ids]
 
-    # ------------------------------------------------------------------ unknown tokens
     def reset_unknown_counts(self) -> None:
         """Forget the unknown tokens counted so far."""
         self.unknown_token_counts.clear()
@@ -350,7 +340,6 @@ class SmilesTokenizer(SpecialTokenIds):
             raise ValueError(f"unknown tokens in {where}: {listed}")
         self.unknown_token_counts.update(found)
 
-    # ------------------------------------------------------------------ internals
     def _lookup(self, tokens: list[str]) -> tuple[list[int], list[str]]:
         """Ids of ``tokens`` (unknown -> ``unk_id``) and the unknown tokens, in order."""
         try:  # the common case, without a per-token Python step
@@ -372,9 +361,7 @@ class SmilesTokenizer(SpecialTokenIds):
             found.update(unknown)
             rows.append(ids)
         counts = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
-        flat = np.fromiter(
-            (i for row in rows for i in row), dtype=np.int64, count=int(counts.sum())
-        )
+        flat = np.array([i for row in rows for i in row], dtype=np.int64)
         return flat, counts
 
     def _checked_ids(self, ids: Iterable[int]) -> list[int]:
@@ -393,7 +380,6 @@ class SmilesTokenizer(SpecialTokenIds):
                 )
         return values
 
-    # ------------------------------------------------------------------ protocol
     def __len__(self) -> int:
         return self.vocab_size
 
@@ -420,7 +406,6 @@ class SmilesTokenizer(SpecialTokenIds):
         self.unknown_token_counts = Counter(state["unknown_token_counts"])
 
 
-# ---------------------------------------------------------------------- helpers
 def _check_str(smiles: object) -> None:
     if not isinstance(smiles, str):
         raise TypeError(f"SMILES must be a str, got {type(smiles).__name__}: {smiles!r}")

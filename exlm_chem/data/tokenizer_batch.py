@@ -60,12 +60,8 @@ class CodeTable:
         newline, a vocabulary too large); then the caller tokenises one SMILES at a time.
         """
         joined = "\n".join(smiles)
-        if (
-            not smiles
-            or not self.enabled
-            or not joined.isascii()
-            or joined.count("\n") != len(smiles) - 1
-        ):
+        if not (smiles and self.enabled and joined.isascii()
+                and joined.count("\n") == len(smiles) - 1):
             return None
         code_of = self.code_of
         unk_char = chr(_CODE_BASE + self.unk_id)
@@ -97,7 +93,6 @@ class CodeTable:
         bounds = np.flatnonzero(is_sep)  # [B - 1] separator positions
         counts = np.diff(bounds, prepend=-1, append=ids.size) - 1
         return ids[~is_sep], counts
-
 
 
 def scatter_rows(

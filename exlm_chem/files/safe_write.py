@@ -227,11 +227,8 @@ def atomic_directory(path: str | os.PathLike[str], kind: str | None = None) -> I
 
 def _swap_in(tmp: Path, path: Path) -> None:
     """Put ``tmp`` at ``path``; whatever was at ``path`` ends up at ``tmp``."""
-    if not path.exists():
-        os.replace(tmp, path)
-        return
-    if path.is_dir() and not any(path.iterdir()):
-        os.replace(tmp, path)  # rename(2) replaces an empty directory atomically
+    if not path.exists() or (path.is_dir() and not any(path.iterdir())):
+        os.replace(tmp, path)  # rename(2) replaces an empty directory atomically too
         return
     if _exchange(tmp, path):
         return

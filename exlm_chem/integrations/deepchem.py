@@ -56,13 +56,8 @@ class ExLMFeaturizer(MolecularFeaturizer):
     >>> dataset = loader.create_dataset("bbbp.csv")  # doctest: +SKIP
     """
 
-    def __init__(
-        self,
-        model: str | os.PathLike[str] = "default",
-        pooling: str = DEFAULT_POOLING,
-        batch_size: int = DEFAULT_BATCH_SIZE,
-        device: str = "auto",
-    ) -> None:
+    def __init__(self, model: str | os.PathLike[str] = "default", pooling: str = DEFAULT_POOLING,
+                 batch_size: int = DEFAULT_BATCH_SIZE, device: str = "auto") -> None:
         super().__init__()
         self.model = model
         self.pooling = pooling

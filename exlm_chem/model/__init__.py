@@ -8,19 +8,12 @@ from __future__ import annotations
 
 from exlm_chem._lazy import lazy_attributes
 
-# public name -> module that defines it
-_LAZY = {
-    "ExLMConfig": "exlm_chem.model.config",
-    "ExLMEncoder": "exlm_chem.model.encoder",
-    "ExLMModel": "exlm_chem.model.encoder",
-    "LMHead": "exlm_chem.model.heads",
-    "TransitionHead": "exlm_chem.model.heads",
-    "PredictionHead": "exlm_chem.model.heads",
-    "save_checkpoint": "exlm_chem.model.checkpoint",
-    "load_checkpoint": "exlm_chem.model.checkpoint",
+# defining module -> its public names
+_MODULES = {
+    "exlm_chem.model.config": "ExLMConfig",
+    "exlm_chem.model.encoder": "ExLMEncoder ExLMModel",
+    "exlm_chem.model.heads": "LMHead TransitionHead PredictionHead",
+    "exlm_chem.model.checkpoint": "save_checkpoint load_checkpoint",
 }
-
+__getattr__, __dir__, _LAZY = lazy_attributes("exlm_chem.model", _MODULES, globals())
 __all__ = list(_LAZY)
-
-
-__getattr__, __dir__ = lazy_attributes("exlm_chem.model", _LAZY, globals())

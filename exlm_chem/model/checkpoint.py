@@ -38,7 +38,6 @@ __all__ = ["copy_checkpoint", "load_checkpoint", "save_checkpoint"]
 _SHIP_DTYPES = {torch.float32, torch.float16, torch.bfloat16}
 
 
-# ---- save / load ------------------------------------------------------------------------------
 def _unwrap(model: torch.nn.Module) -> torch.nn.Module:
     """The bare model inside DistributedDataParallel and/or torch.compile wrappers."""
     while True:
@@ -107,8 +106,7 @@ def save_checkpoint(
 
     model = _unwrap(model)
     state = model.state_dict()
-    tied = getattr(model, "tied_parameters", {})
-    for name, source in tied.items():
+    for name, source in getattr(model, "tied_parameters", {}).items():
         if name in state and source in state:
             if state[name].data_ptr() != state[source].data_ptr():
                 raise ValueError(f"{name} should be tied to {source} but is a separate tensor")
@@ -119,15 +117,9 @@ def save_checkpoint(
         if dtype is not None and tensor.is_floating_point():
             tensor = tensor.to(dtype)
         tensors[name] = tensor.to("cpu").contiguous()
-    num_parameters = sum(p.numel() for p in model.parameters())
-
-    meta = dict(metadata or {})
-    meta.update({
-        "package_version": __version__,
-        "objective": config.objective,
-        "num_parameters": num_parameters,
-        "dtype": str(dtype or torch.float32).removeprefix("torch."),
-    })
+    meta = {**(metadata or {}), "package_version": __version__, "objective": config.objective,
+            "num_parameters": sum(p.numel() for p in model.parameters()),
+            "dtype": str(dtype or torch.float32).removeprefix("torch.")}
     meta, header = stamp(meta, config, tokens, FORMAT)
     json.dumps(meta)  # fail before touching the disk if metadata is not JSON-serialisable
 

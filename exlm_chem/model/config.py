@@ -48,14 +48,11 @@ class ExLMConfig:
     def __post_init__(self) -> None:
         problems = []
         for name in ("vocab_size", "n_layers", "d_model", "n_heads", "d_ffn", "k_states",
-                     "max_expanded_positions"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                problems.append(f"{name} must be a positive integer, got {value!r}")
-        if isinstance(self.n_descriptors, bool) or not isinstance(self.n_descriptors, int) \
-                or self.n_descriptors < 0:
-            problems.append(f"n_descriptors must be a non-negative integer, "
-                            f"got {self.n_descriptors!r}")
+                     "max_expanded_positions", "n_descriptors"):
+            value, low = getattr(self, name), int(name != "n_descriptors")
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                kind = "positive" if low else "non-negative"
+                problems.append(f"{name} must be a {kind} integer, got {value!r}")
         for name in ("dropout", "attention_dropout", "activation_dropout"):
             value = getattr(self, name)
             if not isinstance(value, int | float) or not 0.0 <= value < 1.0:

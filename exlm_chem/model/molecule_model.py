@@ -38,7 +38,7 @@ from exlm_chem.data.finetune_data import EncodedSet, encode_rows
 from exlm_chem.data.inference_inputs import inference_expansion, inference_inputs
 from exlm_chem.device import autocast, resolve_device
 from exlm_chem.model.config import ExLMConfig
-from exlm_chem.model.encoder import ExLMEncoder
+from exlm_chem.model.encoder import ExLMEncoder, init_weights
 from exlm_chem.model.heads import PredictionHead
 from exlm_chem.model.pooling import DEFAULT_POOLING, Pooling
 
@@ -292,9 +292,9 @@ class MoleculeModel(nn.Module):
                         pooling: Pooling | str = DEFAULT_POOLING,
                         device: str | torch.device = "auto",
                         max_length: int = 256) -> MoleculeModel:
-        """The encoder of a pre-trained checkpoint directory (or ``"default"``:
-        ``$EXLM_CHEM_MODEL``, then ``<repo>/models/exlm-small``) as an embedding model,
-        in eval mode on ``device``."""
+        """The encoder of a pre-trained checkpoint directory (or ``"default"``, see
+        :func:`~exlm_chem.model.pretrained.checkpoint_dir`) as an embedding model, in eval
+        mode on ``device``."""
         from exlm_chem.data.tokenizer import SmilesTokenizer
         from exlm_chem.model.checkpoint import load_checkpoint
         from exlm_chem.model.pretrained import checkpoint_dir
@@ -334,8 +334,6 @@ def build_model(
     ``encoder_state`` (keys of :class:`~exlm_chem.model.encoder.ExLMEncoder`) replaces the
     encoder's random initial weights. The head draws from torch's global generator.
     """
-    from exlm_chem.model.encoder import init_weights
-
     encoder = ExLMEncoder(config)
     if encoder_state is None:
         init_weights(encoder)

@@ -45,9 +45,16 @@ def halves_to_interleaved_index(head_dim: int) -> torch.Tensor:
     return torch.cat([one_half, one_half + half])  # [hd]
 
 
-def _permute_qk(
-    state_dict: Mapping[str, torch.Tensor], config: ExLMConfig, index: torch.Tensor
+def permute_qk_to_interleaved(
+    state_dict: Mapping[str, torch.Tensor], config: ExLMConfig
 ) -> dict[str, torch.Tensor]:
+    """A copy of ``state_dict`` with the q/k rows of every ``qkv`` moved to interleaved pairs.
+
+    Pure: the input is not modified. Works on the state of an ``ExLMModel``, an
+    ``ExLMEncoder`` or anything that holds one (keys ``...blocks.<i>.attn.qkv.weight``
+    and ``.bias``); other keys pass through as the same tensors.
+    """
+    index = halves_to_interleaved_index(config.head_dim)
     out = dict(state_dict)
     H, hd = config.n_heads, config.head_dim
     for name, tensor in state_dict.items():
@@ -60,18 +67,6 @@ def _permute_qk(
         moved = torch.cat([rows[:2, :, index.to(tensor.device)], rows[2:]])  # v untouched
         out[name] = moved.reshape(tensor.shape)
     return out
-
-
-def permute_qk_to_interleaved(
-    state_dict: Mapping[str, torch.Tensor], config: ExLMConfig
-) -> dict[str, torch.Tensor]:
-    """A copy of ``state_dict`` with the q/k rows of every ``qkv`` moved to interleaved pairs.
-
-    Pure: the input is not modified. Works on the state of an ``ExLMModel``, an
-    ``ExLMEncoder`` or anything that holds one (keys ``...blocks.<i>.attn.qkv.weight``
-    and ``.bias``); other keys pass through as the same tensors.
-    """
-    return _permute_qk(state_dict, config, halves_to_interleaved_index(config.head_dim))
 
 
 def to_current_layout(

@@ -45,13 +45,6 @@ def model_to_bytes(model: MoleculeModel) -> bytes:
                                                    "format_version": str(FORMAT_VERSION)})
 
 
-def _safetensors_metadata(data: bytes) -> dict[str, str]:
-    """The ``__metadata__`` of safetensors bytes: an 8-byte little-endian header length,
-    then the JSON header."""
-    size = int.from_bytes(data[:8], "little")
-    return json.loads(data[8 : 8 + size]).get("__metadata__") or {}
-
-
 def _build(config: ExLMConfig, tokenizer: Any, n_out: int, where: str,
            feature_transform: FeatureSpec | None, settings: dict[str, Any]) -> MoleculeModel:
     with torch.random.fork_rng(devices=[]):  # the throw-away init must not touch the caller's RNG
@@ -70,8 +63,10 @@ def model_from_bytes(data: bytes, config: ExLMConfig, tokenizer: Any, n_out: int
     tensors = safetensors.torch.load(data)
     model = _build(config, tokenizer, n_out, "pickled weights", feature_transform, settings)
     check_tensors("pickled weights", tensors, model.state_dict())
-    # pickles carry no metadata.json: their version (absent before 3) is in the header
-    version = _safetensors_metadata(data).get("format_version")
+    # pickles carry no metadata.json: their version (absent before 3) is in the header's
+    # __metadata__ (safetensors bytes: an 8-byte little-endian header length, then the JSON)
+    size = int.from_bytes(data[:8], "little")
+    version = (json.loads(data[8 : 8 + size]).get("__metadata__") or {}).get("format_version")
     tensors = to_current_layout(tensors, config, None if version is None else int(version))
     model.load_state_dict(tensors)
     return model.eval()

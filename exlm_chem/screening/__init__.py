@@ -16,12 +16,9 @@ from __future__ import annotations
 
 from exlm_chem._lazy import lazy_attributes
 
-_LAZY = {
-    "screen": "exlm_chem.screening.run",
-    "ScreenResult": "exlm_chem.screening.run",
-    "ScreenSummary": "exlm_chem.screening.run",
+# defining module -> its public names
+_MODULES = {
+    "exlm_chem.screening.run": "screen ScreenResult ScreenSummary",
 }
-
+__getattr__, __dir__, _LAZY = lazy_attributes("exlm_chem.screening", _MODULES, globals())
 __all__ = list(_LAZY)
-
-__getattr__, __dir__ = lazy_attributes("exlm_chem.screening", _LAZY, globals())

@@ -76,15 +76,11 @@ def run_id(ident: dict[str, Any]) -> str:
 
 
 def _differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    diffs = []
-    for key in ("format", "mode", "model_sha256"):
-        if old.get(key) != new[key]:
-            diffs.append(f"{key}: {old.get(key)!r} there, {new[key]!r} now")
-    old_settings = old.get("settings", {})
-    for key in sorted(set(old_settings) | set(new["settings"])):
-        if old_settings.get(key) != new["settings"].get(key):
-            diffs.append(f"setting {key}: {old_settings.get(key)!r} there, "
-                         f"{new['settings'].get(key)!r} now")
+    diffs = [f"{key}: {old.get(key)!r} there, {new[key]!r} now"
+             for key in ("format", "mode", "model_sha256") if old.get(key) != new[key]]
+    ours, theirs = new["settings"], old.get("settings", {})
+    diffs += [f"setting {key}: {theirs.get(key)!r} there, {ours.get(key)!r} now"
+              for key in sorted(set(theirs) | set(ours)) if theirs.get(key) != ours.get(key)]
     old_inputs = [(f["path"], f["size"], f["mtime_ns"]) for f in old.get("inputs", [])]
     new_inputs = [(f["path"], f["size"], f["mtime_ns"]) for f in new["inputs"]]
     if old_inputs != new_inputs:

@@ -98,17 +98,15 @@ def compute(spec: ModelSpec, smiles: list[str], features: Any = None) -> Any:
 
         chunk = model.view(spec.pooling, spec.max_length).embed(
             smiles, spec.batch_size or DEFAULT_BATCH_SIZE)
-        valid, reasons = chunk.valid, chunk.reasons
         outputs = pd.DataFrame(chunk.values,  # [n, d] float32
                                columns=[f"emb_{j}" for j in range(chunk.values.shape[1])])
     else:
         from exlm_chem.sklearn.prediction import output_names, predict_values
 
         chunk = predict_values(model, smiles, features)  # [n, outputs]; NaN where invalid
-        valid, reasons = chunk.valid, chunk.reasons
         outputs = pd.DataFrame(chunk.values, columns=output_names(model))
-    frame = pd.DataFrame({"valid": np.asarray(valid, dtype=bool),
-                          "invalid_reason": [r or "" for r in reasons]})
+    frame = pd.DataFrame({"valid": np.asarray(chunk.valid, dtype=bool),
+                          "invalid_reason": [r or "" for r in chunk.reasons]})
     return pd.concat([frame, outputs], axis=1)
 
 

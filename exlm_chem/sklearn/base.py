@@ -51,7 +51,7 @@ from exlm_chem.sklearn.inputs import (
 from exlm_chem.uncertainty.calibration import fit_calibrator, logit
 from exlm_chem.uncertainty.conformal import conformity_scores
 from exlm_chem.uncertainty.ensemble import Spread, bootstrap_rows, combine, member_seeds
-from exlm_chem.uncertainty.params import uncertainty_problems
+from exlm_chem.uncertainty.params import is_count, uncertainty_problems
 
 _FIT_POLICIES = ("raise", "drop")
 
@@ -140,10 +140,8 @@ class ExLMEstimatorBase(BaseEstimator):
         vf = self.validation_fraction
         if not isinstance(vf, int | float) or isinstance(vf, bool) or not 0 <= vf < 1:
             problems.append(f"validation_fraction must be in [0, 1), got {vf!r}")
-        pa = self.patience
-        if pa is not None and (not isinstance(pa, int | np.integer) or isinstance(pa, bool)
-                               or pa < 1):
-            problems.append(f"patience must be None or an integer >= 1, got {pa!r}")
+        if self.patience is not None and not is_count(self.patience, 1):
+            problems.append(f"patience must be None or an integer >= 1, got {self.patience!r}")
         mm = self.max_minutes
         if mm is not None and (not isinstance(mm, int | float) or not mm > 0):
             problems.append(f"max_minutes must be None or > 0, got {mm!r}")
@@ -297,9 +295,7 @@ class ExLMEstimatorBase(BaseEstimator):
     def _split_X(X: Any, kinds: tuple[str, ...]
                  ) -> tuple[list[Any], np.ndarray | None, list[str] | None]:
         """(SMILES, the user's feature columns [N, F] or None, their names)."""
-        if USER_KIND in kinds:
-            return smiles_and_columns(X)
-        return as_smiles_list(X), None, None
+        return smiles_and_columns(X) if USER_KIND in kinds else (as_smiles_list(X), None, None)
 
     def _prepared(self, X: Any, on_invalid: str) -> ModelInputs:
         """X checked at the edge of a prediction call: its SMILES (each distinct one parsed

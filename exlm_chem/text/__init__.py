@@ -13,32 +13,17 @@ from __future__ import annotations
 
 from exlm_chem._lazy import lazy_attributes
 
-# public name -> module that defines it
-_LAZY = {
-    "TextTokenizer": "exlm_chem.text.tokenizer",
-    "TOKENIZER_FILE": "exlm_chem.text.tokenizer",
-    "TextPretrainArgs": "exlm_chem.text.pretrain",
-    "TextPretrainer": "exlm_chem.text.pretrain",
-    "pack_documents": "exlm_chem.text.pretrain",
-    "text_pretrain": "exlm_chem.text.pretrain",
-    "GLUE_TASKS": "exlm_chem.text.glue",
-    "GlueTask": "exlm_chem.text.glue",
-    "GlueSplit": "exlm_chem.text.glue",
-    "GlueFormatError": "exlm_chem.text.glue",
-    "BadRow": "exlm_chem.text.glue",
-    "get_task": "exlm_chem.text.glue",
-    "read_glue_split": "exlm_chem.text.glue",
-    "read_glue_tsv": "exlm_chem.text.glue",
-    "glue_metrics": "exlm_chem.text.glue",
-    "GlueReport": "exlm_chem.text.finetune",
-    "GlueSeedResult": "exlm_chem.text.finetune",
-    "finetune_glue": "exlm_chem.text.finetune",
-    "run_glue": "exlm_chem.text.finetune",
-    "format_glue_report": "exlm_chem.text.finetune",
-    "glue_settings": "exlm_chem.text.finetune",
+# defining module -> its public names
+_MODULES = {
+    "exlm_chem.text.tokenizer": "TextTokenizer TOKENIZER_FILE",
+    "exlm_chem.text.pretrain": "TextPretrainArgs TextPretrainer pack_documents text_pretrain",
+    "exlm_chem.text.glue": (
+        "GLUE_TASKS GlueTask GlueSplit GlueFormatError BadRow get_task read_glue_split "
+        "read_glue_tsv glue_metrics"
+    ),
+    "exlm_chem.text.finetune": (
+        "GlueReport GlueSeedResult finetune_glue run_glue format_glue_report glue_settings"
+    ),
 }
-
+__getattr__, __dir__, _LAZY = lazy_attributes("exlm_chem.text", _MODULES, globals())
 __all__ = list(_LAZY)
-
-
-__getattr__, __dir__ = lazy_attributes("exlm_chem.text", _LAZY, globals())

@@ -314,7 +314,6 @@ def read_glue_split(data_dir: str | Path, task: str | GlueTask, split: str = "tr
     return read_glue_tsv(path, task, split, on_bad_rows)
 
 
-# ---- metrics -------------------------------------------------------------------------------
 def _pair(y_true: np.ndarray, y_pred: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
     if y_true.ndim != 1 or y_true.shape != y_pred.shape:

@@ -92,6 +92,10 @@ def read_text_lines(path: str | Path, limit: int | None = None) -> Iterator[str]
                 return
 
 
+def _corpus_lines(args: TextPretrainArgs) -> Iterator[str]:
+    return (line for path in args.corpus for line in read_text_lines(path, args.corpus_limit))
+
+
 def pack_documents(pieces: Iterable[Sequence[int]], max_length: int, bos: int, eos: int
                    ) -> TokenizedCorpus:
     """Concatenate token streams and cut them into ``[bos] chunk [eos]`` samples.
@@ -128,17 +132,12 @@ def pack_documents(pieces: Iterable[Sequence[int]], max_length: int, bos: int, e
 class TextPretrainer(Pretrainer):
     """:class:`~exlm_chem.train.pretrain.Pretrainer` on a packed text corpus."""
 
-    def __init__(self, args: TextPretrainArgs, tokenizer: TextTokenizer) -> None:
-        super().__init__(args, tokenizer)
-
     def load_data(self) -> None:
         args = self.args
         self.corpus_checksums = {str(p): file_sha256(p) for p in args.corpus}
         self.hygiene_summary = {"enabled": False, "reason": "text corpus"}
         self.tokenizer.reset_unknown_counts()
-        lines = (line for path in args.corpus
-                 for line in read_text_lines(path, limit=args.corpus_limit))
-        pieces = self.tokenizer.iter_pieces(lines)
+        pieces = self.tokenizer.iter_pieces(_corpus_lines(args))
         corpus = pack_documents(pieces, args.max_length, self.tokenizer.bos_id,
                                 self.tokenizer.eos_id)
         self.n_unknown_tokens = sum(self.tokenizer.unknown_token_counts.values())
@@ -159,18 +158,9 @@ class TextPretrainer(Pretrainer):
                         int(corpus.lengths().sum()), len(self.train), len(self.valid),
                         args.max_length)
 
-    # The checkpoint gets tokenizer.json beside vocab.txt (the vocabulary alone does
-    # not say how text is normalised and split).
     def checkpoint_files(self, directory: Path) -> None:
-        """Extra files written into a checkpoint directory being assembled."""
+        """Add tokenizer.json: the vocabulary alone does not say how text is split."""
         self.tokenizer.save(Path(directory) / TOKENIZER_FILE)
-
-    def save(self, progress: dict) -> None:
-        super().save(progress)
-        # Until Pretrainer.save calls the checkpoint_files hook inside its atomic
-        # directory, add the file just after the checkpoint is published.
-        if self.rank == 0 and not hasattr(Pretrainer, "checkpoint_files"):
-            self.checkpoint_files(self.checkpoint_dir())
 
 
 def resolve_tokenizer(args: TextPretrainArgs, resume: bool = False) -> TextTokenizer:
@@ -193,9 +183,7 @@ def resolve_tokenizer(args: TextPretrainArgs, resume: bool = False) -> TextToken
         if args.tokenizer is not None:
             tokenizer = TextTokenizer.from_file(args.tokenizer)
         else:
-            lines = (line for path in args.corpus
-                     for line in read_text_lines(path, limit=args.corpus_limit))
-            tokenizer = TextTokenizer.train(lines, vocab_size=args.vocab_size,
+            tokenizer = TextTokenizer.train(_corpus_lines(args), vocab_size=args.vocab_size,
                                             min_frequency=args.min_frequency,
                                             lowercase=args.lowercase)
             logger.info("trained a WordPiece vocabulary of %d tokens", len(tokenizer))

@@ -16,6 +16,7 @@ exlm_chem[text]``); it is imported only when a tokenizer is built.
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -98,7 +99,6 @@ class TextTokenizer(SpecialTokenIds):
         self.vocab_size = size
         self.unknown_token_counts: Counter[str] = Counter()
 
-    # ------------------------------------------------------------------ construction
     @classmethod
     def train(
         cls,
@@ -166,7 +166,6 @@ class TextTokenizer(SpecialTokenIds):
         """The ``tokenizer.json`` text."""
         return self._backend.to_str(pretty=True)
 
-    # ------------------------------------------------------------------ encoding
     def __len__(self) -> int:
         return self.vocab_size
 
@@ -259,13 +258,8 @@ class TextTokenizer(SpecialTokenIds):
 
     def iter_pieces(self, texts: Iterable[str], chunk: int = 4096) -> Iterator[list[int]]:
         """:meth:`encode_pieces` over an iterable, ``chunk`` texts at a time."""
-        batch: list[str] = []
-        for text in texts:
-            batch.append(text)
-            if len(batch) == chunk:
-                yield from self.encode_pieces(batch)
-                batch = []
-        if batch:
+        remaining = iter(texts)
+        while batch := list(itertools.islice(remaining, chunk)):
             yield from self.encode_pieces(batch)
 
     def decode(self, ids: Iterable[int], skip_special_tokens: bool = True) -> str:

@@ -79,18 +79,14 @@ def masked_mean_loss(outputs: torch.Tensor, targets: torch.Tensor, task: str) ->
     """
     labelled = ~torch.isnan(targets)  # [B, T]
     safe = torch.where(labelled, targets, torch.zeros_like(targets))
-    if task == "classification":
-        each = F.binary_cross_entropy_with_logits(outputs, safe, reduction="none")
-    else:
-        each = (outputs - safe).square()
+    each = (F.binary_cross_entropy_with_logits(outputs, safe, reduction="none")
+            if task == "classification" else (outputs - safe).square())
     return torch.where(labelled, each, torch.zeros_like(each)).sum() / labelled.sum()
 
 
 def masked_loss(outputs: torch.Tensor, targets: torch.Tensor, task: str) -> torch.Tensor | None:
     """Mean loss over labelled entries; None when the batch has none (reads the device)."""
-    if not (~torch.isnan(targets)).any():
-        return None
-    return masked_mean_loss(outputs, targets, task)
+    return masked_mean_loss(outputs, targets, task) if (~torch.isnan(targets)).any() else None
 
 
 def lr_factor(step: int, warmup: int, total: int) -> float:
@@ -98,7 +94,6 @@ def lr_factor(step: int, warmup: int, total: int) -> float:
     if step < warmup:
         return (step + 1) / warmup
     return max(0.0, (total - step) / max(1, total - warmup))
-
 
 
 def optimizer_step(
@@ -172,9 +167,8 @@ def _evaluate(net: MoleculeModel, valid: LabelledSmiles, rows: list[np.ndarray],
 
 def is_better(score: float, best: float, metric: str) -> bool:
     """Whether a validation ``score`` beats ``best`` (NaN never wins; NaN best always loses)."""
-    if math.isnan(score):
-        return False
-    return math.isnan(best) or (score > best if metric == "roc_auc" else score < best)
+    return not math.isnan(score) and (
+        math.isnan(best) or (score > best if metric == "roc_auc" else score < best))
 
 
 def finetune(
@@ -331,9 +325,8 @@ def _train_step(net: MoleculeModel, batch: _Batch, task: str,
                                          accumulated=True))
     with autocast(targets.device):
         outputs = net(*inputs.batch(rows, idx))  # [B, T]
-    loss = None
-    if label_counts[idx].any():
-        loss = masked_mean_loss(outputs.float(), targets[rows], task)
+    labelled = label_counts[idx].any()
+    loss = masked_mean_loss(outputs.float(), targets[rows], task) if labelled else None
     return Step(loss, optimizer_step(net, optimizer, scheduler, loss, clip_norm))
 
 

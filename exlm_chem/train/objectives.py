@@ -28,17 +28,12 @@ class ObjectiveOutput(NamedTuple):
     aux_loss: torch.Tensor | None = None  # descriptor regression (MSE), when targets are given
 
 
-def _gather_states(hidden: torch.Tensor, state_index: torch.Tensor) -> torch.Tensor:
-    # hidden [B, X, d], state_index [B, S] -> [B, S, d]
-    index = state_index.unsqueeze(-1).expand(-1, -1, hidden.size(-1))
-    return torch.gather(hidden, 1, index)
-
-
 def state_emissions(model, hidden: torch.Tensor,
                     batch: ExLMBatch) -> tuple[torch.Tensor, torch.Tensor]:
     """The states' LM log-probabilities [B, S, V] (float32) and the DAG's emissions
     ``log P_s(y_t)`` [B, T, S] of the batch's targets, from its hidden states [B, X, d]."""
-    states = _gather_states(hidden, batch.state_index)  # [B, S, d]
+    index = batch.state_index.unsqueeze(-1).expand(-1, -1, hidden.size(-1))  # [B, S, d]
+    states = torch.gather(hidden, 1, index)  # [B, S, d]
     log_probs = F.log_softmax(model.lm_head(states).float(), dim=-1)  # [B, S, V]
     target_index = batch.targets.unsqueeze(1).expand(-1, log_probs.size(1), -1)  # [B, S, T]
     return log_probs, torch.gather(log_probs, 2, target_index).transpose(1, 2)

@@ -198,9 +198,8 @@ class Pretrainer:
             "tokens_seen": progress["tokens_seen"],
             "invalid_paths": progress["invalid_paths"],
             "wall_seconds": progress["wall_seconds"],
-            "device": torch.cuda.get_device_name(self.device)
-            if self.device.type == "cuda"
-            else "cpu",
+            "device": (torch.cuda.get_device_name(self.device) if self.device.type == "cuda"
+                       else "cpu"),
             "corpus_sha256": self.corpus_checksums,
             "hygiene": self.hygiene_summary,
             "corpus_counts": self.corpus_counts,  # what preparation kept of the files' lines
@@ -335,13 +334,10 @@ class Pretrainer:
         interval = 60 * (args.snapshot_cpu_minutes or 0.0)
         next_snapshot = int(progress.get("cpu_seconds", 0.0) // interval) + 1 if interval else 0
         batches = self.loader(progress)
-        bar = None
-        if args.progress and self.rank == 0:
-            from tqdm.auto import tqdm
+        from tqdm.auto import tqdm
 
-            bar = tqdm(
-                total=args.max_steps, initial=progress["step"], desc=f"pretrain {args.objective}"
-            )
+        bar = tqdm(total=args.max_steps, initial=progress["step"],
+                   desc=f"pretrain {args.objective}", disable=not args.progress or self.rank != 0)
         log = open(self.out / "log.jsonl", "a") if self.rank == 0 else None
         if log is not None and self.budget is not None:
             log.write(json.dumps({"budget": self.budget}) + "\n")
@@ -395,15 +391,13 @@ class Pretrainer:
                     record["aux_loss"] = float(aux_sum) / window_steps
                 log.write(json.dumps(record) + "\n")
                 log.flush()
-                if bar is not None:
-                    bar.set_postfix(loss=f"{record['loss']:.3f}", tok_s=f"{rate:.0f}",
-                                    invalid=progress["invalid_paths"])
+                bar.set_postfix(loss=f"{record['loss']:.3f}", tok_s=f"{rate:.0f}",
+                                invalid=progress["invalid_paths"])
             if logging_now:
                 loss_sum.zero_()
                 aux_sum.zero_()
                 window_tokens, window_steps, window_start = 0, 0, time.monotonic()
-            if bar is not None:
-                bar.update(1)
+            bar.update(1)
             if validating:
                 progress["last_validation"] = {"step": step, **self.validate()}
                 if log is not None:
@@ -419,8 +413,7 @@ class Pretrainer:
             if timed_out:
                 logger.info("pausing at step %d (time budget or --stop-at-step)", step)
                 break
-        if bar is not None:
-            bar.close()
+        bar.close()
         if log is not None:
             log.close()
         return progress

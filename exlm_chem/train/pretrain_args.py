@@ -11,58 +11,72 @@ from dataclasses import dataclass, field
 from exlm_chem.presets import resolve_schedule
 
 
+def _help(default, text: str):
+    """A field with its ``--help`` text, which ``exlm-chem pretrain`` reads from the metadata."""
+    return field(default=default, metadata={"help": text})
+
+
 @dataclass
 class PretrainArgs:
     corpus: list[str] | None = None  # SMILES files (.gz ok), prepared into OUT/corpus first ...
     out: str | None = None  # run directory: checkpoint/, log.jsonl, budget.json, corpus/
     prepared: str | None = None  # ... or a folder from `exlm-chem corpus prepare` (no RDKit)
-    preset: str = "small"  # model tiny | small | base, or "paper" (base + the paper's schedule)
-    objective: str = "exlm"  # exlm (states alignment) | mlm (the SMILES-BERT twin)
-    k_states: int | None = None  # override the preset's expanded states per BOS/[MASK]/EOS
-    max_steps: int | None = None  # optimizer steps of the run (preset's: 1000; paper 120K)
-    max_tokens: int | None = None  # padded unexpanded tokens per step, all ranks (8192; 65536)
-    lr: float = 5e-4  # peak learning rate
-    warmup_steps: int | None = None  # linear warm-up (100; paper 10K), then linear decay
+    preset: str = _help("small", "model tiny | small | base, or 'paper': the base model with the "
+                        "paper's schedule (120K steps, 10K warm-up, 64K tokens per step over "
+                        "all GPUs, which was the paper's per-GPU batch; see exlm_chem.presets)")
+    objective: str = _help("exlm", "exlm (states alignment) | mlm (the SMILES-BERT twin)")
+    k_states: int | None = _help(None, "override the preset's expanded states per BOS/[MASK]/EOS")
+    max_steps: int | None = _help(None, "optimizer steps (default: the preset's)")
+    max_tokens: int | None = _help(None, "padded, unexpanded tokens per optimizer step, all "
+                                         "ranks together (default: the preset's)")
+    lr: float = _help(5e-4, "peak learning rate")
+    warmup_steps: int | None = _help(None, "linear warm-up steps (default: the preset's)")
     end_lr: float = 0.0
     # decay only over the last N steps, constant lr before (warmup-stable-decay): a run of
     # unknown length trains at lr and decays once its budget is known (--resume --max-steps)
     decay_steps: int | None = None
     betas: tuple[float, float] = (0.9, 0.98)
-    weight_decay: float = 0.0  # decoupled (AdamW; fairseq's Adam does the same)
+    weight_decay: float = _help(0.0, "decoupled (AdamW; fairseq's Adam does the same)")
     clip_norm: float = 1.0
-    mask_ratio: float = 0.15  # share of tokens masked (paper 0.15; MolEncoder found 0.3)
-    aux_weight: float = 0.0  # weight of the descriptor-regression loss (RDKit 2D targets; 0: off)
-    d_model: int | None = None  # width override: heads d/64, FFN 4d (default: the preset's)
-    dropout: float | None = None  # override of every dropout (paper 0.1; CPU runs see < 1 epoch)
-    masking: str = "token"  # token | fragment (whole BRICS fragments; needs RDKit)
-    repeat_k: int = (
-        1  # Repeated MLM (paper sec. 3): each token k times, each copy masked w.p. mask_ratio
-    )
-    max_length: int = 256  # tokens per molecule incl. BOS/EOS (prepared: fixed at preparation)
-    corpus_limit: int | None = None  # read only the first N lines of each corpus file
-    valid_size: int = 2000  # held-out molecules (prepared: fixed at preparation)
+    mask_ratio: float = _help(0.15, "share of tokens masked (paper 0.15; MolEncoder found 0.3)")
+    aux_weight: float = _help(
+        0.0, "weight of the descriptor-regression loss (RDKit 2D targets; 0: off)")
+    d_model: int | None = _help(None, "width override: heads d/64, FFN 4d (default: the preset's)")
+    dropout: float | None = _help(
+        None, "override of every dropout (paper 0.1; CPU runs see < 1 epoch)")
+    masking: str = _help("token", "token | fragment (whole BRICS fragments; needs RDKit)")
+    # Repeated MLM (paper sec. 3): each token k times, each copy masked w.p. mask_ratio
+    repeat_k: int = 1
+    max_length: int = _help(
+        256, "tokens per molecule incl. BOS/EOS (prepared: fixed at preparation)")
+    corpus_limit: int | None = _help(None, "read only the first N lines of each corpus file")
+    valid_size: int = _help(2000, "held-out molecules (prepared: fixed at preparation)")
     valid_every: int = 500
     checkpoint_every: int = 500
     log_every: int = 10
     seed: int = 0
     hygiene: bool = True  # drop benchmark valid/test molecules (prepared: done at preparation)
-    max_minutes: float | None = None  # stop (with a checkpoint) after this wall time
-    stop_at_step: int | None = None  # pause (with a checkpoint) here; --resume continues
-    max_cpu_minutes: float | None = None  # stop (with a checkpoint) after this process CPU time
+    max_minutes: float | None = _help(None, "stop (with a checkpoint) after this wall time")
+    stop_at_step: int | None = _help(None, "pause (with a checkpoint) here; --resume continues")
+    max_cpu_minutes: float | None = _help(
+        None, "stop (with a checkpoint) after this process CPU time")
     # start from a milestone's weights (a checkpoint directory): fresh optimizer that warms up
     # again; the milestone's tokens, CPU time and data position carry on
     init_from: str | None = None
-    snapshot_cpu_minutes: float | None = None  # keep the weights every N CPU-minutes (snapshots/)
-    snapshot_every: int | None = None  # ... or every N optimizer steps (GPU runs)
-    budget_minutes: float | None = None  # measure the pace, then fit max_steps to this time
+    snapshot_cpu_minutes: float | None = _help(
+        None, "keep the weights every N CPU-minutes (snapshots/)")
+    snapshot_every: int | None = _help(None, "... or every N optimizer steps (GPU runs)")
+    budget_minutes: float | None = _help(None, "time the first steps, then fit max_steps "
+                                         "(warm-up plus full decay) into this many minutes; "
+                                         "the decision goes to OUT/budget.json")
     budget_from: list[str] | None = None  # partner runs (the twin): all take the fewest steps
-    budget_probe_steps: int = 10  # timed steps of the pace probe (undone afterwards)
+    budget_probe_steps: int = _help(10, "timed steps of the pace probe (undone afterwards)")
     # the first batches wait for the DataLoader workers to start and compile kernels for each
     # new batch length: timed, they would plan a run far shorter than its budget
-    budget_warmup_steps: int = 10  # untimed steps before them (worker start-up, compilation)
-    budget_margin: float = 0.1  # share of the remaining time kept for validation/checkpoints
-    budget_wait_minutes: float = 10.0  # longest wait for the partners' budget.json
-    num_workers: int = 0  # DataLoader processes building batches (0: the training process)
+    budget_warmup_steps: int = _help(10, "untimed steps before them (worker start-up, compilation)")
+    budget_margin: float = _help(0.1, "share of the remaining time kept for validation/checkpoints")
+    budget_wait_minutes: float = _help(10.0, "longest wait for the partners' budget.json")
+    num_workers: int = _help(0, "DataLoader processes that mask and collate batches")
     compile: bool = False  # torch.compile the encoder
     device: str = "auto"
     progress: bool = True
@@ -80,7 +94,6 @@ def learning_rate(step: int, args: PretrainArgs) -> float:
     span = max(1, args.max_steps - decay_start)
     frac = min(1.0, max(0, step - decay_start) / span)
     return args.end_lr + (args.lr - args.end_lr) * (1.0 - frac)
-
 
 
 def check_args(args: PretrainArgs) -> PretrainArgs:

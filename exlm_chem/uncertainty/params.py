@@ -8,19 +8,19 @@ import numpy as np
 
 from exlm_chem.uncertainty.calibration import METHODS
 
-__all__ = ["uncertainty_problems"]
+__all__ = ["is_count", "uncertainty_problems"]
 
 
-def _count(value: Any, low: int) -> bool:
+def is_count(value: Any, low: int) -> bool:
+    """Whether ``value`` is an integer (not a bool) of at least ``low``."""
     return isinstance(value, int | np.integer) and not isinstance(value, bool) and value >= low
 
 
 def uncertainty_problems(est: Any, task: str) -> list[str]:
     """What is wrong with ``augment``, ``tta``, ``n_models``, ``bootstrap``, ``calibrate``."""
-    problems = []
-    for name, low in (("augment", 0), ("tta", 0), ("n_models", 1)):
-        if not _count(getattr(est, name), low):
-            problems.append(f"{name} must be an integer >= {low}, got {getattr(est, name)!r}")
+    problems = [f"{name} must be an integer >= {low}, got {getattr(est, name)!r}"
+                for name, low in (("augment", 0), ("tta", 0), ("n_models", 1))
+                if not is_count(getattr(est, name), low)]
     if not isinstance(est.bootstrap, bool | np.bool_):
         problems.append(f"bootstrap must be True or False, got {est.bootstrap!r}")
     if est.calibrate is not None:

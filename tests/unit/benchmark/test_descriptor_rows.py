@@ -103,6 +103,24 @@ def test_rf_on_rdkit2d(bbbp):
     assert "features" not in ecfp and ecfp["n_bits"] == 2048  # old cells keep their key
 
 
+def test_gradient_boosting_on_morgan_counts_and_rdkit2d(bbbp, tmp_path):
+    from exlm_chem.data.descriptors import MORGAN_BITS
+
+    spec = build_methods(["gbt"], None, None, "finetune", feature_cache=tmp_path)[0]
+    assert (spec.method, spec.uses_budget) == ("gbt", False)
+    out = spec.run(bbbp, 0, Budget(), False)
+    assert out.test_scores.shape == (12, 1)
+    assert ((out.test_scores >= 0) & (out.test_scores <= 1)).all()
+    _, settings = spec.protocol("bbbp", Budget())
+    assert settings == out.settings and settings["features"] == ["morgan", "rdkit2d"]
+    assert settings["estimator"] == "HistGradientBoostingClassifier"
+    # both feature sets of the task stay in memory together, and on disk
+    assert {k[0] for k in bench_features._cache} == {"morgan", "rdkit2d"}
+    assert len(list(tmp_path.glob("bbbp_morgan_*.npz"))) == 1
+    x = bench_features.scaled_task_features(bbbp, ["morgan", "rdkit2d"], tmp_path)
+    assert x.shape[1] == MORGAN_BITS + len(rdkit2d_names())
+
+
 @pytest.mark.parametrize("mode", ["probe", "finetune"])
 def test_encoder_with_rdkit2d_beside_its_state(bbbp, tiny_checkpoint, mode):
     spec = _spec("exlm_rdkit2d", tiny_checkpoint, mode)

@@ -53,15 +53,15 @@ def test_splitter_and_input_check_give_the_same_reason() -> None:
 
 def _touch_every_rdkit_reader() -> None:
     from exlm_chem.analysis.explanation import _rdkit_valid
-    from exlm_chem.data.augment import _mol
     from exlm_chem.data.featurize import check_smiles
     from exlm_chem.data.fragments import fragment_token_groups
     from exlm_chem.data.hygiene import canonical_smiles
+    from exlm_chem.data.rdkit_reasons import quiet_mol
     from exlm_chem.data.tokenizer import SmilesTokenizer
 
     check_smiles(["C1CC", "CCO"])
     canonical_smiles("C1CC")
-    _mol("C1CC")
+    quiet_mol("C1CC")
     _rdkit_valid("C1CC")
     fragment_token_groups("C1CC", SmilesTokenizer())
 
