@@ -28,10 +28,8 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import functools
 import json
-import os
-import platform
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -41,14 +39,6 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 HEADS = ("lr(emb)", "gbt(fp+desc)", "gbt(emb)", "gbt(emb+fp+desc)", "avg(lr(emb), gbt(fp+desc))")
-
-
-def _commit() -> str:
-    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO,
-                          capture_output=True, text=True).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
-                           capture_output=True, text=True).stdout.strip()
-    return head + ("+dirty" if dirty else "")
 
 
 def _per_task(x: np.ndarray, data, make: Callable[[int], object]) -> np.ndarray:
@@ -91,29 +81,14 @@ def _heads(features: dict[str, np.ndarray], data) -> dict[str, Callable[[], np.n
     from exlm_chem.train.probe import probe_scores
 
     emb, tab = features["emb"], features["tab"]
-    done: dict[str, np.ndarray] = {}
-
-    def lr() -> np.ndarray:
-        done["lr"] = probe_scores(emb, data.labels, data.train, data.test)
-        return done["lr"]
-
-    def gbt_tab() -> np.ndarray:
-        done["gbt_tab"] = _per_task(tab, data, _gbt)
-        return done["gbt_tab"]
-
-    def average() -> np.ndarray:
-        first = done.get("lr")
-        second = done.get("gbt_tab")
-        first = lr() if first is None else first
-        second = gbt_tab() if second is None else second
-        return (first + second) / 2
-
+    lr = functools.cache(lambda: probe_scores(emb, data.labels, data.train, data.test))
+    gbt_tab = functools.cache(lambda: _per_task(tab, data, _gbt))  # reused by the average
     return {
         "lr(emb)": lr,
         "gbt(fp+desc)": gbt_tab,
         "gbt(emb)": lambda: _per_task(emb, data, _gbt),
         "gbt(emb+fp+desc)": lambda: _per_task(np.concatenate([emb, tab], axis=1), data, _gbt),
-        "avg(lr(emb), gbt(fp+desc))": average,
+        "avg(lr(emb), gbt(fp+desc))": lambda: (lr() + gbt_tab()) / 2,
     }
 
 
@@ -121,6 +96,7 @@ def run(tasks: list[str], model: str, out: Path) -> None:
     from exlm_chem.benchmark.records import MethodOutput
     from exlm_chem.benchmark.scoring import score_cell
     from exlm_chem.benchmark.tasks import load_task
+    from exlm_chem.provenance import git_commit, machine
 
     out.mkdir(parents=True, exist_ok=True)
     results = out / "results.jsonl"
@@ -131,7 +107,7 @@ def run(tasks: list[str], model: str, out: Path) -> None:
         if all((task, h) in done for h in HEADS):
             continue
         data = load_task(task, "scaffold", 0)
-        began, cpu = time.perf_counter(), time.process_time()
+        began = time.perf_counter()
         features = _features(data, model, out)
         print(f"{task}: features {time.perf_counter() - began:.0f} s", flush=True)
         for head, scores in _heads(features, data).items():
@@ -142,9 +118,7 @@ def run(tasks: list[str], model: str, out: Path) -> None:
             record = {"task": task, "head": head, "roc_auc": roc,
                       "wall_s": round(time.perf_counter() - began, 2),
                       "cpu_s": round(time.process_time() - cpu, 2), "model": model,
-                      "split": "scaffold", "commit": _commit(),
-                      "machine": f"{platform.processor() or platform.machine()}, "
-                                 f"{os.cpu_count()} cores",
+                      "split": "scaffold", "commit": git_commit(), "machine": machine(),
                       "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
             with open(results, "a", encoding="utf-8") as handle:
                 handle.write(json.dumps(record) + "\n")
