@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 
+from exlm_chem import __version__
 from exlm_chem.benchmark.records import Budget
 from exlm_chem.benchmark.runner import MethodSpec
 
@@ -55,7 +56,9 @@ def encoder_spec(method: str, path: str | os.PathLike[str], mode: str,
     run = EncoderMethod(path, mode, cache_dir=cache_dir, device=device, features=features,
                         feature_cache=feature_cache)
     kind = {"exlm": "ExLM", "mlm": "MLM"}.get(_objective(path), "encoder")
-    shown = "estimator defaults" if mode == "estimator" else mode
+    # the estimator's defaults are versioned with the package: rows of other defaults
+    # stay apart in a report
+    shown = f"estimator {__version__} defaults" if mode == "estimator" else mode
     extra = "".join(f" + {_FEATURE_TITLES[f]}" for f in features)
     return MethodSpec(method, f"{kind} {path.resolve().name} ({shown}){extra}", run.model_id,
                       mode, run, uses_budget=mode != "probe", protocol=run.protocol)

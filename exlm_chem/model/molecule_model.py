@@ -329,7 +329,8 @@ def build_model(
     pooling_layer: int | None = None,
 ) -> MoleculeModel:
     """A :class:`MoleculeModel` with a prediction head of ``n_out`` outputs reading
-    ``n_features`` features beside the pooled state.
+    ``n_features`` features beside the pooled state; ``n_out=0``: no head (an embedding
+    model).
 
     ``encoder_state`` (keys of :class:`~exlm_chem.model.encoder.ExLMEncoder`) replaces the
     encoder's random initial weights. The head draws from torch's global generator.
@@ -341,5 +342,6 @@ def build_model(
         encoder.load_state_dict(encoder_state)
     if pooling_layer is not None:
         pooling = Pooling(Pooling.of(pooling).states, pooling_layer)
-    head = PredictionHead(config.d_model, n_out, pooler_dropout, n_features)
+    head = None if n_out == 0 else PredictionHead(config.d_model, n_out, pooler_dropout,
+                                                  n_features)
     return MoleculeModel(encoder, tokenizer, pooling, feature_transform, head, max_length)

@@ -32,6 +32,7 @@ from exlm_chem.data.descriptors import (
 )
 from exlm_chem.data.featurize import check_smiles, raise_for_invalid, warn_unknown_tokens
 from exlm_chem.device import resolve_device
+from exlm_chem.model.frozen_trees import TREE_KINDS, FrozenTrees
 from exlm_chem.model.molecule_model import (
     EMBED,
     PREDICT,
@@ -66,7 +67,7 @@ class ExLMEstimatorBase(BaseEstimator):
         pretrained: str | os.PathLike[str] | None = "default",
         *,
         preset: str = "small",
-        epochs: int = 30,
+        epochs: int = 2,
         batch_size: int = 32,
         lr: float = 1e-4,
         warmup_ratio: float = 0.06,
@@ -90,6 +91,9 @@ class ExLMEstimatorBase(BaseEstimator):
         calibrate: str | None = None,
         features: str | list[str] | None = None,
         n_jobs: int | None = None,
+        tree_head: bool = True,
+        head_first: bool = True,
+        train_layers: int | None = 3,
     ) -> None:
         self.pretrained = pretrained
         self.preset = preset
@@ -117,6 +121,9 @@ class ExLMEstimatorBase(BaseEstimator):
         self.calibrate = calibrate
         self.features = features
         self.n_jobs = n_jobs
+        self.tree_head = tree_head
+        self.head_first = head_first
+        self.train_layers = train_layers
 
     # ---- what the subclasses define -------------------------------------------------------
     def _targets(self, y: Any, n: int) -> Targets:
@@ -161,6 +168,12 @@ class ExLMEstimatorBase(BaseEstimator):
         if nj is not None and (not isinstance(nj, int | np.integer) or isinstance(nj, bool)
                                or nj == 0):
             problems.append(f"n_jobs must be None or a non-zero integer, got {nj!r}")
+        problems += [f"{name} must be True or False, got {getattr(self, name)!r}"
+                     for name in ("tree_head", "head_first")
+                     if not isinstance(getattr(self, name), bool | np.bool_)]
+        if self.train_layers is not None and not is_count(self.train_layers, 1):
+            problems.append(f"train_layers must be None or an integer >= 1, got "
+                            f"{self.train_layers!r}")
         problems += uncertainty_problems(self, self._task)
         if problems:  # every problem at once, not one per attempt
             raise ValueError("; ".join(problems))
@@ -218,11 +231,21 @@ class ExLMEstimatorBase(BaseEstimator):
             spec = FeatureSpec(kinds, names, FeatureScaler.fit(raw[train_rows]), rdkit_version())
             features = spec.scaler.transform(raw)  # [n_valid_rows, F]
 
-        data = LabelledSmiles(canonical, labels, features)
-        train, valid = data.rows(train_rows), data.rows(valid_rows) if n_valid else None
         with torch.random.fork_rng(devices=[]):  # loading draws throw-away initial weights
             backbone = load_backbone(self.pretrained, self.preset, settings.dropout)
         warn_unknown_tokens(backbone.tokenizer, canonical, rows)
+        frozen, states = None, None
+        if self.tree_head or self.head_first:  # what the encoder knows before fine-tuning
+            frozen = self._frozen_model(backbone, seed)
+            states = frozen.run(canonical, EMBED, 2 * self.batch_size)  # [n, d]
+        self.tree_head_ = None
+        if self.tree_head:
+            raw = raw_features(TREE_KINDS, canonical, None, self.n_jobs)  # [n, F]
+            self.tree_head_ = FrozenTrees.fit(frozen, states, raw, labels, train_rows,
+                                              self._task, seed)
+        data = LabelledSmiles(canonical, labels, features,
+                              states if self.head_first else None)
+        train, valid = data.rows(train_rows), data.rows(valid_rows) if n_valid else None
         members = self._fit_members(backbone, settings, train, valid, spec, seed)
 
         # what fit learned
@@ -254,7 +277,7 @@ class ExLMEstimatorBase(BaseEstimator):
         import torch
 
         from exlm_chem.model.molecule_model import build_model
-        from exlm_chem.train.finetune import finetune
+        from exlm_chem.train.finetune import finetune, freeze_lower_layers
 
         device = resolve_device(self.device)
         cuda = [device.index or 0] if device.type == "cuda" else []
@@ -270,11 +293,27 @@ class ExLMEstimatorBase(BaseEstimator):
                                     backbone.encoder_state, settings.pooler_dropout,
                                     self.pooling, int(self.max_length),
                                     0 if spec is None else spec.n_features, spec).to(device)
+                if self.train_layers is not None:
+                    freeze_lower_layers(model.encoder, int(self.train_layers))
                 result = finetune(model, member_train, settings, self._task, valid,
                                   bool(self.progress), self.max_minutes, member_seed,
-                                  int(self.augment), patience=patience)
+                                  int(self.augment), patience=patience,
+                                  head_first=bool(self.head_first))
             members.append((model, result))
         return members
+
+    def _frozen_model(self, backbone: Any, seed: int) -> Any:
+        """The encoder as it is before fine-tuning, pooling as the estimator does, no
+        head: its states train the head first (``head_first``) and feed the tree head."""
+        import torch
+
+        from exlm_chem.model.molecule_model import build_model
+
+        with torch.random.fork_rng(devices=[]):  # a random encoder (pretrained=None) is seeded
+            torch.manual_seed(seed)
+            model = build_model(backbone.config, backbone.tokenizer, 0, backbone.encoder_state,
+                                pooling=self.pooling, max_length=int(self.max_length))
+        return self._on_device(model).eval()
 
     def _fit_held_out(self, valid: Any) -> None:
         """What the held-out molecules decide beside the best epoch: the classifier's
@@ -283,11 +322,10 @@ class ExLMEstimatorBase(BaseEstimator):
         if valid is None:
             return
         if self._task == "regression":
-            values = self._aggregate(self._samples(valid.smiles, valid.features))  # [n, T]
-            self.conformity_scores_ = conformity_scores(valid.labels, values)
+            values = self._aggregate(*self._all_outputs(valid.smiles, valid.features))
+            self.conformity_scores_ = conformity_scores(valid.labels, values)  # [n, T] above
         elif self.calibrate is not None:
-            samples = self._samples(valid.smiles, valid.features)
-            proba = self._spread_scale(samples).mean(axis=(0, 1))  # [n, T]
+            proba = self._combined(*self._all_outputs(valid.smiles, valid.features))  # [n, T]
             self.calibrator_ = fit_calibrator(self.calibrate, valid.labels, proba)
 
     # ---- X ---------------------------------------------------------------------------------
@@ -343,6 +381,17 @@ class ExLMEstimatorBase(BaseEstimator):
                 out[m, v] = model.run(rows, PREDICT, 2 * self.batch_size, features)
         return out
 
+    def _all_outputs(self, smiles: list[str], features: np.ndarray | None
+                     ) -> tuple[np.ndarray, np.ndarray | None]:
+        """The networks' samples [M, V, n, T] (:meth:`_samples`) and the tree head's raw
+        outputs [n, T] (None without one) of valid canonical SMILES."""
+        samples = self._samples(smiles, features)
+        trees = getattr(self, "tree_head_", None)  # absent in pickles from before trees
+        if trees is None:
+            return samples, None
+        return samples, trees.to(resolve_device(self.device)).decision(
+            smiles, 2 * self.batch_size, self.n_jobs)
+
     def _spread_scale(self, samples: np.ndarray) -> np.ndarray:
         """Samples on the scale their spread is reported in: probabilities, values."""
         if self._task == "regression":
@@ -351,17 +400,25 @@ class ExLMEstimatorBase(BaseEstimator):
 
         return expit(samples)
 
-    def _aggregate(self, samples: np.ndarray) -> np.ndarray:
-        """One output [n, T] per molecule from ``samples`` [M, V, n, T]: the mean value
-        (regressor); the network's own logits for one member and view, else the logit of
-        the mean probability over members x views, calibrated by ``calibrator_`` when set
-        (classifier)."""
+    def _combined(self, samples: np.ndarray, trees: np.ndarray | None) -> np.ndarray:
+        """[n, T] on the output scale (probabilities, values): the mean over the
+        networks' members x views ``samples`` [M, V, n, T], averaged half and half with the
+        tree head's outputs ``trees`` [n, T] when there is one."""
+        combined = self._spread_scale(samples).mean(axis=(0, 1))  # [n, T]
+        if trees is not None:
+            combined = (combined + self._spread_scale(trees)) / 2
+        return combined
+
+    def _aggregate(self, samples: np.ndarray, trees: np.ndarray | None) -> np.ndarray:
+        """One output [n, T] per molecule (:meth:`_combined`): the value (regressor); the
+        network's own logits for one member and view and no tree head, else the logit of
+        the combined probability, calibrated by ``calibrator_`` when set (classifier)."""
         if self._task == "regression":
-            return samples.mean(axis=(0, 1))
+            return self._combined(samples, trees)
         calibrator = getattr(self, "calibrator_", None)  # absent in pre-ensemble pickles
-        if samples.shape[:2] == (1, 1) and calibrator is None:
+        if samples.shape[:2] == (1, 1) and calibrator is None and trees is None:
             return samples[0, 0]
-        proba = self._spread_scale(samples).mean(axis=(0, 1))  # [n, T]
+        proba = self._combined(samples, trees)  # [n, T]
         if calibrator is not None:
             proba = calibrator.apply(proba)
         return logit(proba)
@@ -379,7 +436,8 @@ class ExLMEstimatorBase(BaseEstimator):
             if inputs.features is not None:  # the head reads them beside the pooled state
                 states = np.concatenate([states, inputs.features], axis=1)
             return inputs.scatter(states)
-        return inputs.scatter(self._aggregate(self._samples(inputs.smiles, inputs.features)))
+        return inputs.scatter(self._aggregate(*self._all_outputs(inputs.smiles,
+                                                                 inputs.features)))
 
     def _task_columns(self, values: np.ndarray) -> np.ndarray:
         """[N, T] as the user's y was: [N] for 1-D y."""

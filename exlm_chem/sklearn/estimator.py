@@ -91,6 +91,20 @@ _PARAMETERS = """
     n_jobs : int or None, default None
         Processes computing ``features``; None or -1: every core this process may use
         (fewer than 2000 distinct molecules are computed in-process).
+    tree_head : bool, default True
+        Beside the fine-tuned network, fit gradient-boosted trees (scikit-learn's
+        histogram boosting at its defaults, one model per task) on the *pre-trained*
+        encoder's pooled state and RDKit's 2D descriptors of the training molecules;
+        outputs are the average of the two (probabilities for the classifier, values for
+        the regressor). False: the network alone.
+    head_first : bool, default True
+        LP-FT: before fine-tuning, train the head alone on the pre-trained encoder's
+        pooled states (its best step on the held-out molecules is kept), so the encoder
+        is fine-tuned under a head that already reads it rather than a random one.
+    train_layers : int or None, default 3
+        Fine-tune only the top ``train_layers`` encoder blocks (and the head); the token
+        embedding and the blocks below keep their pre-trained weights and backward passes
+        stop above them (an encoder of fewer blocks is fine-tuned whole). None: every block.
 """
 
 _ATTRIBUTES = """
@@ -127,6 +141,9 @@ _ATTRIBUTES = """
         The seed drawn from ``random_state`` (member seeds and ``tta`` views derive from it).
     feature_spec_ : FeatureSpec or None
         The ``features`` the head reads: kinds, column names and the fitted scaler.
+    tree_head_ : FrozenTrees or None
+        The tree head (``tree_head=True``): the pre-trained encoder, the scaled features
+        and the trees (:mod:`exlm_chem.model.frozen_trees`).
 """
 
 

@@ -7,7 +7,9 @@ the estimators' ``save``/``load`` and pickling call the functions here.
 
 An ensemble's member 0 is the estimator's ``model_`` (``model.safetensors``); members
 1..m-1 go beside it as ``member_<i>.safetensors`` in the same directory. The seed, the
-calibration maps and the conformity scores are plain numbers in ``metadata.json``.
+calibration maps and the conformity scores are plain numbers in ``metadata.json``. The
+tree head (:mod:`exlm_chem.model.frozen_trees`) adds its pre-trained encoder
+(``tree_encoder.safetensors``) and its trees as arrays (``tree_head.safetensors``).
 """
 
 from __future__ import annotations
@@ -18,13 +20,17 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import safetensors
+import safetensors.numpy
 from sklearn.utils.validation import check_is_fitted
 
 from exlm_chem.data.descriptors import FeatureSpec
 from exlm_chem.device import resolve_device
 from exlm_chem.errors import CheckpointError
 from exlm_chem.model.checkpoint_format import ESTIMATOR_FORMAT, METADATA_FILE, read_metadata
+from exlm_chem.model.frozen_trees import FrozenTrees
 from exlm_chem.model.saved_model import load_model, model_from_bytes, model_to_bytes, save_model
+from exlm_chem.model.tree_head import TreeHead
 from exlm_chem.uncertainty.calibration import Calibrator
 
 __all__ = ["load_estimator", "pickled_state", "read_finetuned_metadata", "save_estimator",
@@ -128,7 +134,32 @@ def save_estimator(est: Any, path: str | os.PathLike[str]) -> Path:
     meta = {"estimator": type(est).__name__, "params": params, "fitted": fitted}
     members = {member_file(i): model_to_bytes(model) for i, model in
                enumerate(est.models_[1:], 1)}
+    trees = getattr(est, "tree_head_", None)
+    fitted["tree_head"] = None if trees is None else tree_head_metadata(trees)
+    if trees is not None:
+        members.update(tree_head_files(trees))
     return save_model(path, est.model_, meta, members)
+
+
+_TREE_ENCODER, _TREE_ARRAYS = "tree_encoder.safetensors", "tree_head.safetensors"
+
+
+def tree_head_metadata(trees: FrozenTrees) -> dict[str, Any]:
+    return {"net": trees.model.settings(), "features": trees.features.to_dict(),
+            "task": trees.trees.task}
+
+
+def tree_head_files(trees: FrozenTrees) -> dict[str, bytes]:
+    return {_TREE_ENCODER: model_to_bytes(trees.model),
+            _TREE_ARRAYS: safetensors.numpy.save(trees.trees.arrays())}
+
+
+def tree_head_from(meta: dict[str, Any], files: dict[str, bytes], config: Any,
+                   tokenizer: Any) -> FrozenTrees:
+    """Inverse of :func:`tree_head_metadata` and :func:`tree_head_files`."""
+    model = model_from_bytes(files[_TREE_ENCODER], config, tokenizer, 0, None, **meta["net"])
+    trees = TreeHead.from_arrays(meta["task"], safetensors.numpy.load(files[_TREE_ARRAYS]))
+    return FrozenTrees(model, FeatureSpec.from_dict(meta["features"]), trees)
 
 
 def load_estimator(cls: type, path: str | os.PathLike[str]) -> Any:
@@ -163,6 +194,20 @@ def load_estimator(cls: type, path: str | os.PathLike[str]) -> Any:
     device = resolve_device(est.device)
     est.models_ = [m.to(device) for m in members]
     est.model_ = est.models_[0]
+    est.tree_head_ = None
+    if fitted.get("tree_head") is not None:  # absent in saves from before the tree head
+        files = {}
+        for name in (_TREE_ENCODER, _TREE_ARRAYS):
+            where = Path(path) / name
+            if not where.is_file():
+                raise CheckpointError(f"{where} is missing: the model has a tree head")
+            files[name] = where.read_bytes()
+        try:
+            est.tree_head_ = tree_head_from(fitted["tree_head"], files, model.config,
+                                            model.tokenizer).to(device)
+        except (KeyError, TypeError, ValueError, safetensors.SafetensorError) as err:
+            raise CheckpointError(f"{Path(path)}: the tree head is unusable "
+                                  f"({type(err).__name__}: {err})") from err
     return est
 
 
@@ -192,6 +237,9 @@ def pickled_state(state: dict[str, Any]) -> dict[str, Any]:
     settings, not pickled torch modules."""
     model = state.pop("model_", None)
     members = state.pop("models_", [])
+    trees = state.pop("tree_head_", None)
+    if trees is not None:
+        state["_tree_head"] = (tree_head_metadata(trees), tree_head_files(trees))
     if model is not None:
         state["_model_safetensors"] = model_to_bytes(model)
         state["_members_safetensors"] = [model_to_bytes(m) for m in members[1:]]
@@ -202,6 +250,9 @@ def pickled_state(state: dict[str, Any]) -> dict[str, Any]:
 def unpickled_state(state: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
     """Inverse of :func:`pickled_state`: the other attributes, and the models (CPU)."""
     state = dict(state)
+    trees = state.pop("_tree_head", None)
+    if trees is not None:
+        state["tree_head_"] = tree_head_from(*trees, state["config_"], state["tokenizer_"])
     data, settings = state.pop("_model_safetensors", None), state.pop("_net_kwargs", None)
     others = state.pop("_members_safetensors", [])
     if data is None:

@@ -55,11 +55,14 @@ class LabelledSmiles(NamedTuple):
     labels: np.ndarray  # [N, T] float; NaN where missing
     # [N, F] scaled per-molecule features for a net whose head reads them (else None)
     features: np.ndarray | None = None
+    # [N, d] pooled states under the initial encoder, for fitting the head first (else None)
+    states: np.ndarray | None = None
 
     def rows(self, idx: np.ndarray) -> LabelledSmiles:
-        """The molecules ``idx`` (an index array), their labels and features."""
-        features = None if self.features is None else self.features[idx]
-        return LabelledSmiles([self.smiles[i] for i in idx], self.labels[idx], features)
+        """The molecules ``idx`` (an index array), their labels, features and states."""
+        return LabelledSmiles([self.smiles[i] for i in idx], self.labels[idx],
+                              *(None if a is None else a[idx]
+                                for a in (self.features, self.states)))
 
 
 class FinetuneResult(NamedTuple):
@@ -154,15 +157,21 @@ def _evaluate(net: MoleculeModel, valid: LabelledSmiles, rows: list[np.ndarray],
     """(validation loss on the training scale, selection score) of the current weights;
     ``rows``: the validation molecules' token ids."""
     outputs = torch.from_numpy(net.run(rows, PREDICT, batch_size, valid.features))  # [N, T]
-    labels = torch.as_tensor(np.asarray(valid.labels, dtype=np.float64))  # [N, T]
+    return _scored(outputs, valid.labels, task, metric, mean, scale)
+
+
+def _scored(outputs: torch.Tensor, valid_labels: np.ndarray, task: str, metric: str,
+            mean: torch.Tensor, scale: torch.Tensor) -> tuple[float, float]:
+    """(loss on the training scale, selection score) of outputs [N, T] on the CPU."""
+    labels = torch.as_tensor(np.asarray(valid_labels, dtype=np.float64))  # [N, T]
     targets = (labels - mean.double()) / scale.double()  # float64: large targets stay exact
     loss = masked_loss(outputs, targets.float(), task)
     loss_value = float(loss) if loss is not None else float("nan")
     if metric == "valid_loss" or not torch.isfinite(outputs).all():
         return loss_value, loss_value if metric == "valid_loss" else float("nan")
     if metric == "roc_auc":
-        return loss_value, mean_roc_auc(valid.labels, outputs.numpy()).mean
-    return loss_value, mean_rmse(valid.labels, (outputs * scale + mean).numpy()).mean
+        return loss_value, mean_roc_auc(valid_labels, outputs.numpy()).mean
+    return loss_value, mean_rmse(valid_labels, (outputs * scale + mean).numpy()).mean
 
 
 def is_better(score: float, best: float, metric: str) -> bool:
@@ -183,6 +192,7 @@ def finetune(
     augment: int = 0,
     length_buckets: bool = True,
     patience: int | None = None,
+    head_first: bool = False,
 ) -> FinetuneResult:
     """Fine-tune ``net`` in place and restore its best epoch's weights.
 
@@ -213,6 +223,12 @@ def finetune(
     patience : int, optional
         Stop once this many epochs in a row have not improved the validation score (needs
         ``valid``; the best epoch's weights are kept either way).
+    head_first : bool
+        LP-FT (Kumar et al. 2022): before the first epoch, train the head alone on
+        ``train.states`` (the pooled states under the initial encoder), keeping its best
+        step on ``valid.states`` (:func:`fit_head`), so that fine-tuning starts from a head
+        that already reads the pre-trained features instead of moving the encoder towards
+        a random one.
     """
     if task not in TASKS:
         raise ValueError(f"task must be one of {TASKS}, got {task!r}")
@@ -228,12 +244,14 @@ def finetune(
         mean, scale = target_scaling(labels)
     targets = torch.as_tensor((labels - mean) / scale, dtype=torch.float32).to(device)
     mean, scale = (torch.as_tensor(v, dtype=torch.float32) for v in (mean, scale))
+    metric = selection_metric(task, None if valid is None else valid.labels)
+    if head_first:
+        fit_head(net, train, targets, task, valid, metric, mean, scale, seed)
 
     views = EpochViews(train.smiles, augment, seed) if augment else None
     n, bs = len(views) if views else len(train.smiles), settings.batch_size
     total_steps = settings.epochs * math.ceil(n / bs)
     optimizer, scheduler = make_optimizer(net, settings, total_steps, ADAM_BETAS)
-    metric = selection_metric(task, None if valid is None else valid.labels)
     # tokenised (and the training set expanded) once, before the first epoch
     train_inputs = (net.encode(train.smiles, train.features).to(device) if views is None
                     else None)
@@ -270,6 +288,72 @@ def finetune(
         _fold_scaling(net.head.out, mean.to(device), scale.to(device))
     return FinetuneResult(run.best_epoch, run.best_score, metric, run.history, run.n_steps,
                           run.stopped_early)
+
+
+def freeze_lower_layers(encoder: nn.Module, n_top: int) -> None:
+    """Leave only the top ``n_top`` blocks of ``encoder`` (and its final LayerNorm)
+    trainable: the token embedding and the blocks below stop taking gradients, so a
+    backward pass ends at the lowest trainable block. ``n_top`` >= the encoder's depth
+    leaves everything trainable."""
+    if n_top < 1:
+        raise ValueError(f"train_layers must be >= 1, got {n_top}")
+    n_layers = len(encoder.blocks)
+    if n_top >= n_layers:
+        return
+    encoder.embed_tokens.requires_grad_(False)
+    for block in encoder.blocks[: n_layers - n_top]:
+        block.requires_grad_(False)
+
+
+HEAD_STEPS = 300  # full-batch steps of fit_head; the best on the validation states is kept
+HEAD_LR = 1e-3
+HEAD_WEIGHT_DECAY = 0.01
+_HEAD_CHECK_EVERY = 10
+
+
+def fit_head(net: MoleculeModel, train: LabelledSmiles, targets: torch.Tensor, task: str,
+             valid: LabelledSmiles | None, metric: str, mean: torch.Tensor,
+             scale: torch.Tensor, seed: int) -> None:
+    """Train ``net.head`` alone on the frozen states ``train.states`` [N, d] (full batch,
+    AdamW, :data:`HEAD_STEPS` steps) against ``targets`` [N, T] (on the training scale);
+    with ``valid`` states and a validation ``metric``, every tenth step is scored on them
+    and the best is kept."""
+    if train.states is None or (valid is not None and valid.states is None):
+        raise ValueError("head_first needs the pooled states of the training (and "
+                         "validation) molecules")
+    head, device = net.head, net.device
+
+    def tensors(part: LabelledSmiles) -> tuple[torch.Tensor, torch.Tensor | None]:
+        features = (None if part.features is None else
+                    torch.as_tensor(part.features, dtype=torch.float32).to(device))
+        return torch.as_tensor(part.states, dtype=torch.float32).to(device), features
+
+    x, features = tensors(train)  # [N, d], [N, F]
+    scored = valid is not None and metric != "last_epoch"
+    valid_x = tensors(valid) if scored else None
+    optimizer = torch.optim.AdamW(head.parameters(), lr=HEAD_LR, weight_decay=HEAD_WEIGHT_DECAY)
+    best, best_state = float("nan"), None
+    was_training = head.training
+    with torch.random.fork_rng(devices=[device.index or 0] if device.type == "cuda" else []):
+        torch.manual_seed(seed)  # dropout draws
+        for step in range(1, HEAD_STEPS + 1):
+            head.train()
+            loss = masked_mean_loss(head(x, features), targets, task)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            if scored and step % _HEAD_CHECK_EVERY == 0:
+                head.eval()
+                with torch.no_grad():
+                    outputs = head(*valid_x).float().cpu()  # [N_valid, T]
+                score = _scored(outputs, valid.labels, task, metric, mean, scale)[1]
+                if is_better(score, best, metric):
+                    best = score
+                    best_state = {k: v.detach().clone() for k, v in head.state_dict().items()}
+    if best_state is not None:
+        head.load_state_dict(best_state)
+    head.train(was_training)
+    logger.info("head fitted on frozen states: best validation %s %.4f", metric, best)
 
 
 def target_scaling(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from exlm_chem import __version__
 from exlm_chem.benchmark import features as bench_features
 from exlm_chem.benchmark.methods import METHODS, build_methods
 from exlm_chem.benchmark.records import Budget
@@ -139,7 +140,7 @@ def test_encoder_with_rdkit2d_beside_its_state(bbbp, tiny_checkpoint, mode):
 @pytest.mark.parametrize("name", ["exlm_defaults", "exlm_defaults_rdkit2d"])
 def test_estimator_defaults_rows(bbbp, tiny_checkpoint, name):
     spec = _spec(name, tiny_checkpoint)
-    assert "(estimator defaults)" in spec.label and spec.uses_budget
+    assert f"(estimator {__version__} defaults)" in spec.label and spec.uses_budget
     out = spec.run(bbbp, 0, Budget(max_epochs=1), False)
     assert out.test_scores.shape == (12, 1)
     assert ((out.test_scores > 0) & (out.test_scores < 1)).all()

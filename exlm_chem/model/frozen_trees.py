@@ -1,0 +1,58 @@
+"""The estimators' tree head: boosted trees on what the pre-trained encoder already knows.
+
+The trees read the *pre-trained* encoder's pooled state (not the fine-tuned one: that
+encoder has seen the training labels, so on training rows its states separate the classes
+better than on new molecules and the trees would trust them too much) and RDKit's 2D
+descriptors side by side, one boosted model per task
+(:class:`~exlm_chem.model.tree_head.TreeHead`). The estimators average its outputs with
+their fine-tuned networks'.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from exlm_chem.data.descriptors import FeatureScaler, FeatureSpec, feature_names, rdkit_version
+from exlm_chem.model.molecule_model import EMBED, MoleculeModel
+from exlm_chem.model.tree_head import TreeHead
+
+__all__ = ["TREE_KINDS", "FrozenTrees"]
+
+# read beside the pooled state; Morgan counts as well made the trees about five times
+# slower and no better (benchmarks/results/tree_head_cpu)
+TREE_KINDS = ("rdkit2d",)
+
+
+class FrozenTrees(NamedTuple):
+    """Pre-trained encoder (no head) + scaled molecule features -> boosted trees."""
+
+    model: MoleculeModel  # the pre-trained encoder and the estimator's pooling, no head
+    features: FeatureSpec  # TREE_KINDS, scaled on the training rows
+    trees: TreeHead
+
+    @classmethod
+    def fit(cls, model: MoleculeModel, states: np.ndarray, raw: np.ndarray,
+            labels: np.ndarray, train_rows: np.ndarray, task: str, seed: int) -> FrozenTrees:
+        """Trees fitted on the rows ``train_rows`` of n molecules.
+
+        ``states`` [n, d] are ``model``'s pooled states of the molecules, ``raw`` [n, F]
+        their unscaled :data:`TREE_KINDS` features, ``labels`` [n, T] (NaN: missing). The
+        scaler sees the training rows only.
+        """
+        spec = FeatureSpec(TREE_KINDS, {k: feature_names(k) for k in TREE_KINDS},
+                           FeatureScaler.fit(raw[train_rows]), rdkit_version())
+        x = np.concatenate([states, spec.scaler.transform(raw)], axis=1)  # [n, d + F]
+        return cls(model, spec, TreeHead.fit(x[train_rows], labels[train_rows], task, seed))
+
+    def decision(self, smiles: Sequence[str], batch_size: int,
+                 n_jobs: int | None = None) -> np.ndarray:
+        """Raw outputs [n, T] float64 (logits or values) of valid canonical SMILES."""
+        states = self.model.run(list(smiles), EMBED, batch_size)  # [n, d]
+        x = np.concatenate([states, self.features.values(smiles, None, n_jobs)], axis=1)
+        return self.trees.decision(x)
+
+    def to(self, device: Any) -> FrozenTrees:
+        return self._replace(model=self.model.to(device))

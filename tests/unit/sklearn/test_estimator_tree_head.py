@@ -1,0 +1,156 @@
+"""The estimators' tree head and head-first fine-tuning (LP-FT).
+
+The tree head reads the pre-trained encoder (not the fine-tuned one), is half of every
+output, and travels through save/load and pickling without being unpickled; ``head_first``
+fits the head on the frozen states before the encoder moves.
+"""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+import torch
+from scipy.special import expit, logit
+
+from exlm_chem.errors import CheckpointError
+from exlm_chem.model.molecule_model import EMBED, PREDICT
+from exlm_chem.sklearn.estimator import ExLMMoleculeClassifier, ExLMMoleculeRegressor
+
+
+@pytest.fixture(scope="module")
+def data(moleculenet_dir):
+    from exlm_chem.data.moleculenet import load_moleculenet
+
+    ds = load_moleculenet("bbbp", moleculenet_dir)
+    label = ds.labels[:, 0]
+    rows = np.sort(np.concatenate([np.flatnonzero(label == 0)[:40],
+                                   np.flatnonzero(label == 1)[:40]]))
+    return [ds.smiles[i] for i in rows], label[rows].astype(int)
+
+
+@pytest.fixture(scope="module")
+def params(tiny_checkpoint):
+    return dict(pretrained=str(tiny_checkpoint), epochs=2, batch_size=16, lr=1e-3,
+                validation_fraction=0.25, random_state=0)
+
+
+@pytest.fixture(scope="module")
+def fitted(params, data):
+    X, y = data
+    return ExLMMoleculeClassifier(**params).fit(X, y)
+
+
+def _net_and_trees(est, X):
+    inputs = est._prepared(X, "raise")
+    net = est.model_.run(inputs.smiles, PREDICT, 32, inputs.features)  # [n, T] logits
+    return net, est.tree_head_.decision(inputs.smiles, 32)
+
+
+def test_the_tree_head_is_half_of_each_probability(fitted, data):
+    X, _ = data
+    net, trees = _net_and_trees(fitted, X[:20])
+    expected = (expit(net) + expit(trees)) / 2
+    np.testing.assert_allclose(fitted.predict_proba(X[:20])[:, 1], expected[:, 0], atol=1e-6)
+    np.testing.assert_allclose(fitted.decision_function(X[:20]), logit(expected[:, 0]),
+                               atol=1e-5)
+    # the trees learned something of their own: not a constant column
+    assert np.ptp(trees) > 0.1
+
+
+def test_the_tree_head_reads_the_pretrained_encoder_not_the_finetuned_one(fitted, data,
+                                                                          tiny_checkpoint):
+    from exlm_chem.model.molecule_model import MoleculeModel
+
+    X, _ = data
+    pretrained = MoleculeModel.from_checkpoint(tiny_checkpoint, device="cpu")
+    frozen = fitted.tree_head_.model
+    np.testing.assert_allclose(frozen.run(X[:10], EMBED), pretrained.run(X[:10], EMBED),
+                               atol=1e-6)
+    assert not np.allclose(fitted.model_.run(X[:10], EMBED), pretrained.run(X[:10], EMBED),
+                           atol=1e-4)  # fine-tuning moved the network's own encoder
+
+
+def test_without_tree_head_the_network_alone_answers(params, data):
+    X, y = data
+    est = ExLMMoleculeClassifier(**params, tree_head=False).fit(X, y)
+    assert est.tree_head_ is None
+    inputs = est._prepared(X[:10], "raise")
+    np.testing.assert_allclose(est.decision_function(X[:10]),
+                               est.model_.run(inputs.smiles, PREDICT, 32)[:, 0], atol=1e-6)
+
+
+def test_the_tree_head_is_saved_as_arrays_and_pickled(fitted, data, tmp_path):
+    X, _ = data
+    rows = [*X[:15], "not a smiles"]
+    expected = fitted.predict_proba(rows)
+    fitted.save(tmp_path / "m")
+    assert (tmp_path / "m" / "tree_head.safetensors").is_file()
+    loaded = ExLMMoleculeClassifier.load(tmp_path / "m")
+    np.testing.assert_allclose(loaded.predict_proba(rows), expected,
+                               atol=1e-6)
+    np.testing.assert_allclose(pickle.loads(pickle.dumps(fitted)).predict_proba(rows),
+                               expected, atol=1e-6)
+    (tmp_path / "m" / "tree_head.safetensors").unlink()
+    with pytest.raises(CheckpointError, match=r"tree_head\.safetensors is missing"):
+        ExLMMoleculeClassifier.load(tmp_path / "m")
+
+
+def test_a_corrupt_tree_head_file_is_a_checkpoint_error(fitted, tmp_path):
+    fitted.save(tmp_path / "m")
+    (tmp_path / "m" / "tree_head.safetensors").write_bytes(b"\x08" + b"\x00" * 7 + b"{}")
+    with pytest.raises(CheckpointError, match="tree head"):
+        ExLMMoleculeClassifier.load(tmp_path / "m")
+
+
+def test_the_regressor_averages_values_and_its_intervals_see_the_average(params, data):
+    X, y = data
+    values = np.log1p(np.arange(len(X), dtype=float)) + y
+    est = ExLMMoleculeRegressor(**params).fit(X, values)
+    net, trees = _net_and_trees(est, X[:12])
+    np.testing.assert_allclose(est.predict(X[:12]), (net[:, 0] + trees[:, 0]) / 2, atol=1e-5)
+    interval = est.predict_interval(X[:12], alpha=0.5)
+    np.testing.assert_allclose((interval.lower + interval.upper) / 2, est.predict(X[:12]),
+                               atol=1e-5)
+
+
+@pytest.mark.parametrize("bad", ["yes", 1, None])
+def test_the_switches_are_booleans(params, data, bad):
+    X, y = data
+    for name in ("tree_head", "head_first"):
+        with pytest.raises(ValueError, match=f"{name} must be True or False"):
+            ExLMMoleculeClassifier(**params, **{name: bad}).fit(X, y)
+
+
+def test_head_first_trains_the_head_on_frozen_states_before_the_encoder_moves(
+        tiny_checkpoint, data):
+    from exlm_chem.model.molecule_model import MoleculeModel, build_model
+    from exlm_chem.model.pretrained import load_backbone
+    from exlm_chem.train.finetune import LabelledSmiles, fit_head, masked_mean_loss
+
+    X, y = data
+    backbone = load_backbone(str(tiny_checkpoint), "small", 0.1)
+    torch.manual_seed(0)
+    net = build_model(backbone.config, backbone.tokenizer, 1, backbone.encoder_state)
+    states = MoleculeModel.from_checkpoint(tiny_checkpoint, device="cpu").run(X, EMBED)
+    labels = y[:, None].astype(np.float64)
+    targets = torch.as_tensor(labels, dtype=torch.float32)
+    encoder_before = {k: v.clone() for k, v in net.encoder.state_dict().items()}
+
+    def loss() -> float:
+        net.head.eval()
+        with torch.no_grad():
+            return float(masked_mean_loss(net.head(torch.as_tensor(states)), targets,
+                                          "classification"))
+
+    before = loss()
+    train = LabelledSmiles(X, labels, None, states)
+    fit_head(net, train, targets, "classification", None, "last_epoch",
+             torch.zeros(1), torch.ones(1), seed=0)
+    assert loss() < before - 0.02
+    for key, value in net.encoder.state_dict().items():
+        torch.testing.assert_close(value, encoder_before[key])
+    with pytest.raises(ValueError, match="head_first needs the pooled states"):
+        fit_head(net, train._replace(states=None), targets, "classification", None,
+                 "last_epoch", torch.zeros(1), torch.ones(1), seed=0)
