@@ -12,6 +12,7 @@ task's sub-tasks, as the runner scores a cell):
   counts + RDKit 2D (the runner's ``gbt`` row);
 - ``gbt(emb)``: the same boosting on the states alone;
 - ``gbt(emb+fp+desc)``: on all three blocks side by side;
+- ``gbt(emb+desc)``: on the states and the descriptors (the estimators' tree head);
 - ``avg(lr(emb), gbt(fp+desc))``: the two heads' probabilities averaged.
 
 The scaffold split is deterministic and so are these heads below 10,000 training rows
@@ -38,7 +39,8 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-HEADS = ("lr(emb)", "gbt(fp+desc)", "gbt(emb)", "gbt(emb+fp+desc)", "avg(lr(emb), gbt(fp+desc))")
+HEADS = ("lr(emb)", "gbt(fp+desc)", "gbt(emb)", "gbt(emb+fp+desc)", "gbt(emb+desc)",
+         "avg(lr(emb), gbt(fp+desc))")
 
 
 def _per_task(x: np.ndarray, data, make: Callable[[int], object]) -> np.ndarray:
@@ -74,7 +76,8 @@ def _features(data, model: str, cache: Path) -> dict[str, np.ndarray]:
             raise ValueError(f"{data.name}: {int((~valid).sum())} molecules were not embedded")
         np.save(path, emb)
     tabular = scaled_task_features(data, ["morgan", "rdkit2d"], cache)
-    return {"emb": emb, "tab": tabular}
+    descriptors = scaled_task_features(data, ["rdkit2d"], cache)
+    return {"emb": emb, "tab": tabular, "desc": descriptors}
 
 
 def _heads(features: dict[str, np.ndarray], data) -> dict[str, Callable[[], np.ndarray]]:
@@ -88,6 +91,8 @@ def _heads(features: dict[str, np.ndarray], data) -> dict[str, Callable[[], np.n
         "gbt(fp+desc)": gbt_tab,
         "gbt(emb)": lambda: _per_task(emb, data, _gbt),
         "gbt(emb+fp+desc)": lambda: _per_task(np.concatenate([emb, tab], axis=1), data, _gbt),
+        "gbt(emb+desc)": lambda: _per_task(np.concatenate([emb, features["desc"]], axis=1),
+                                           data, _gbt),
         "avg(lr(emb), gbt(fp+desc))": lambda: (lr() + gbt_tab()) / 2,
     }
 
