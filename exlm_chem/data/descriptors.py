@@ -322,11 +322,13 @@ def feature_kinds(features: Any) -> tuple[str, ...]:
 
 
 def raw_features(kinds: Sequence[str], smiles: Sequence[str], columns: np.ndarray | None,
-                 n_jobs: int | None = None) -> np.ndarray:
+                 n_jobs: int | None = None,
+                 cache: dict[tuple[str, str], np.ndarray] | None = None) -> np.ndarray:
     """Unscaled features [n, F] float32 of valid canonical SMILES, ``kinds`` side by side;
-    ``columns`` [n, F_user]: the caller's own (:data:`USER_KIND`), None without them."""
+    ``columns`` [n, F_user]: the caller's own (:data:`USER_KIND`), None without them;
+    ``cache``: as in :func:`molecule_features`."""
     computed = [k for k in kinds if k != USER_KIND]
-    values = molecule_features(computed, smiles, n_jobs)
+    values = molecule_features(computed, smiles, n_jobs, cache)
     blocks, start = [], 0
     for kind in kinds:
         if kind == USER_KIND:

@@ -44,15 +44,24 @@ class FrozenTrees(NamedTuple):
         """
         spec = FeatureSpec(TREE_KINDS, {k: feature_names(k) for k in TREE_KINDS},
                            FeatureScaler.fit(raw[train_rows]), rdkit_version())
-        x = np.concatenate([states, spec.scaler.transform(raw)], axis=1)  # [n, d + F]
-        return cls(model, spec, TreeHead.fit(x[train_rows], labels[train_rows], task, seed))
+        x = _side_by_side(states[train_rows], spec.scaler.transform(raw[train_rows]))
+        return cls(model, spec, TreeHead.fit(x, labels[train_rows], task, seed))
 
     def decision(self, smiles: Sequence[str], batch_size: int,
                  n_jobs: int | None = None) -> np.ndarray:
         """Raw outputs [n, T] float64 (logits or values) of valid canonical SMILES."""
         states = self.model.run(list(smiles), EMBED, batch_size)  # [n, d]
-        x = np.concatenate([states, self.features.values(smiles, None, n_jobs)], axis=1)
-        return self.trees.decision(x)
+        return self.trees.decision(_side_by_side(states,
+                                                 self.features.values(smiles, None, n_jobs)))
+
+    def decision_of(self, states: np.ndarray, raw: np.ndarray) -> np.ndarray:
+        """The same from molecules' states [n, d] and unscaled features [n, F] computed
+        already (fit's held-out rows)."""
+        return self.trees.decision(_side_by_side(states, self.features.scaler.transform(raw)))
 
     def to(self, device: Any) -> FrozenTrees:
         return self._replace(model=self.model.to(device))
+
+
+def _side_by_side(states: np.ndarray, scaled: np.ndarray) -> np.ndarray:
+    return np.concatenate([states, scaled], axis=1)  # [n, d + F]: what the trees read

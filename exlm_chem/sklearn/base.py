@@ -222,9 +222,10 @@ class ExLMEstimatorBase(BaseEstimator):
                              f"{len(canonical)} molecules leaves none")
 
         spec, features = None, None
+        computed: dict = {}  # (kind, SMILES) -> row: the network and the trees share them
         if kinds:  # scaled on the training rows only: the held-out rows stay unseen
             raw = raw_features(kinds, canonical, None if columns is None else columns[rows],
-                               self.n_jobs)  # each distinct molecule computed once
+                               self.n_jobs, computed)  # each distinct molecule computed once
             if columns is not None and column_names is None:
                 column_names = default_column_names(columns.shape[1])
             names = {k: column_names if k == USER_KIND else feature_names(k) for k in kinds}
@@ -238,11 +239,12 @@ class ExLMEstimatorBase(BaseEstimator):
         if self.tree_head or self.head_first:  # what the encoder knows before fine-tuning
             frozen = self._frozen_model(backbone, seed)
             states = frozen.run(canonical, EMBED, 2 * self.batch_size)  # [n, d]
-        self.tree_head_ = None
+        self.tree_head_, held_out_trees = None, None
         if self.tree_head:
-            raw = raw_features(TREE_KINDS, canonical, None, self.n_jobs)  # [n, F]
+            raw = raw_features(TREE_KINDS, canonical, None, self.n_jobs, computed)  # [n, F]
             self.tree_head_ = FrozenTrees.fit(frozen, states, raw, labels, train_rows,
                                               self._task, seed)
+            held_out_trees = self.tree_head_.decision_of(states[valid_rows], raw[valid_rows])
         data = LabelledSmiles(canonical, labels, features,
                               states if self.head_first else None)
         train, valid = data.rows(train_rows), data.rows(valid_rows) if n_valid else None
@@ -267,7 +269,7 @@ class ExLMEstimatorBase(BaseEstimator):
         self.stopped_early_ = first.stopped_early
         self.seed_ = seed
         self.feature_spec_ = spec
-        self._fit_held_out(valid)
+        self._fit_held_out(valid, held_out_trees)
         return self
 
     def _fit_members(self, backbone: Any, settings: FinetuneSettings, train: Any,
@@ -315,18 +317,19 @@ class ExLMEstimatorBase(BaseEstimator):
                                 pooling=self.pooling, max_length=int(self.max_length))
         return self._on_device(model).eval()
 
-    def _fit_held_out(self, valid: Any) -> None:
+    def _fit_held_out(self, valid: Any, trees: np.ndarray | None) -> None:
         """What the held-out molecules decide beside the best epoch: the classifier's
-        calibration map (``calibrate``), the regressor's conformity scores."""
+        calibration map (``calibrate``), the regressor's conformity scores; ``trees``
+        [n, T]: the tree head's outputs of those molecules (None without one)."""
         self.calibrator_, self.conformity_scores_ = None, None
         if valid is None:
             return
         if self._task == "regression":
-            values = self._aggregate(*self._all_outputs(valid.smiles, valid.features))
+            values = self._aggregate(self._samples(valid.smiles, valid.features), trees)
             self.conformity_scores_ = conformity_scores(valid.labels, values)  # [n, T] above
         elif self.calibrate is not None:
-            proba = self._combined(*self._all_outputs(valid.smiles, valid.features))  # [n, T]
-            self.calibrator_ = fit_calibrator(self.calibrate, valid.labels, proba)
+            proba = self._combined(self._samples(valid.smiles, valid.features), trees)
+            self.calibrator_ = fit_calibrator(self.calibrate, valid.labels, proba)  # [n, T]
 
     # ---- X ---------------------------------------------------------------------------------
     @staticmethod

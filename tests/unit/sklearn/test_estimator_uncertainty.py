@@ -80,7 +80,8 @@ def test_outputs_are_the_calibrated_mean_over_members_and_views(ensemble, data):
     assert len(views) == 3 and views[0] == canonical != X  # canonical first, then randomized
     raw = np.stack([[expit(predict_batched(net, v, 32).astype(np.float64)) for v in views]
                     for net in ensemble.models_])  # [3 members, 3 views, 64, 1]
-    expected = ensemble.calibrator_.apply(raw.mean(axis=(0, 1)))[:, 0]
+    trees = expit(ensemble.tree_head_.decision(canonical, 32))  # [64, 1], half the output
+    expected = ensemble.calibrator_.apply((raw.mean(axis=(0, 1)) + trees) / 2)[:, 0]
     proba = ensemble.predict_proba(X)
     np.testing.assert_allclose(proba[:, 1], np.clip(expected, 1e-7, 1 - 1e-7), atol=1e-12)
     np.testing.assert_allclose(proba[:, 1], expit(ensemble.decision_function(X)), atol=1e-12)
@@ -144,7 +145,7 @@ def test_ensemble_save_load_and_pickle(tmp_path, monkeypatch, ensemble, data):
     path = ensemble.save(tmp_path / "ens")
     assert sorted(p.name for p in path.iterdir()) == [
         "config.json", "member_1.safetensors", "member_2.safetensors", "metadata.json",
-        "model.safetensors", "vocab.txt"]
+        "model.safetensors", "tree_encoder.safetensors", "tree_head.safetensors", "vocab.txt"]
     monkeypatch.setattr(pickle, "loads", lambda *a, **k: pytest.fail("load unpickled"))
     loaded = ExLMMoleculeClassifier.load(path)
     monkeypatch.undo()
