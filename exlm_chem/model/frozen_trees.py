@@ -21,8 +21,8 @@ from exlm_chem.model.tree_head import TreeHead
 
 __all__ = ["TREE_KINDS", "FrozenTrees"]
 
-# read beside the pooled state; Morgan counts as well made the trees about five times
-# slower and no better (benchmarks/results/tree_head_cpu)
+# read beside the pooled state; Morgan counts too would make every tree histogram about
+# five times wider for a fraction of a point (benchmarks/results/tree_head_cpu)
 TREE_KINDS = ("rdkit2d",)
 
 
