@@ -57,12 +57,6 @@ def data(moleculenet_dir):
 
 
 @pytest.fixture(scope="module")
-def params(tiny_checkpoint):
-    return dict(pretrained=str(tiny_checkpoint), epochs=2, batch_size=16, lr=1e-3,
-                validation_fraction=0.25, random_state=0)
-
-
-@pytest.fixture(scope="module")
 def fitted(params, data):
     X, y, _ = data
     return ExLMMoleculeClassifier(**params).fit(X, y)

@@ -34,12 +34,6 @@ def data(moleculenet_dir):
 
 
 @pytest.fixture(scope="module")
-def params(tiny_checkpoint):
-    return dict(pretrained=str(tiny_checkpoint), epochs=2, batch_size=16, lr=1e-3,
-                validation_fraction=0.25, random_state=0)
-
-
-@pytest.fixture(scope="module")
 def ensemble(params, data):
     X, y = data
     return ExLMMoleculeClassifier(**params, n_models=3, tta=2, calibrate="isotonic").fit(X, y)
