@@ -107,8 +107,10 @@ class CellRecord(NamedTuple):
                         self.budget, self.protocol)
 
     def identity(self) -> tuple:
-        """The cell's name without its protocol: a rerun under a new protocol replaces it."""
-        return self.key()[:-1]
+        """The cell's name without its protocol, and its row: a rerun under a new protocol
+        replaces it, a row of another label (the estimator's defaults of another package
+        version) stands beside it."""
+        return (*self.key()[:-1], self.label)
 
 
 def cell_protocol(data_sha256: str, inputs: dict[str, Any] | None = None,

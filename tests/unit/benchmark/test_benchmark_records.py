@@ -133,3 +133,16 @@ def test_latest_keeps_only_the_newest_weights_of_a_checkpoint_name(tmp_path):
     kept = [(r.model, r.task) for r in results.latest()]
     assert kept == [("mlm-small@cccccccccccc", "bace"), (None, "bace"),
                     ("exlm-small@bbbbbbbbbbbb", "bace")]
+
+
+def test_rows_of_another_label_stand_beside_each_other(tmp_path):
+    results = ResultsFile(tmp_path / "results.jsonl")
+    cell = dict(method="exlm_defaults", mode="estimator", model="exlm-small@aaaaaaaaaaaa",
+                task="bace")
+    results.append(record(label="ExLM exlm-small (estimator defaults)", **cell))
+    results.append(record(label="ExLM exlm-small (estimator 0.2.0 defaults)", **cell))
+    results.append(record(label="ExLM exlm-small (estimator 0.2.0 defaults)", roc=0.8, **cell))
+    kept = [(r.label, r.roc_auc) for r in results.latest()]
+    assert kept == [("ExLM exlm-small (estimator defaults)", 0.75),
+                    ("ExLM exlm-small (estimator 0.2.0 defaults)", 0.8)]
+
