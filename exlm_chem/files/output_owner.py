@@ -13,6 +13,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,10 @@ from exlm_chem.files.debris import temp_prefix
 MODEL_FILES = frozenset({
     "config.json", "model.safetensors", "vocab.txt", "metadata.json",
     "training_state.json", "training_state.safetensors", "tokenizer.json", "MODEL_CARD.md",
+    "tree_encoder.safetensors", "tree_head.safetensors",
 })  # fmt: skip
+#: An ensemble's other members (``sklearn/persistence.py``): ``member_<i>.safetensors``.
+MEMBER_FILE = re.compile(r"member_[1-9][0-9]*\.safetensors")
 
 #: Kind tags of ``metadata.json`` "format"; the "-1" is part of the name, not a version
 #: (see :mod:`exlm_chem.model.checkpoint_format` for the format version).
@@ -83,7 +87,8 @@ def replace_refusal(path: Path, kind: str | None) -> str | None:
     if kind is not None and meta.get("format") != kind:
         return (f"{path} holds {describe(meta)}; not replacing it with a model of another "
                 "kind. Give a new directory")
-    foreign = [n for n in entries if n not in MODEL_FILES or not (path / n).is_file()]
+    foreign = [n for n in entries if not (n in MODEL_FILES or MEMBER_FILE.fullmatch(n))
+               or not (path / n).is_file()]
     if foreign:
         return (f"{path} holds a saved model and also files exlm_chem did not write "
                 f"({_listing(foreign)}); saving there would delete them. Move them away or "

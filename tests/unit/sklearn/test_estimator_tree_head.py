@@ -86,6 +86,7 @@ def test_the_tree_head_is_saved_as_arrays_and_pickled(fitted, data, tmp_path):
                                atol=1e-6)
     np.testing.assert_allclose(pickle.loads(pickle.dumps(fitted)).predict_proba(rows),
                                expected, atol=1e-6)
+    fitted.save(tmp_path / "m")  # a save over its own earlier save: every file is ours
     (tmp_path / "m" / "tree_head.safetensors").unlink()
     with pytest.raises(CheckpointError, match=r"tree_head\.safetensors is missing"):
         ExLMMoleculeClassifier.load(tmp_path / "m")
