@@ -70,6 +70,8 @@ class SaveServer:
         seen: dict[str, int] = {}
 
         def ready(line: str) -> bool:  # the saver may print before the server names it
+            if line == "DEAD":  # it failed before the marker (its error went to stderr)
+                raise AssertionError(f"the saver ended before printing {marker!r}")
             if line.startswith("CHILD "):
                 seen["pid"] = self.saver = int(line.split()[1])
             seen["marker"] = seen.get("marker", 0) or int(line == marker)
