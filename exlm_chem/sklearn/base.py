@@ -392,8 +392,8 @@ class ExLMEstimatorBase(BaseEstimator):
         trees = getattr(self, "tree_head_", None)  # absent in pickles from before trees
         if trees is None:
             return samples, None
-        return samples, trees.to(resolve_device(self.device)).decision(
-            smiles, 2 * self.batch_size, self.n_jobs)
+        trees = trees._replace(model=self._on_device(trees.model))  # no walk when in place
+        return samples, trees.decision(smiles, 2 * self.batch_size, self.n_jobs)
 
     def _spread_scale(self, samples: np.ndarray) -> np.ndarray:
         """Samples on the scale their spread is reported in: probabilities, values."""
