@@ -242,31 +242,36 @@ def _summary(pooling: str, scores: dict) -> str:
     return text
 
 
-def cmd_control(args: argparse.Namespace) -> None:
-    """Random weights in the shape of a checkpoint (same config, descriptor head dropped)."""
+def random_checkpoint(source: Path, seed: int, parent: Path) -> tuple[Path, str]:
+    """Random weights in the shape of the checkpoint ``source`` (same config, descriptor
+    head dropped), saved under ``parent``; returns the directory and the arm's name."""
     from exlm_chem.model import ExLMConfig, ExLMModel
     from exlm_chem.model.checkpoint import save_checkpoint
 
-    source = Path(args.checkpoint)
     config = ExLMConfig.from_json(source / "config.json")
     config = ExLMConfig.from_dict({**config.to_dict(), "n_descriptors": 0})
     tokens = (source / "vocab.txt").read_text().split("\n")[: config.vocab_size]
+    torch.manual_seed(seed)
+    model = ExLMModel(config)
+    path = parent / f"random-d{config.d_model}-{config.objective}-seed{seed}"
+    save_checkpoint(path, model, config, tokens,
+                    {"steps": 0, "tokens_seen": 0, "cpu_seconds": 0.0,
+                     "objective": config.objective})
+    return path, f"random-init d{config.d_model} {config.objective}"
+
+
+def cmd_control(args: argparse.Namespace) -> None:
+    """Random weights in the shape of a checkpoint (same config, descriptor head dropped)."""
     out = Path(args.out)
     tasks = _tasks(TASKS + (REGRESSION_TASKS if args.regression else ()))
     for seed in args.seeds:
-        torch.manual_seed(seed)
-        model = ExLMModel(config)
         with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp) / f"random-d{config.d_model}-{config.objective}-seed{seed}"
-            save_checkpoint(path, model, config, tokens,
-                            {"steps": 0, "tokens_seen": 0, "cpu_seconds": 0.0,
-                             "objective": config.objective})
+            path, arm = random_checkpoint(Path(args.checkpoint), seed, Path(tmp))
             if _sha256(path / "model.safetensors") in _done(out):
                 print(f"{path.name}: probed already")
                 continue
             start = time.monotonic()
             scores = probe_checkpoint(path, tasks)
-            arm = f"random-init d{config.d_model} {config.objective}"
             _append(out, _records(path, arm, scores, time.monotonic() - start,
                                   {"control_seed": seed}))
         print(f"{arm} seed {seed}: " + "; ".join(_summary(p, s) for p, s in scores.items()),

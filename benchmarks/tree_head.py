@@ -13,7 +13,14 @@ task's sub-tasks, as the runner scores a cell):
 - ``gbt(emb)``: the same boosting on the states alone;
 - ``gbt(emb+fp+desc)``: on all three blocks side by side;
 - ``gbt(emb+desc)``: on the states and the descriptors (the estimators' tree head);
-- ``avg(lr(emb), gbt(fp+desc))``: the two heads' probabilities averaged.
+- ``avg(lr(emb), gbt(fp+desc))``: the two heads' probabilities averaged;
+- ``gbt(desc)``: on the descriptors alone, so ``gbt(emb+desc) - gbt(desc)`` is what the
+  encoder adds to the tree head beyond cheap features: a probe for pre-training arms that
+  judges an encoder the way the shipped estimator reads it.
+
+``--heads`` runs a subset. ``--random-init SEED`` reads random weights in the shape of
+``--model`` instead (the pre-training study's control). ``--cache`` keeps the descriptor
+blocks in a folder several ``--out`` folders share, so each model's run computes them once.
 
 The scaffold split is deterministic and so are these heads below 10,000 training rows
 (boosting early-stops, with a random validation share, only above that), so one seed
@@ -24,6 +31,9 @@ Usage::
 
     python benchmarks/tree_head.py --tasks bace bbbp clintox sider tox21 --out DIR
     python benchmarks/tree_head.py --out DIR --report
+    # what each encoder adds to the tree head beyond the descriptors
+    python benchmarks/tree_head.py --model CHECKPOINT --heads "gbt(desc)" "gbt(emb+desc)" \
+        --cache DIR/features --out DIR/ARM
 """
 
 from __future__ import annotations
@@ -40,7 +50,7 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 HEADS = ("lr(emb)", "gbt(fp+desc)", "gbt(emb)", "gbt(emb+fp+desc)", "gbt(emb+desc)",
-         "avg(lr(emb), gbt(fp+desc))")
+         "avg(lr(emb), gbt(fp+desc))", "gbt(desc)")
 
 
 def _per_task(x: np.ndarray, data, make: Callable[[int], object]) -> np.ndarray:
@@ -63,11 +73,12 @@ def _gbt(t: int) -> object:
     return HistGradientBoostingClassifier(random_state=1000 * t)
 
 
-def _features(data, model: str, cache: Path) -> dict[str, np.ndarray]:
+def _features(data, model: str, out: Path, cache: Path,
+              with_fp: bool = True) -> dict[str, np.ndarray | None]:
     from exlm_chem import embed
     from exlm_chem.benchmark.features import scaled_task_features
 
-    path = cache / f"{data.name}_emb.npy"
+    path = out / f"{data.name}_emb.npy"
     if path.is_file():
         emb = np.load(path)
     else:
@@ -75,8 +86,9 @@ def _features(data, model: str, cache: Path) -> dict[str, np.ndarray]:
         if not valid.all():
             raise ValueError(f"{data.name}: {int((~valid).sum())} molecules were not embedded")
         np.save(path, emb)
-    tabular = scaled_task_features(data, ["morgan", "rdkit2d"], cache)
     descriptors = scaled_task_features(data, ["rdkit2d"], cache)
+    # the Morgan block is the slow one: computed only for the heads that read it
+    tabular = scaled_task_features(data, ["morgan", "rdkit2d"], cache) if with_fp else None
     return {"emb": emb, "tab": tabular, "desc": descriptors}
 
 
@@ -94,29 +106,33 @@ def _heads(features: dict[str, np.ndarray], data) -> dict[str, Callable[[], np.n
         "gbt(emb+desc)": lambda: _per_task(np.concatenate([emb, features["desc"]], axis=1),
                                            data, _gbt),
         "avg(lr(emb), gbt(fp+desc))": lambda: (lr() + gbt_tab()) / 2,
+        "gbt(desc)": lambda: _per_task(features["desc"], data, _gbt),
     }
 
 
-def run(tasks: list[str], model: str, out: Path) -> None:
+def run(tasks: list[str], model: str, out: Path, heads: tuple[str, ...] = HEADS,
+        cache: Path | None = None) -> None:
     from exlm_chem.benchmark.records import MethodOutput
     from exlm_chem.benchmark.scoring import score_cell
     from exlm_chem.benchmark.tasks import load_task
     from exlm_chem.provenance import git_commit, machine
 
     out.mkdir(parents=True, exist_ok=True)
+    cache = out if cache is None else cache
+    cache.mkdir(parents=True, exist_ok=True)
     results = out / "results.jsonl"
     done = set()
     if results.is_file():
         done = {(r["task"], r["head"]) for r in map(json.loads, results.read_text().splitlines())}
     for task in tasks:
-        if all((task, h) in done for h in HEADS):
+        if all((task, h) in done for h in heads):
             continue
         data = load_task(task, "scaffold", 0)
         began = time.perf_counter()
-        features = _features(data, model, out)
+        features = _features(data, model, out, cache, any("fp" in h for h in heads))
         print(f"{task}: features {time.perf_counter() - began:.0f} s", flush=True)
         for head, scores in _heads(features, data).items():
-            if (task, head) in done:
+            if head not in heads or (task, head) in done:
                 continue
             began, cpu = time.perf_counter(), time.process_time()
             roc, _, _ = score_cell(data, MethodOutput(scores()))
@@ -135,7 +151,7 @@ def report(out: Path) -> str:
     cells = {(r["task"], r["head"]): r for r in records}
     tasks = list(dict.fromkeys(r["task"] for r in records))
     lines = ["| head | " + " | ".join(tasks) + " | mean |", "|---|" + "---:|" * (len(tasks) + 1)]
-    for head in HEADS:
+    for head in [h for h in HEADS if any(r["head"] == h for r in records)]:
         values = [cells[t, head]["roc_auc"] * 100 if (t, head) in cells else None for t in tasks]
         shown = [f"{v:.1f}" if v is not None else "–" for v in values]
         known = [v for v in values if v is not None]
@@ -149,7 +165,12 @@ def main() -> int:
     parser.add_argument("--tasks", nargs="+", default=["bace", "bbbp", "clintox", "sider",
                                                        "tox21"])
     parser.add_argument("--model", default=str(REPO / "models" / "exlm-small"))
+    parser.add_argument("--random-init", type=int, default=None, metavar="SEED",
+                        help="random weights in the shape of --model, this seed")
+    parser.add_argument("--heads", nargs="+", choices=HEADS, default=list(HEADS))
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--cache", type=Path, default=None,
+                        help="folder for the descriptor blocks (default: --out)")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--report", action="store_true", help="only print the table")
     args = parser.parse_args()
@@ -157,7 +178,13 @@ def main() -> int:
         import torch
 
         torch.set_num_threads(args.threads)
-        run(args.tasks, args.model, args.out)
+        model = args.model
+        if args.random_init is not None:
+            from pretrain_cpu_study import random_checkpoint
+
+            args.out.mkdir(parents=True, exist_ok=True)
+            model = str(random_checkpoint(Path(args.model), args.random_init, args.out)[0])
+        run(args.tasks, model, args.out, tuple(args.heads), args.cache)
     print(report(args.out))
     return 0
 

@@ -14,10 +14,11 @@ tokenises the rest and fixes the train/valid hold-out. The folder it writes hold
                     hash, sha256 of the two array files
     train.npz       ids [total tokens] uint8 (uint16 beyond 256 tokens), every molecule's
     valid.npz       [BOS ... EOS] back to back; lengths [n] uint16 (deflate-compressed)
-    descriptors.npz with ``descriptors="rdkit2d"`` (all 217 RDKit 2D descriptors) or
-                    ``"rdkit2d_fast"`` (35 cheap ones): scaled descriptors of every
-                    train / valid molecule, float16 [n, D] (the estimators' scaling: a value
-                    RDKit cannot compute is 0); kind, names and scaler are in the manifest
+    descriptors.npz with ``descriptors="rdkit2d"`` (all 217 RDKit 2D descriptors),
+                    ``"rdkit2d_fast"`` (35 cheap ones) or ``"morgan"`` (2048 Morgan
+                    counts, radius 2): scaled descriptors of every train / valid
+                    molecule, float16 [n, D] (the estimators' scaling: a value RDKit
+                    cannot compute is 0); kind, names and scaler are in the manifest
 
 The descriptors are physico-chemical targets for pre-training's auxiliary objective,
 computed here once so that a GPU run never needs RDKit. :func:`add_descriptors` (``exlm-chem
@@ -35,7 +36,7 @@ import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -47,6 +48,9 @@ from exlm_chem.data.corpus import (
 )
 from exlm_chem.files.checksums import file_sha256, vocab_sha256
 
+if TYPE_CHECKING:
+    from exlm_chem.data.descriptors import FeatureScaler
+
 logger = logging.getLogger(__name__)
 
 FORMAT = "exlm_chem.prepared_corpus"
@@ -56,7 +60,11 @@ FORMAT_VERSION = 2
 MANIFEST = "manifest.json"
 DESCRIPTORS = "descriptors.npz"
 #: feature kinds (:mod:`exlm_chem.data.descriptors`) a prepared corpus stores as targets
-DESCRIPTOR_KINDS = ("rdkit2d", "rdkit2d_fast")
+DESCRIPTOR_KINDS = ("rdkit2d", "rdkit2d_fast", "morgan")
+# columns scaled at a time: FeatureScaler works on several float64 copies of what it is
+# given, which for all 2048 Morgan columns of a million molecules came to about 50 GB
+# (64 columns: under 2 GB, besides the float32 values and float16 targets)
+_SCALE_BLOCK = 64
 # the settings the manifest's "settings" entry holds; hygiene's are under "hygiene"
 _MANIFEST_SETTINGS = ("max_length", "valid_size", "seed", "limit")
 
@@ -73,8 +81,8 @@ class PreparationSettings(NamedTuple):
     hygiene: bool = True  # remove the valid/test molecules of the benchmark splits
     tasks: Sequence[str] | None = None  # hygiene's benchmark tasks; None: all of them
     split_seeds: Sequence[int] = (0, 1, 2)  # seeds of the seeded split modes hygiene cleans
-    # "rdkit2d" or "rdkit2d_fast" (DESCRIPTOR_KINDS): also store the auxiliary objective's
-    # targets, computed with that feature kind of exlm_chem.data.descriptors
+    # "rdkit2d", "rdkit2d_fast" or "morgan" (DESCRIPTOR_KINDS): also store the auxiliary
+    # objective's targets, computed with that feature kind of exlm_chem.data.descriptors
     descriptors: str | None = None
 
 
@@ -222,7 +230,7 @@ def _descriptor_targets(smiles: Sequence[str | None], kind: str, train_idx: np.n
     estimators' (:class:`~exlm_chem.data.descriptors.FeatureScaler`), fitted on the
     training molecules only. A None molecule (unknown) gets an all-NaN row, so all 0
     (the training median) once scaled."""
-    from exlm_chem.data.descriptors import FeatureScaler, descriptor_values, rdkit_version
+    from exlm_chem.data.descriptors import descriptor_values, rdkit_version
 
     _check_descriptor_kind(kind)
     known = np.fromiter((s is not None for s in smiles), dtype=bool, count=len(smiles))
@@ -233,13 +241,33 @@ def _descriptor_targets(smiles: Sequence[str | None], kind: str, train_idx: np.n
     else:
         values = np.full((len(smiles), len(names)), np.nan, dtype=present.dtype)
         values[known] = present
-    scaler = FeatureScaler.fit(values[train_idx])
-    targets = {name: scaler.transform(values[index]).astype(np.float16)
-               for name, index in (("train", train_idx), ("valid", valid_idx))}
+    del present  # a copy when some rows are unknown: 8 GB per million rows of Morgan counts
+    scaler, targets = _scaled(values, train_idx, valid_idx)
     entry = {"kind": kind, "rdkit_version": rdkit_version(), "count": len(names),
              "names": names, "missing_values": int(np.isnan(values).sum()),
              "scaler": scaler.to_dict()}
     return targets, entry
+
+
+def _scaled(values: np.ndarray, train_idx: np.ndarray, valid_idx: np.ndarray
+            ) -> tuple[FeatureScaler, dict[str, np.ndarray]]:
+    """:class:`~exlm_chem.data.descriptors.FeatureScaler` fitted on the training rows of
+    raw ``values`` [n, D], and the scaled rows of each split as float16. Fitted and applied
+    :data:`_SCALE_BLOCK` columns at a time, which gives what one fit over all columns
+    gives (each column is scaled on its own) in a fraction of the memory."""
+    from exlm_chem.data.descriptors import FeatureScaler
+
+    starts = range(0, values.shape[1], _SCALE_BLOCK)
+    blocks = [FeatureScaler.fit(values[train_idx, a : a + _SCALE_BLOCK]) for a in starts]
+    scaler = FeatureScaler(np.concatenate([b.center for b in blocks]),
+                           np.concatenate([b.scale for b in blocks]), blocks[0].clip)
+    targets = {}
+    for name, index in (("train", train_idx), ("valid", valid_idx)):
+        out = np.empty((len(index), values.shape[1]), dtype=np.float16)
+        for a, block in zip(starts, blocks, strict=True):
+            out[:, a : a + _SCALE_BLOCK] = block.transform(values[index, a : a + _SCALE_BLOCK])
+        targets[name] = out
+    return scaler, targets
 
 
 def _read_manifest(directory: Path) -> dict[str, Any]:

@@ -44,11 +44,37 @@ def encode(model, batch: ExLMBatch | MLMBatch) -> torch.Tensor:
     return model(batch.input_ids, batch.pos_original, batch.pos_copy, batch.padding_mask)
 
 
-def descriptor_loss(model, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """Mean squared error of the descriptor head on the BOS state (position 0) against
-    standardised ``targets`` [B, D]; NaN targets (not computable) are left out."""
+def descriptor_loss(model, hidden: torch.Tensor, targets: torch.Tensor, *,
+                    clip: float | None = None,
+                    columns: torch.Tensor | None = None) -> torch.Tensor:
+    """Mean squared error of the descriptor head on the BOS state (position 0).
+
+    Parameters
+    ----------
+    model : ExLMModel
+        Its ``descriptor_head`` maps a BOS state [d] to the D descriptors.
+    hidden : Tensor [B, X, d]
+        The batch's hidden states.
+    targets : Tensor [B, D]
+        Standardised descriptors; NaN (not computable) entries are left out.
+    clip : float or None
+        Targets are clipped to ``±clip`` first (CheMeleon's clip of standardised targets);
+        None: used as they are.
+    columns : bool Tensor [D] or None
+        The columns that count (a step's random share); None: all of them.
+
+    Returns
+    -------
+    Tensor
+        0-dim float32: the squared error summed over the counted entries, divided by their
+        number (1 if there are none).
+    """
     predicted = model.descriptor_head(hidden[:, 0]).float()  # [B, D]
     known = torch.isfinite(targets)
+    if columns is not None:
+        known = known & columns  # [B, D] & [D]: broadcast over the rows
+    if clip is not None:
+        targets = targets.clamp(-clip, clip)  # NaN stays NaN, still left out by `known`
     error = torch.where(known, predicted - torch.nan_to_num(targets), 0.0)
     return error.square().sum() / known.sum().clamp(min=1)
 

@@ -50,18 +50,22 @@ logger = logging.getLogger(__name__)
 class ObjectiveModule(torch.nn.Module):
     """The model plus its objective as one ``forward``, so DDP sees the heads' work too."""
 
-    def __init__(self, model: ExLMModel, objective: str) -> None:
+    def __init__(self, model: ExLMModel, objective: str, aux_clip: float | None = None) -> None:
         super().__init__()
         self.model = model
         self.loss_fn = exlm_loss if objective == "exlm" else mlm_loss
+        self.aux_clip = aux_clip  # of the descriptor targets (PretrainArgs.aux_clip)
 
-    def forward(self, batch, targets: torch.Tensor | None = None, with_accuracy: bool = False):
-        """The objective's output; with descriptor ``targets`` [B, D] also its ``aux_loss``."""
+    def forward(self, batch, targets: torch.Tensor | None = None, with_accuracy: bool = False,
+                columns: torch.Tensor | None = None):
+        """The objective's output; with descriptor ``targets`` [B, D] also its ``aux_loss``,
+        over the ``columns`` [D] (bool) that count this step (None: all)."""
         hidden = encode(self.model, batch)  # [B, X, d], shared by both losses
         out = self.loss_fn(self.model, batch, with_accuracy, hidden=hidden)
         if targets is None:
             return out
-        return out._replace(aux_loss=descriptor_loss(self.model, hidden, targets))
+        return out._replace(aux_loss=descriptor_loss(self.model, hidden, targets,
+                                                     clip=self.aux_clip, columns=columns))
 
 
 class Pretrainer:
@@ -103,9 +107,14 @@ class Pretrainer:
         if args.aux_weight > 0:
             if prepared.descriptors is None:
                 raise ValueError(f"{directory} holds no descriptors, which aux_weight "
-                                 "needs: prepare it with --descriptors rdkit2d")
+                                 "needs: prepare it with --descriptors rdkit2d (or add them "
+                                 "with `exlm-chem corpus descriptors`)")
             self.descriptors = prepared.descriptors
             self.descriptor_info = prepared.manifest["descriptors"]
+            stored_clip = self.descriptor_info["scaler"]["clip"]
+            if args.aux_clip is not None and args.aux_clip >= stored_clip and self.rank == 0:
+                logger.warning("aux_clip %g changes nothing: %s stores its targets clipped "
+                               "at %g already", args.aux_clip, directory, stored_clip)
         self.stream = BatchStream(self.train.lengths(), args.max_tokens, args.seed)
         if self.rank == 0:
             logger.info("corpus: %d train / %d valid molecules", len(self.train), len(self.valid))
@@ -115,7 +124,7 @@ class Pretrainer:
         maker = BatchMaker(self.train, self.special, self.args, self.config.k_states,
                            self.tokenizer, self._targets("train"))
         return PretrainBatches(self.stream, maker, self.args.seed, progress["epoch"],
-                               progress["position"], self.rank, self.world)
+                               progress["position"], self.rank, self.world, progress["step"])
 
     def _targets(self, split: str):
         return None if self.descriptors is None else self.descriptors[split]
@@ -146,7 +155,7 @@ class Pretrainer:
             torch.backends.cudnn.allow_tf32 = True
         if args.compile:  # in place: parameter names (and checkpoints) stay the same
             self.model.encoder.compile(dynamic=True)
-        self.objective = ObjectiveModule(self.model, args.objective)
+        self.objective = ObjectiveModule(self.model, args.objective, args.aux_clip)
         self.train_step_module = self.objective
         if self.world > 1:
             from torch.nn.parallel import DistributedDataParallel
@@ -164,13 +173,15 @@ class Pretrainer:
         self.autocast = torch.autocast("cuda", dtype=torch.bfloat16,
                                        enabled=self.device.type == "cuda")
 
-    def train_step(self, batch, step: int, targets: torch.Tensor | None = None):
+    def train_step(self, batch, step: int, targets: torch.Tensor | None = None,
+                   columns: torch.Tensor | None = None):
         """One optimizer step; returns the objective's output and the gradient norm, both
-        left on the device. ``targets``: the batch's descriptors (auxiliary objective)."""
+        left on the device. ``targets``: the batch's descriptors (auxiliary objective);
+        ``columns``: those of its columns the step counts (``aux_share``; None: all)."""
         for group in self.optimizer.param_groups:
             group["lr"] = learning_rate(step, self.args)
         with self.autocast:
-            out = self.train_step_module(batch, targets)
+            out = self.train_step_module(batch, targets, columns=columns)
         self.optimizer.zero_grad(set_to_none=True)
         loss = out.loss if out.aux_loss is None else out.loss + self.args.aux_weight * out.aux_loss
         loss.backward()
@@ -207,7 +218,8 @@ class Pretrainer:
             "budget": self.budget,
             "last_validation": progress.get("last_validation"),
             "recipe": {"objective": self.args.objective, "mask_ratio": self.args.mask_ratio,
-                       "aux_weight": self.args.aux_weight, "d_model": self.config.d_model,
+                       "aux_weight": self.args.aux_weight, "aux_clip": self.args.aux_clip,
+                       "aux_share": self.args.aux_share, "d_model": self.config.d_model,
                        "k_states": self.config.k_states, "dropout": self.config.dropout},
             "descriptors": self.descriptor_info,  # the head's targets and their scaler
             "cpu_seconds": progress.get("cpu_seconds"),
@@ -348,9 +360,11 @@ class Pretrainer:
         window_tokens, window_steps, window_start = 0, 0, time.monotonic()
         while progress["step"] < args.max_steps:
             item = next(batches)
-            targets = None if item.targets is None else item.targets.to(self.device)
+            # non_blocking, as to_device: a plain copy to a GPU waits for its queued work
+            targets, columns = (None if t is None else t.to(self.device, non_blocking=True)
+                                for t in (item.targets, item.columns))
             out, grad_norm = self.train_step(to_device(item.batch, self.device),
-                                             progress["step"], targets)
+                                             progress["step"], targets, columns)
             loss_sum += out.loss.detach()
             if out.aux_loss is not None:
                 aux_sum += out.aux_loss.detach()

@@ -40,7 +40,19 @@ class PretrainArgs:
     clip_norm: float = 1.0
     mask_ratio: float = _help(0.15, "share of tokens masked (paper 0.15; MolEncoder found 0.3)")
     aux_weight: float = _help(
-        0.0, "weight of the descriptor-regression loss (RDKit 2D targets; 0: off)")
+        0.0, "weight of the descriptor-regression loss (targets: the prepared corpus's "
+             "descriptors; --corpus computes RDKit 2D ones; 0: off)")
+    # CheMeleon (Burns et al. 2025) clips its standardised Mordred targets at 6; a prepared
+    # corpus stores its targets clipped by FeatureScaler already (at descriptors.CLIP, 5), so
+    # only a value below that changes them
+    aux_clip: float | None = _help(
+        None, "clip the standardised descriptor targets to +-N in the loss (train and "
+              "validation); the prepared corpus stores them clipped at 5 already, so only "
+              "N < 5 changes them (default: no further clip)")
+    aux_share: float = _help(
+        1.0, "share of the descriptor columns that count in each training step's "
+             "descriptor loss, drawn afresh every step from (seed, step) (CheMeleon: about "
+             "0.15); validation always scores all columns (default 1: all)")
     d_model: int | None = _help(None, "width override: heads d/64, FFN 4d (default: the preset's)")
     dropout: float | None = _help(
         None, "override of every dropout (paper 0.1; CPU runs see < 1 epoch)")
@@ -113,6 +125,17 @@ def check_args(args: PretrainArgs) -> PretrainArgs:
         problems.append(f"aux_weight must be >= 0, got {args.aux_weight}")
     if args.aux_weight > 0 and args.repeat_k > 1:
         problems.append("aux_weight does not combine with repeat_k > 1")
+    # each only shapes the descriptor loss: without it (aux_weight 0) a setting would be
+    # recorded in the checkpoint while changing nothing
+    if args.aux_clip is not None and not args.aux_clip > 0:
+        problems.append(f"aux_clip must be > 0, got {args.aux_clip}")
+    elif args.aux_clip is not None and not args.aux_weight > 0:
+        problems.append("aux_clip needs aux_weight > 0 (it clips the descriptor loss's targets)")
+    if not 0.0 < args.aux_share <= 1.0:
+        problems.append(f"aux_share must be in (0, 1], got {args.aux_share}")
+    elif args.aux_share < 1.0 and not args.aux_weight > 0:
+        problems.append("aux_share < 1 needs aux_weight > 0 (it picks the descriptor loss's "
+                        "columns)")
     if args.snapshot_every is not None and args.snapshot_every < 1:
         problems.append(f"snapshot_every must be >= 1, got {args.snapshot_every}")
     if args.decay_steps is not None and args.decay_steps < 1:

@@ -9,7 +9,10 @@ by ``(seed, epoch, position)``, so a batch does not depend on which process buil
 with W workers, worker w builds the batches w, w + W, ... of the stream, and the
 DataLoader hands them back in stream order. Masking, states expansion and the 2D RoPE
 coordinates all happen there (vectorised, :mod:`exlm_chem.data.collate_flat`); the training
-process only copies finished (pinned) tensors to the device.
+process only copies finished (pinned) tensors to the device. So does the draw of the
+descriptor columns a step's auxiliary loss counts (``aux_share`` < 1,
+:func:`descriptor_columns`): seeded by ``(seed, step)``, a resumed run draws what an
+uninterrupted one would.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ class StepBatch(NamedTuple):
     n_tokens: int  # unexpanded tokens of the whole batch (all ranks)
     batch: Any  # ExLMBatch | MLMBatch of this rank, CPU tensors
     targets: torch.Tensor | None = None  # [B, D] standardised descriptors of this rank's rows
+    columns: torch.Tensor | None = None  # [D] bool: the targets' columns this step counts
 
 
 class BatchMaker:
@@ -46,6 +50,7 @@ class BatchMaker:
         self.descriptors = descriptors  # [n, D] aligned with the corpus, or None
         self.objective, self.ratio = args.objective, args.mask_ratio
         self.masking, self.repeat_k = args.masking, args.repeat_k
+        self.aux_share = args.aux_share
         self.tokenizer = tokenizer  # only fragment masking needs it: ids -> SMILES (RDKit)
 
     def __call__(self, indices: np.ndarray, rng: np.random.Generator):
@@ -69,6 +74,13 @@ class BatchMaker:
             return None
         return torch.from_numpy(self.descriptors[np.asarray(indices, dtype=np.int64)])
 
+    def columns(self, seed: int, step: int) -> torch.Tensor | None:
+        """The descriptor columns training step ``step`` counts (:func:`descriptor_columns`
+        of ``aux_share``); None when all count or there are no targets."""
+        if self.descriptors is None or self.aux_share >= 1.0:
+            return None
+        return descriptor_columns(self.descriptors.shape[1], self.aux_share, seed, step)
+
     def _fragment_batch(self, indices: np.ndarray, rng: np.random.Generator):
         from exlm_chem.data.fragments import fragment_token_groups
 
@@ -86,14 +98,49 @@ class BatchMaker:
         return collate_mlm(samples, self.special)
 
 
+def descriptor_columns(n_columns: int, share: float, seed: int, step: int) -> torch.Tensor:
+    """A random subset of ``round(share * n_columns)`` columns (at least 1), as a mask.
+
+    The draw comes from a torch generator seeded by ``(seed, step)`` alone, so it does not
+    depend on the process, worker or rank that makes it: a resumed run, and every rank of
+    a distributed one, draws the same columns for a step.
+
+    Parameters
+    ----------
+    n_columns : int
+        Descriptor columns D.
+    share : float
+        In (0, 1].
+    seed : int
+        The run's seed (>= 0).
+    step : int
+        The optimizer step the columns are for.
+
+    Returns
+    -------
+    Tensor
+        bool [D], True on the drawn columns.
+    """
+    # SeedSequence spreads (seed, step) over the generator's 64-bit seed: manual_seed(seed
+    # + step) would give seed 1's step 0 the columns of seed 0's step 1
+    high, low = np.random.SeedSequence([seed, step]).generate_state(2, np.uint32)
+    generator = torch.Generator().manual_seed(int(high) << 32 | int(low))
+    chosen = torch.randperm(n_columns, generator=generator)[: max(1, round(share * n_columns))]
+    mask = torch.zeros(n_columns, dtype=torch.bool)
+    mask[chosen] = True
+    return mask
+
+
 class PretrainBatches(torch.utils.data.IterableDataset):
-    """The endless stream of training batches from ``(epoch, position)`` on."""
+    """The endless stream of training batches from ``(epoch, position)`` on; its first
+    batch is trained at optimizer step ``step``, each later one a step after."""
 
     def __init__(self, stream: BatchStream, maker: BatchMaker, seed: int, epoch: int,
-                 position: int, rank: int = 0, world: int = 1) -> None:
+                 position: int, rank: int = 0, world: int = 1, step: int = 0) -> None:
         super().__init__()
         self.stream, self.maker, self.seed = stream, maker, seed
         self.epoch, self.position, self.rank, self.world = epoch, position, rank, world
+        self.step = step
 
     def __iter__(self):
         info = torch.utils.data.get_worker_info()
@@ -105,8 +152,10 @@ class PretrainBatches(torch.utils.data.IterableDataset):
             rng = np.random.default_rng([self.seed, epoch, position])
             n_tokens = int(self.stream.lengths[indices].sum())
             mine = indices[self.rank :: self.world]
+            # j counts every batch of the stream, the other workers' too: batch j is the
+            # j-th the training loop takes, one per optimizer step
             yield StepBatch(epoch, position, n_tokens, self.maker(mine, rng),
-                            self.maker.targets(mine))
+                            self.maker.targets(mine), self.maker.columns(self.seed, self.step + j))
 
 
 def _worker_init(_: int) -> None:
@@ -201,5 +250,5 @@ def prepared_summary(manifest: dict, directory: str | Path) -> tuple[dict, dict]
     return checksums, hygiene
 
 
-__all__ = ["RUN_CORPUS", "BatchMaker", "PretrainBatches", "StepBatch", "make_loader",
-           "prepare_run_corpus", "prepared_summary", "to_device"]
+__all__ = ["RUN_CORPUS", "BatchMaker", "PretrainBatches", "StepBatch", "descriptor_columns",
+           "make_loader", "prepare_run_corpus", "prepared_summary", "to_device"]

@@ -305,11 +305,74 @@ def test_auxiliary_descriptor_objective_trains_and_ships_its_scaler(prepared_wit
     assert config.dropout == config.attention_dropout == 0.0
     assert config.n_descriptors == meta["descriptors"]["count"] > 200
     assert meta["recipe"] == {"objective": "exlm", "mask_ratio": 0.3, "aux_weight": 1.0,
-                              "d_model": 128, "k_states": 2, "dropout": 0.0}
+                              "aux_clip": None, "aux_share": 1.0, "d_model": 128,
+                              "k_states": 2, "dropout": 0.0}
     assert set(meta["descriptors"]["scaler"]) == {"center", "scale", "clip"}
     assert meta["cpu_seconds"] > 0
     vectors, valid = embed(["CCO", "c1ccccc1"], out / "checkpoint", device="cpu")
     assert vectors.shape == (2, 128) and valid.all()
+
+
+def test_descriptor_clip_and_share_train_resume_exactly_and_are_recorded(
+        prepared_with_descriptors, tmp_path):
+    n, k = 8, 3
+    kw = dict(max_steps=n, warmup_steps=2, log_every=1, checkpoint_every=k, valid_every=n,
+              max_tokens=512, aux_weight=1.0, aux_clip=3.0, aux_share=0.15)
+    pretrain(_prepared_args(prepared_with_descriptors, tmp_path / "straight", **kw))
+    # interrupted at k, both halves with their batches (and column draws) built in workers
+    pretrain(_prepared_args(prepared_with_descriptors, tmp_path / "resumed", **kw,
+                            stop_at_step=k, num_workers=2))
+    pretrain(_prepared_args(prepared_with_descriptors, tmp_path / "resumed", **kw,
+                            num_workers=2), resume=True)
+    straight = load_file(str(tmp_path / "straight" / "checkpoint" / "model.safetensors"))
+    resumed = load_file(str(tmp_path / "resumed" / "checkpoint" / "model.safetensors"))
+    for name in straight:
+        assert torch.equal(straight[name], resumed[name]), name
+    log = _log(tmp_path / "straight")
+    aux = [r["aux_loss"] for r in log if "aux_loss" in r]
+    assert aux == [r["aux_loss"] for r in _log(tmp_path / "resumed") if "aux_loss" in r]
+    assert len(aux) == n and "valid_aux_loss" in log[-1]
+    # the same first step without clip and share scores another descriptor loss
+    plain = dict(kw, max_steps=1, aux_clip=None, aux_share=1.0)
+    pretrain(_prepared_args(prepared_with_descriptors, tmp_path / "plain", **plain))
+    assert _log(tmp_path / "plain")[0]["aux_loss"] != aux[0]
+    meta = json.loads((tmp_path / "resumed" / "checkpoint" / "metadata.json").read_text())
+    assert (meta["recipe"]["aux_clip"], meta["recipe"]["aux_share"]) == (3.0, 0.15)
+    assert (meta["pretrain_args"]["aux_clip"], meta["pretrain_args"]["aux_share"]) == (3.0, 0.15)
+
+
+def test_validation_scores_every_descriptor_column_whatever_the_share(
+        prepared_with_descriptors, tmp_path):
+    from exlm_chem.train.pretrain import Pretrainer
+
+    records = []
+    for share in (0.15, 1.0):
+        trainer = Pretrainer(_prepared_args(prepared_with_descriptors, tmp_path, aux_weight=1.0,
+                                            aux_share=share))
+        trainer.load_data()
+        trainer.build_model()  # the same seed: the same initial weights
+        records.append(trainer.validate())
+    assert records[0] == records[1] and records[0]["valid_aux_loss"] > 0
+
+
+def test_morgan_count_targets_from_the_cli_pretrain_and_are_recorded(prepared_dir, tmp_path):
+    import shutil
+
+    from exlm_chem.cli import main
+    from exlm_chem.model.checkpoint import load_checkpoint
+
+    prepared = tmp_path / "prepared"  # a copy: the module's folder stays without descriptors
+    shutil.copytree(prepared_dir, prepared)
+    assert main(["corpus", "descriptors", "--prepared", str(prepared), "--kind", "morgan",
+                 "--n-jobs", "1"]) == 0
+    out = tmp_path / "run"
+    pretrain(_prepared_args(prepared, out, max_steps=2, aux_weight=1.0, aux_share=0.15,
+                            valid_every=2))
+    manifest = json.loads((prepared / "manifest.json").read_text())
+    _, config, meta = load_checkpoint(out / "checkpoint")
+    assert meta["descriptors"] == manifest["descriptors"]
+    assert (meta["descriptors"]["kind"], config.n_descriptors) == ("morgan", 2048)
+    assert "valid_aux_loss" in _log(out)[-1]
 
 
 def test_auxiliary_objective_needs_descriptors(prepared_dir, messy_corpus, tmp_path):

@@ -233,8 +233,40 @@ def test_descriptors_added_later_are_those_prepared_with_the_corpus(source, tmp_
     assert load_prepared(later, tokens).descriptors["valid"].shape == (10, count)
     assert sorted(p.name for p in later.iterdir()) == [
         "descriptors.npz", "manifest.json", "train.npz", "valid.npz"]
-    with pytest.raises(ValueError, match="descriptors must be one of rdkit2d, rdkit2d_fast"):
-        add_descriptors(later, "morgan")
+    # Morgan counts too: 2048 standardised columns (by the same robust scaler)
+    manifest = add_descriptors(later, "morgan", n_jobs=1)
+    entry = manifest["descriptors"]
+    assert (entry["kind"], entry["count"], entry["names"][-1]) == ("morgan", 2048,
+                                                                   "morgan_r2_2047")
+    assert len(entry["scaler"]["center"]) == len(entry["scaler"]["scale"]) == 2048
+    targets = load_prepared(later, tokens).descriptors
+    assert targets["train"].shape == (len(corpus.train), 2048)
+    assert all(np.abs(t).max() <= entry["scaler"]["clip"] for t in targets.values())
+    assert (targets["train"] != 0).any(axis=0).sum() > 100  # bits that molecules hold
+    with pytest.raises(ValueError,
+                       match="descriptors must be one of rdkit2d, rdkit2d_fast, morgan"):
+        add_descriptors(later, "mordred")
+
+
+def test_targets_scaled_in_column_blocks_are_one_fit_over_all_columns(monkeypatch):
+    from exlm_chem.data import corpus_prepare
+    from exlm_chem.data.descriptors import FeatureScaler
+
+    rng = np.random.default_rng(0)
+    values = rng.lognormal(0.0, 3.0, size=(300, 150)).astype(np.float32)  # heavy tails
+    values[rng.random(values.shape) < 0.05] = np.nan
+    values[:, 7] = 2.0  # constant: scale 1
+    values[:, 8] = np.nan  # never computable: centre 0, scale 1
+    values[:, 9] = (rng.random(300) < 0.01).astype(np.float32)  # a rare bit: IQR 0, the SD
+    train_idx, valid_idx = np.arange(250), np.arange(250, 300)
+    monkeypatch.setattr(corpus_prepare, "_SCALE_BLOCK", 64)  # 3 blocks, the last of 22
+    scaler, targets = corpus_prepare._scaled(values, train_idx, valid_idx)
+    whole = FeatureScaler.fit(values[train_idx])
+    assert scaler.to_dict() == whole.to_dict()
+    for name, index in (("train", train_idx), ("valid", valid_idx)):
+        assert targets[name].dtype == np.float16
+        np.testing.assert_array_equal(targets[name],
+                                      whole.transform(values[index]).astype(np.float16))
 
 
 def test_added_descriptors_of_truncated_molecules_are_the_median(source, tmp_path):
@@ -269,4 +301,4 @@ def test_cli_adds_descriptors_that_pretrain_reads(source, tmp_path, capsys):
     assert corpus.descriptors["valid"].shape == (5, 35)
     assert np.isfinite(corpus.descriptors["train"]).all()
     with pytest.raises(SystemExit):
-        main(["corpus", "descriptors", "--prepared", str(out), "--kind", "morgan"])
+        main(["corpus", "descriptors", "--prepared", str(out), "--kind", "mordred"])

@@ -8,7 +8,7 @@ import torch
 from exlm_chem.data.collate import IGNORE_INDEX, SpecialIds
 from exlm_chem.data.collate_flat import collate_exlm_flat, collate_mlm_flat, mask_flat
 from exlm_chem.model import ExLMConfig, ExLMModel
-from exlm_chem.train.objectives import exlm_loss, mlm_loss
+from exlm_chem.train.objectives import descriptor_loss, exlm_loss, mlm_loss
 
 SPECIAL = SpecialIds(bos=0, pad=1, eos=2, mask=4)
 
@@ -62,3 +62,85 @@ def test_mlm_loss_is_cross_entropy_on_the_masked_positions_only():
                                              batch.labels[selected])
     torch.testing.assert_close(out.loss, want)
     assert out.n_predicted == int(selected.sum()) and 0 <= out.n_correct <= out.n_predicted
+
+
+# ----- the descriptor loss (auxiliary objective) --------------------------------------------
+class _Identity:
+    """A model whose descriptor head returns the BOS state itself: predictions by hand."""
+
+    descriptor_head = staticmethod(lambda x: x)
+
+
+def _by_hand(predicted: list[list[float]]) -> torch.Tensor:
+    """Hidden states [B, 2, D] whose BOS states are ``predicted``."""
+    bos = torch.tensor(predicted)
+    return torch.stack([bos, torch.full_like(bos, 99.0)], dim=1)
+
+
+PREDICTED = [[0.0, 1.0, -1.0], [2.0, 0.0, 0.5]]
+TARGETS = torch.tensor([[3.0, float("nan"), -2.0], [0.5, -4.0, 1.0]])
+
+
+def test_descriptor_loss_clips_the_targets_first():
+    hidden = _by_hand(PREDICTED)
+    # unclipped: (0-3)^2 + (-1+2)^2 + (2-0.5)^2 + (0+4)^2 + (0.5-1)^2 over the 5 known
+    assert descriptor_loss(_Identity, hidden, TARGETS) == torch.tensor(28.5) / 5
+    # clipped to ±1.5: 3 -> 1.5, -2 -> -1.5, -4 -> -1.5; the NaN stays left out
+    want = torch.tensor((0 - 1.5) ** 2 + (-1 + 1.5) ** 2 + (2 - 0.5) ** 2 + (0 + 1.5) ** 2
+                        + (0.5 - 1) ** 2) / 5
+    assert descriptor_loss(_Identity, hidden, TARGETS, clip=1.5) == want == torch.tensor(1.45)
+    # a clip beyond every target changes nothing, bit for bit
+    assert torch.equal(descriptor_loss(_Identity, hidden, TARGETS, clip=6.0),
+                       descriptor_loss(_Identity, hidden, TARGETS))
+
+
+def test_descriptor_loss_counts_only_the_given_columns():
+    hidden = _by_hand(PREDICTED)
+    columns = torch.tensor([True, False, True])
+    # columns 0 and 2: (0-3)^2 + (-1+2)^2 + (2-0.5)^2 + (0.5-1)^2 over 4 entries
+    got = descriptor_loss(_Identity, hidden, TARGETS, columns=columns)
+    assert got == torch.tensor(9.0 + 1.0 + 2.25 + 0.25) / 4
+    # a column left out may hold anything; with the clip as well
+    other = TARGETS.clone()
+    other[:, 1] = 1e6
+    assert descriptor_loss(_Identity, hidden, other, columns=columns) == got
+    assert descriptor_loss(_Identity, hidden, other, clip=1.5, columns=columns) == torch.tensor(
+        2.25 + 0.25 + 2.25 + 0.25) / 4
+    # no column drawn at all: 0, not NaN
+    none = torch.zeros(3, dtype=torch.bool)
+    assert descriptor_loss(_Identity, hidden, TARGETS, columns=none) == 0.0
+
+
+def _descriptor_loss_before(model, hidden, targets):
+    """descriptor_loss as it was before clip and columns (commit e4d2285), the reference."""
+    predicted = model.descriptor_head(hidden[:, 0]).float()
+    known = torch.isfinite(targets)
+    error = torch.where(known, predicted - torch.nan_to_num(targets), 0.0)
+    return error.square().sum() / known.sum().clamp(min=1)
+
+
+def test_descriptor_loss_with_all_columns_is_the_old_loss_bit_for_bit():
+    torch.manual_seed(0)
+    config = ExLMConfig.preset("tiny", vocab_size=30, n_descriptors=35)
+    model = ExLMModel(config)
+    hidden = torch.randn(8, 5, config.d_model)
+    targets = torch.randn(8, 35) * 3
+    targets[2, 4] = float("nan")
+    want = _descriptor_loss_before(model, hidden, targets)
+    assert torch.equal(descriptor_loss(model, hidden, targets), want)
+    # an all-True mask (a share that rounds to every column) is the same loss too
+    every = torch.ones(35, dtype=torch.bool)
+    assert torch.equal(descriptor_loss(model, hidden, targets, columns=every), want)
+
+
+def test_columns_left_out_get_no_gradient():
+    torch.manual_seed(0)
+    config = ExLMConfig.preset("tiny", vocab_size=30, n_descriptors=6)
+    model = ExLMModel(config)
+    columns = torch.tensor([True, False, False, True, False, True])
+    loss = descriptor_loss(model, torch.randn(4, 3, config.d_model), torch.randn(4, 6),
+                           columns=columns)
+    loss.backward()
+    out = model.descriptor_head.out  # its last layer: one row (and bias) per column
+    rows = out.weight.grad.abs().sum(dim=1) + out.bias.grad.abs()
+    assert (rows[~columns] == 0).all() and (rows[columns] > 0).all()

@@ -1,17 +1,28 @@
-"""Pre-training input: ``--corpus`` files prepared into the run directory, and fragment
-masking on a prepared corpus (which stores token ids, not strings)."""
+"""Pre-training input: ``--corpus`` files prepared into the run directory, fragment
+masking on a prepared corpus (which stores token ids, not strings), and the descriptor
+columns each step's auxiliary loss counts."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
+import torch
 
+from exlm_chem.data.batching import BatchStream
 from exlm_chem.data.collate import SpecialIds, collate_mlm, mask_tokens
 from exlm_chem.data.corpus import tokenize_corpus
 from exlm_chem.data.corpus_prepare import load_prepared
 from exlm_chem.data.tokenizer import SmilesTokenizer
 from exlm_chem.train.pretrain_args import PretrainArgs
-from exlm_chem.train.pretrain_data import RUN_CORPUS, BatchMaker, prepare_run_corpus
+from exlm_chem.train.pretrain_data import (
+    RUN_CORPUS,
+    BatchMaker,
+    PretrainBatches,
+    descriptor_columns,
+    prepare_run_corpus,
+)
 
 
 def _molecules(directory) -> list[str]:
@@ -73,3 +84,60 @@ def test_fragment_masking_reads_the_smiles_back_from_the_ids():
     want = collate_mlm(samples, special)
     for a, b in zip(got, want, strict=True):
         assert a.equal(b)
+
+
+def test_descriptor_columns_are_a_share_drawn_from_the_seed_and_step():
+    first = descriptor_columns(217, 0.15, seed=0, step=7)
+    assert first.dtype == torch.bool and first.shape == (217,)
+    assert int(first.sum()) == round(0.15 * 217) == 33
+    assert torch.equal(descriptor_columns(217, 0.15, seed=0, step=7), first)  # reproducible
+    draws = [descriptor_columns(217, 0.15, seed=0, step=s) for s in range(20)]
+    assert len({tuple(d.nonzero().flatten().tolist()) for d in draws}) == 20  # a new draw a step
+    assert not torch.equal(descriptor_columns(217, 0.15, seed=1, step=7), first)
+    # seeds are not offsets of steps (a naive seed + step would make these two equal)
+    assert not torch.equal(descriptor_columns(217, 0.15, seed=1, step=0),
+                           descriptor_columns(217, 0.15, seed=0, step=1))
+    # at least one column, however small the share; a share near 1 can take them all
+    assert int(descriptor_columns(35, 0.001, 0, 0).sum()) == 1
+    assert bool(descriptor_columns(35, 0.99, 0, 0).all())
+    # over many steps every column is drawn about as often (a uniform draw)
+    counts = torch.stack([descriptor_columns(40, 0.25, 3, s) for s in range(2000)]).sum(0)
+    assert counts.min() > 0.2 * 2000 and counts.max() < 0.3 * 2000
+
+
+def _stream_and_maker(share: float, n: int = 60, width: int = 20):
+    tok = SmilesTokenizer()
+    special = SpecialIds(tok.bos_id, tok.pad_id, tok.eos_id, tok.mask_id)
+    rng = np.random.default_rng(0)
+    smiles = ["C" * int(k) for k in rng.integers(1, 12, n)]
+    corpus = tokenize_corpus(smiles, tok)
+    targets = rng.normal(size=(n, width)).astype(np.float32)
+    args = PretrainArgs(corpus=["-"], out="-", aux_weight=1.0, aux_share=share)
+    stream = BatchStream(corpus.lengths(), 64, seed=0)
+    return stream, BatchMaker(corpus, special, args, 2, tok, targets)
+
+
+def test_each_step_batch_carries_its_columns_and_a_resumed_stream_draws_the_same():
+    stream, maker = _stream_and_maker(0.25)
+    straight = list(itertools.islice(PretrainBatches(stream, maker, 5, 0, 0), 12))
+    assert [int(b.columns.sum()) for b in straight] == [5] * 12
+    for step, item in enumerate(straight):
+        assert torch.equal(item.columns, descriptor_columns(20, 0.25, 5, step))
+    # resumed after step 7 (the training state keeps step, epoch and position), the stream
+    # goes on with step 7's batch and columns; the stream spans several epochs here
+    assert len({b.epoch for b in straight}) > 1
+    k = 7
+    resumed = PretrainBatches(stream, maker, 5, straight[k].epoch, straight[k].position,
+                              step=k)
+    for want, got in zip(straight[k:], itertools.islice(resumed, 12 - k), strict=True):
+        assert (got.epoch, got.position) == (want.epoch, want.position)
+        assert torch.equal(got.targets, want.targets) and torch.equal(got.columns, want.columns)
+    # every rank of a distributed run counts the same columns for its own rows
+    rank1 = next(iter(PretrainBatches(stream, maker, 5, 0, 0, rank=1, world=2)))
+    assert torch.equal(rank1.columns, straight[0].columns)
+
+
+def test_all_columns_count_without_a_mask():
+    stream, maker = _stream_and_maker(1.0)
+    item = next(iter(PretrainBatches(stream, maker, 5, 0, 0)))
+    assert item.targets is not None and item.columns is None  # today's loss, no mask made

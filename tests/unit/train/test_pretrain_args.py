@@ -1,0 +1,57 @@
+"""The descriptor loss's options (``aux_clip``, ``aux_share``): checked once in
+:func:`check_args`, and offered by ``exlm-chem pretrain`` with their help."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from exlm_chem.train.pretrain_args import PretrainArgs, check_args
+
+
+def _args(**kw) -> PretrainArgs:
+    return PretrainArgs(corpus=["c"], out="o", **kw)
+
+
+def test_the_defaults_leave_the_descriptor_loss_as_it_was():
+    args = check_args(_args())
+    assert (args.aux_weight, args.aux_clip, args.aux_share) == (0.0, None, 1.0)
+    args = check_args(_args(aux_weight=1.0, aux_clip=3.0, aux_share=0.15))
+    assert (args.aux_clip, args.aux_share) == (3.0, 0.15)
+    assert check_args(_args(aux_weight=1.0, aux_share=1.0)).aux_share == 1.0
+
+
+@pytest.mark.parametrize(("kw", "message"), [
+    ({"aux_weight": 1.0, "aux_clip": 0.0}, "aux_clip must be > 0, got 0.0"),
+    ({"aux_weight": 1.0, "aux_clip": -6.0}, "aux_clip must be > 0, got -6.0"),
+    ({"aux_weight": 1.0, "aux_clip": float("nan")}, "aux_clip must be > 0, got nan"),
+    ({"aux_clip": 6.0}, r"aux_clip needs aux_weight > 0"),
+    ({"aux_weight": 1.0, "aux_share": 0.0}, r"aux_share must be in \(0, 1\], got 0.0"),
+    ({"aux_weight": 1.0, "aux_share": 1.5}, r"aux_share must be in \(0, 1\], got 1.5"),
+    ({"aux_weight": 1.0, "aux_share": -0.1}, r"aux_share must be in \(0, 1\], got -0.1"),
+    ({"aux_share": 0.15}, r"aux_share < 1 needs aux_weight > 0"),
+])
+def test_bad_descriptor_options_are_rejected(kw, message):
+    with pytest.raises(ValueError, match=message):
+        check_args(_args(**kw))
+
+
+def test_both_problems_are_named_at_once():
+    with pytest.raises(ValueError, match=r"aux_clip needs aux_weight.*; aux_share < 1 needs"):
+        check_args(_args(aux_clip=6.0, aux_share=0.15))
+
+
+def test_pretrain_offers_both_with_their_help():
+    from exlm_chem.cli.pretrain import PretrainCommand
+
+    parser = argparse.ArgumentParser()
+    PretrainCommand.add_arguments(parser)
+    text = " ".join(parser.format_help().split())
+    assert "--aux-clip AUX_CLIP clip the standardised descriptor targets" in text
+    assert "--aux-share AUX_SHARE share of the descriptor columns" in text
+    parsed = parser.parse_args(["--prepared", "p", "--out", "o", "--aux-weight", "1",
+                                "--aux-clip", "6", "--aux-share", "0.15"])
+    assert (parsed.aux_clip, parsed.aux_share) == (6.0, 0.15)
+    default = parser.parse_args(["--prepared", "p", "--out", "o"])
+    assert (default.aux_clip, default.aux_share) == (None, 1.0)
