@@ -93,7 +93,8 @@ class PreparedCorpus(NamedTuple):
     train: TokenizedCorpus
     valid: TokenizedCorpus
     manifest: dict[str, Any]
-    # "train"/"valid" -> standardised descriptors [n, D] float32 (NaN: missing), if prepared
+    # "train"/"valid" -> standardised descriptors [n, D] float32 (a missing value is the
+    # training median, 0, as the scaler makes it), if prepared
     descriptors: dict[str, np.ndarray] | None = None
 
 

@@ -115,8 +115,6 @@ def measure_pace(trainer: Any, progress: dict) -> dict[str, Any]:
         token rate at the pace the steps are planned with); ``step_seconds``, each timed
         step's seconds (rounded), to show the spread in ``budget.json``.
     """
-    from exlm_chem.train.pretrain_data import to_device
-
     args, device = trainer.args, trainer.device
     model_state = copy.deepcopy(trainer.model.state_dict())
     optimizer_state = copy.deepcopy(trainer.optimizer.state_dict())
@@ -133,7 +131,7 @@ def measure_pace(trainer: Any, progress: dict) -> dict[str, Any]:
             sync()  # earlier steps' queued work must not count
             start = time.perf_counter()
         item = next(batches)
-        trainer.train_step(to_device(item.batch, device), progress["step"] + i)
+        trainer.train_item(item, progress["step"] + i)  # descriptor targets too
         if timed:
             sync()
             step_seconds.append(time.perf_counter() - start)

@@ -37,6 +37,7 @@ from exlm_chem.train.pretrain_args import PretrainArgs, check_args, learning_rat
 from exlm_chem.train.pretrain_data import (
     BatchMaker,
     PretrainBatches,
+    StepBatch,
     make_loader,
     prepare_run_corpus,
     prepared_summary,
@@ -188,6 +189,14 @@ class Pretrainer:
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.args.clip_norm)
         self.optimizer.step()
         return out, grad_norm
+
+    def train_item(self, item: StepBatch, step: int):
+        """:meth:`train_step` on a batch of the stream, its descriptor targets and columns
+        included (the pace probe times the same step the run takes)."""
+        # non_blocking, as to_device: a plain copy to a GPU waits for its queued work
+        targets, columns = (None if t is None else t.to(self.device, non_blocking=True)
+                            for t in (item.targets, item.columns))
+        return self.train_step(to_device(item.batch, self.device), step, targets, columns)
 
     # ----- checkpoints ------------------------------------------------------------
     def checkpoint_dir(self) -> Path:
@@ -360,11 +369,7 @@ class Pretrainer:
         window_tokens, window_steps, window_start = 0, 0, time.monotonic()
         while progress["step"] < args.max_steps:
             item = next(batches)
-            # non_blocking, as to_device: a plain copy to a GPU waits for its queued work
-            targets, columns = (None if t is None else t.to(self.device, non_blocking=True)
-                                for t in (item.targets, item.columns))
-            out, grad_norm = self.train_step(to_device(item.batch, self.device),
-                                             progress["step"], targets, columns)
+            out, grad_norm = self.train_item(item, progress["step"])
             loss_sum += out.loss.detach()
             if out.aux_loss is not None:
                 aux_sum += out.aux_loss.detach()

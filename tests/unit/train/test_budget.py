@@ -92,9 +92,14 @@ class _SlowStartTrainer:
 
     def loader(self, progress: dict):
         while True:
-            yield SimpleNamespace(batch=_Batch(torch.ones(3, 4)), n_tokens=50)
+            yield SimpleNamespace(batch=_Batch(torch.ones(3, 4)), n_tokens=50,
+                                  targets=torch.zeros(3, 2))
 
-    def train_step(self, batch: _Batch, step: int) -> None:
+    def train_item(self, item: SimpleNamespace, step: int) -> None:
+        # the whole stream item: a probe that dropped the descriptor targets would time a
+        # step without the auxiliary head
+        assert item.targets is not None
+        batch = item.batch
         noise = torch.randn(batch.x.shape)
         self.optimizer.zero_grad()
         self.model(batch.x + noise).pow(2).mean().backward()
