@@ -19,11 +19,14 @@ from exlm_chem.data.descriptors import FeatureScaler, FeatureSpec, feature_names
 from exlm_chem.model.molecule_model import EMBED, MoleculeModel
 from exlm_chem.model.tree_head import TreeHead
 
-__all__ = ["TREE_KINDS", "FrozenTrees"]
+__all__ = ["DEFAULT_TREE_WEIGHT", "TREE_KINDS", "FrozenTrees"]
 
 # read beside the pooled state; Morgan counts too would make every tree histogram about
 # five times wider for a fraction of a point (benchmarks/results/tree_head_cpu)
 TREE_KINDS = ("rdkit2d",)
+#: the trees' share of the estimators' average where nothing chose it: the classifier's
+#: default, and the weight of saves from before the estimators chose one
+DEFAULT_TREE_WEIGHT = 0.5
 
 
 class FrozenTrees(NamedTuple):

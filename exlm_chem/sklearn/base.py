@@ -32,7 +32,7 @@ from exlm_chem.data.descriptors import (
 )
 from exlm_chem.data.featurize import check_smiles, raise_for_invalid, warn_unknown_tokens
 from exlm_chem.device import resolve_device
-from exlm_chem.model.frozen_trees import TREE_KINDS, FrozenTrees
+from exlm_chem.model.frozen_trees import DEFAULT_TREE_WEIGHT, TREE_KINDS, FrozenTrees
 from exlm_chem.model.molecule_model import (
     EMBED,
     PREDICT,
@@ -55,6 +55,20 @@ from exlm_chem.uncertainty.ensemble import Spread, bootstrap_rows, combine, memb
 from exlm_chem.uncertainty.params import is_count, uncertainty_problems
 
 _FIT_POLICIES = ("raise", "drop")
+
+
+#: the weights the regressor's held-out molecules choose from (``tree_weight=None``)
+TREE_WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
+
+
+def held_out_tree_weight(network: np.ndarray, trees: np.ndarray, labels: np.ndarray) -> float:
+    """The weight of :data:`TREE_WEIGHTS` whose average of ``network`` and ``trees``
+    values [n, T] has the lowest squared error on ``labels`` [n, T] (NaN: missing), summed
+    over the tasks; the first of equals."""
+    known = ~np.isnan(labels)
+    errors = [np.square((1 - w) * network + w * trees - labels)[known].sum()
+              for w in TREE_WEIGHTS]
+    return TREE_WEIGHTS[int(np.argmin(errors))]
 
 
 class ExLMEstimatorBase(BaseEstimator):
@@ -92,6 +106,7 @@ class ExLMEstimatorBase(BaseEstimator):
         features: str | list[str] | None = None,
         n_jobs: int | None = None,
         tree_head: bool = True,
+        tree_weight: float | None = None,
         head_first: bool = True,
         train_layers: int | None = 3,
     ) -> None:
@@ -122,6 +137,7 @@ class ExLMEstimatorBase(BaseEstimator):
         self.features = features
         self.n_jobs = n_jobs
         self.tree_head = tree_head
+        self.tree_weight = tree_weight
         self.head_first = head_first
         self.train_layers = train_layers
 
@@ -171,6 +187,10 @@ class ExLMEstimatorBase(BaseEstimator):
         problems += [f"{name} must be True or False, got {getattr(self, name)!r}"
                      for name in ("tree_head", "head_first")
                      if not isinstance(getattr(self, name), bool | np.bool_)]
+        tw = self.tree_weight
+        if tw is not None and (not isinstance(tw, int | float | np.floating)
+                               or isinstance(tw, bool) or not 0 <= tw <= 1):
+            problems.append(f"tree_weight must be None or in [0, 1], got {tw!r}")
         if self.train_layers is not None and not is_count(self.train_layers, 1):
             problems.append(f"train_layers must be None or an integer >= 1, got "
                             f"{self.train_layers!r}")
@@ -318,14 +338,21 @@ class ExLMEstimatorBase(BaseEstimator):
         return self._on_device(model).eval()
 
     def _fit_held_out(self, valid: Any, trees: np.ndarray | None) -> None:
-        """What the held-out molecules decide beside the best epoch: the classifier's
-        calibration map (``calibrate``), the regressor's conformity scores; ``trees``
-        [n, T]: the tree head's outputs of those molecules (None without one)."""
+        """What the held-out molecules decide beside the best epoch: the tree head's weight
+        (``tree_weight``), the classifier's calibration map (``calibrate``), the
+        regressor's conformity scores; ``trees`` [n, T]: the tree head's outputs of those
+        molecules (None without one)."""
         self.calibrator_, self.conformity_scores_ = None, None
+        self.tree_weight_ = DEFAULT_TREE_WEIGHT if self.tree_weight is None else float(
+            self.tree_weight)
         if valid is None:
             return
         if self._task == "regression":
-            values = self._aggregate(self._samples(valid.smiles, valid.features), trees)
+            samples = self._samples(valid.smiles, valid.features)
+            if self.tree_weight is None and trees is not None:
+                self.tree_weight_ = held_out_tree_weight(samples.mean(axis=(0, 1)), trees,
+                                                         valid.labels)
+            values = self._aggregate(samples, trees)
             self.conformity_scores_ = conformity_scores(valid.labels, values)  # [n, T] above
         elif self.calibrate is not None:
             proba = self._combined(self._samples(valid.smiles, valid.features), trees)
@@ -405,11 +432,12 @@ class ExLMEstimatorBase(BaseEstimator):
 
     def _combined(self, samples: np.ndarray, trees: np.ndarray | None) -> np.ndarray:
         """[n, T] on the output scale (probabilities, values): the mean over the
-        networks' members x views ``samples`` [M, V, n, T], averaged half and half with the
-        tree head's outputs ``trees`` [n, T] when there is one."""
+        networks' members x views ``samples`` [M, V, n, T], averaged with the tree head's
+        outputs ``trees`` [n, T] when there is one, the trees weighing ``tree_weight_``."""
         combined = self._spread_scale(samples).mean(axis=(0, 1))  # [n, T]
-        if trees is not None:
-            combined = (combined + self._spread_scale(trees)) / 2
+        if trees is not None:  # saves and pickles from before the weight: one half
+            weight = getattr(self, "tree_weight_", DEFAULT_TREE_WEIGHT)
+            combined = (1 - weight) * combined + weight * self._spread_scale(trees)
         return combined
 
     def _aggregate(self, samples: np.ndarray, trees: np.ndarray | None) -> np.ndarray:

@@ -95,8 +95,13 @@ _PARAMETERS = """
         Beside the fine-tuned network, fit gradient-boosted trees (scikit-learn's
         histogram boosting at its defaults, one model per task) on the *pre-trained*
         encoder's pooled state and RDKit's 2D descriptors of the training molecules;
-        outputs are the average of the two (probabilities for the classifier, values for
-        the regressor). False: the network alone.
+        outputs are the weighted average of the two (probabilities for the classifier,
+        values for the regressor; ``tree_weight``). False: the network alone.
+    tree_weight : float in [0, 1] or None, default None
+        The trees' weight in that average (0: the network alone, 1: the trees alone).
+        None: one half for the classifier; for the regressor the weight of 0, 0.25, 0.5,
+        0.75 and 1 with the lowest squared error on the held-out molecules (one half
+        without held-out molecules). The weight used is ``tree_weight_``.
     head_first : bool, default True
         LP-FT: before fine-tuning, train the head alone on the pre-trained encoder's
         pooled states (its best step on the held-out molecules is kept), so the encoder
@@ -141,6 +146,8 @@ _ATTRIBUTES = """
         The seed drawn from ``random_state`` (member seeds and ``tta`` views derive from it).
     feature_spec_ : FeatureSpec or None
         The ``features`` the head reads: kinds, column names and the fitted scaler.
+    tree_weight_ : float
+        The tree head's weight in the average (see ``tree_weight``).
     tree_head_ : FrozenTrees or None
         The tree head (``tree_head=True``): the pre-trained encoder, the scaled features
         and the trees (:mod:`exlm_chem.model.frozen_trees`).

@@ -28,7 +28,7 @@ from exlm_chem.data.descriptors import FeatureSpec
 from exlm_chem.device import resolve_device
 from exlm_chem.errors import CheckpointError
 from exlm_chem.model.checkpoint_format import ESTIMATOR_FORMAT, METADATA_FILE, read_metadata
-from exlm_chem.model.frozen_trees import FrozenTrees
+from exlm_chem.model.frozen_trees import DEFAULT_TREE_WEIGHT, FrozenTrees
 from exlm_chem.model.saved_model import load_model, model_from_bytes, model_to_bytes, save_model
 from exlm_chem.model.tree_head import TreeHead
 from exlm_chem.uncertainty.calibration import Calibrator
@@ -135,7 +135,8 @@ def save_estimator(est: Any, path: str | os.PathLike[str]) -> Path:
     members = {member_file(i): model_to_bytes(model) for i, model in
                enumerate(est.models_[1:], 1)}
     trees = getattr(est, "tree_head_", None)
-    fitted["tree_head"] = None if trees is None else tree_head_metadata(trees)
+    fitted["tree_head"] = None if trees is None else {**tree_head_metadata(trees),
+                                                      "weight": est.tree_weight_}
     if trees is not None:
         members.update(tree_head_files(trees))
     return save_model(path, est.model_, meta, members)
@@ -194,7 +195,7 @@ def load_estimator(cls: type, path: str | os.PathLike[str]) -> Any:
     device = resolve_device(est.device)
     est.models_ = [m.to(device) for m in members]
     est.model_ = est.models_[0]
-    est.tree_head_ = None
+    est.tree_head_, est.tree_weight_ = None, DEFAULT_TREE_WEIGHT
     if fitted.get("tree_head") is not None:  # absent in saves from before the tree head
         files = {}
         for name in (_TREE_ENCODER, _TREE_ARRAYS):
@@ -205,6 +206,7 @@ def load_estimator(cls: type, path: str | os.PathLike[str]) -> Any:
         try:
             est.tree_head_ = tree_head_from(fitted["tree_head"], files, model.config,
                                             model.tokenizer).to(device)
+            est.tree_weight_ = float(fitted["tree_head"].get("weight", DEFAULT_TREE_WEIGHT))
         except (KeyError, TypeError, ValueError, safetensors.SafetensorError) as err:
             raise CheckpointError(f"{Path(path)}: the tree head is unusable "
                                   f"({type(err).__name__}: {err})") from err

@@ -1,7 +1,8 @@
 """The estimators' tree head and head-first fine-tuning (LP-FT).
 
 The tree head reads the pre-trained encoder (not the fine-tuned one), is half of every
-output, and travels through save/load and pickling without being unpickled; ``head_first``
+classifier output (or ``tree_weight`` of it; the regressor's held-out molecules choose the
+weight), and travels through save/load and pickling without being unpickled; ``head_first``
 fits the head on the frozen states before the encoder moves.
 """
 
@@ -16,6 +17,7 @@ from scipy.special import expit, logit
 
 from exlm_chem.errors import CheckpointError
 from exlm_chem.model.molecule_model import EMBED, PREDICT
+from exlm_chem.sklearn.base import TREE_WEIGHTS, held_out_tree_weight
 from exlm_chem.sklearn.estimator import ExLMMoleculeClassifier, ExLMMoleculeRegressor
 
 
@@ -99,15 +101,61 @@ def test_a_corrupt_tree_head_file_is_a_checkpoint_error(fitted, tmp_path):
         ExLMMoleculeClassifier.load(tmp_path / "m")
 
 
-def test_the_regressor_averages_values_and_its_intervals_see_the_average(params, data):
+def test_the_regressor_weighs_values_as_its_held_out_molecules_chose_and_its_intervals_see_it(
+        params, data, tmp_path):
     X, y = data
     values = np.log1p(np.arange(len(X), dtype=float)) + y
     est = ExLMMoleculeRegressor(**params).fit(X, values)
+    # the choice, redone from the held-out rows fit used (rebuilt from its seed)
+    order = np.random.default_rng(est.seed_).permutation(len(X))
+    held_out = order[: round(params["validation_fraction"] * len(X))]
+    net_h, trees_h = _net_and_trees(est, [X[i] for i in held_out])
+    assert est.tree_weight_ == held_out_tree_weight(net_h, trees_h, values[held_out, None])
+    w = est.tree_weight_
     net, trees = _net_and_trees(est, X[:12])
-    np.testing.assert_allclose(est.predict(X[:12]), (net[:, 0] + trees[:, 0]) / 2, atol=1e-5)
+    expected = (1 - w) * net[:, 0] + w * trees[:, 0]
+    np.testing.assert_allclose(est.predict(X[:12]), expected, atol=1e-5)
     interval = est.predict_interval(X[:12], alpha=0.5)
     np.testing.assert_allclose((interval.lower + interval.upper) / 2, est.predict(X[:12]),
                                atol=1e-5)
+    est.save(tmp_path / "r")
+    loaded = ExLMMoleculeRegressor.load(tmp_path / "r")
+    assert loaded.tree_weight_ == w
+    np.testing.assert_allclose(loaded.predict(X[:12]), expected, atol=1e-5)
+
+
+def test_a_given_tree_weight_is_the_trees_share_of_each_probability(params, data, tmp_path):
+    X, y = data
+    est = ExLMMoleculeClassifier(**params, tree_weight=0.75).fit(X, y)
+    assert est.tree_weight_ == 0.75
+    net, trees = _net_and_trees(est, X[:10])
+    expected = 0.25 * expit(net[:, 0]) + 0.75 * expit(trees[:, 0])
+    np.testing.assert_allclose(est.predict_proba(X[:10])[:, 1], expected, atol=1e-6)
+    est.save(tmp_path / "c")
+    np.testing.assert_allclose(ExLMMoleculeClassifier.load(tmp_path / "c").predict_proba(
+        X[:10])[:, 1], expected, atol=1e-6)
+    np.testing.assert_allclose(pickle.loads(pickle.dumps(est)).predict_proba(X[:10])[:, 1],
+                               expected, atol=1e-6)
+
+
+def test_the_held_out_weight_is_the_one_with_the_least_squared_error():
+    labels = np.array([[1.0, np.nan], [2.0, 0.0], [3.0, 1.0]])
+    network = np.array([[0.0, 5.0], [0.0, 0.0], [0.0, 1.0]])
+    trees = labels.copy()
+    trees[0, 1] = -100.0  # a missing label's row does not count
+    assert held_out_tree_weight(network, trees, labels) == 1.0
+    assert held_out_tree_weight(trees, network, labels) == 0.0
+    # halfway between the two is best when they err on opposite sides
+    assert held_out_tree_weight(labels - 1, labels + 1, labels) == 0.5
+    # equal errors: the first weight (the network alone) of equals
+    assert held_out_tree_weight(labels, labels, labels) == TREE_WEIGHTS[0]
+
+
+@pytest.mark.parametrize("bad", [1.5, -0.1, "half", True])
+def test_the_tree_weight_is_a_share(params, data, bad):
+    X, y = data
+    with pytest.raises(ValueError, match="tree_weight must be None or in"):
+        ExLMMoleculeClassifier(**params, tree_weight=bad).fit(X, y)
 
 
 @pytest.mark.parametrize("bad", ["yes", 1, None])
