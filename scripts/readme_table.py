@@ -15,14 +15,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from exlm_chem import __version__
-
+# the release whose classifier defaults are today's: 0.2.1 changed the regressor alone,
+# so the 0.2.0 rows measure the classifier a user gets now
+CLASSIFIER_DEFAULTS = "0.2.0"
 TASKS = ["bace", "bbbp", "clintox", "sider", "tox21", "toxcast", "muv"]
 TITLES = {"bace": "BACE", "bbbp": "BBBP", "clintox": "ClinTox", "sider": "SIDER",
           "tox21": "Tox21", "toxcast": "ToxCast", "muv": "MUV"}
 ROWS = [  # (label in the report, name in the README)
-    (f"ExLM exlm-small (estimator {__version__} defaults)",
-     f"**`ExLMMoleculeClassifier()`** ({__version__})"),
+    (f"ExLM exlm-small (estimator {CLASSIFIER_DEFAULTS} defaults)",
+     f"**`ExLMMoleculeClassifier()`** ({CLASSIFIER_DEFAULTS}, the current defaults)"),
     ("chemprop 2.2.4 + RDKit 2D", "chemprop 2.2.4 + RDKit 2D, its defaults (50 epochs)"),
     ("RF on RDKit 2D", "random forest on RDKit 2D"),
     ("RF on ECFP4", "random forest on ECFP4"),
