@@ -175,7 +175,14 @@ class EncoderMethod:
             settings = estimator_settings(task, budget)
         else:
             settings = dataclasses.asdict(cell_finetune_settings(task, budget))
-        return self.inputs, {**settings, **feature_settings(self.features)}
+        return self.inputs, {**settings, **feature_settings(self._kinds(task))}
+
+    def _kinds(self, task: str) -> tuple[str, ...]:
+        """The features a cell reads: the estimator's own (``features="auto"``) where the
+        row names none."""
+        if self.mode == "estimator" and not self.features:
+            return _estimator_class(task_type(task)).AUTO_FEATURES
+        return self.features
 
     def embedding_cache(self, data: TaskData) -> Path | None:
         """Where ``data``'s embeddings are cached; the name hashes everything they depend
@@ -311,20 +318,25 @@ class EncoderMethod:
                             stopped_early=est.stopped_early_,
                             settings={**estimator_settings(data.name, budget),
                                       "selection": est.selection_metric_,
-                                      **feature_settings(self.features)})
+                                      **feature_settings(self._kinds(data.name))})
 
 
 def _default_estimator(kind: str, path: Path, seed: int, budget: Budget, device: str,
                        features: tuple[str, ...], progress: bool = False) -> Any:
-    """An estimator with its default settings, from ``path``, capped by ``budget``."""
-    from exlm_chem.sklearn.estimator import ExLMMoleculeClassifier, ExLMMoleculeRegressor
-
-    cls = ExLMMoleculeRegressor if kind == "regression" else ExLMMoleculeClassifier
-    est = cls(str(path), random_state=seed, device=device, progress=progress,
-              features=list(features) or None, max_minutes=budget.max_minutes)
+    """An estimator with its default settings, from ``path``, capped by ``budget``;
+    ``features`` empty: its own (``"auto"``)."""
+    est = _estimator_class(kind)(str(path), random_state=seed, device=device,
+                                 progress=progress, features=list(features) or "auto",
+                                 max_minutes=budget.max_minutes)
     if budget.max_epochs is not None and budget.max_epochs < est.epochs:
         est.set_params(epochs=budget.max_epochs)
     return est
+
+
+def _estimator_class(kind: str) -> type:
+    from exlm_chem.sklearn.estimator import ExLMMoleculeClassifier, ExLMMoleculeRegressor
+
+    return ExLMMoleculeRegressor if kind == "regression" else ExLMMoleculeClassifier
 
 
 def estimator_settings(task: str, budget: Budget) -> dict[str, Any]:

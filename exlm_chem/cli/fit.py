@@ -51,10 +51,12 @@ class FitCommand(Subcommand):
                             help="invalid training SMILES: stop with a list of them, or "
                                  "leave them out with a warning")
         parser.add_argument("--max-minutes", type=float)
-        parser.add_argument("--features", nargs="+", choices=("rdkit2d", "morgan"), default=[],
+        parser.add_argument("--features", nargs="+", choices=("rdkit2d", "morgan", "none"),
                             help="features computed per molecule and fed to the head beside "
                                  "the encoder: RDKit 2D descriptors and/or Morgan counts "
-                                 "(scaled on the training rows, saved with the model)")
+                                 "(scaled on the training rows, saved with the model), or "
+                                 "none (default: the estimator's own, rdkit2d for regression "
+                                 "and none for classification)")
         parser.add_argument("--feature-columns", nargs="+", default=[], metavar="COLUMN",
                             help="numeric input columns fed to the head as well; `predict` "
                                  "then reads the same columns")
@@ -103,7 +105,11 @@ class FitCommand(Subcommand):
         pretrained = None if args.pretrained.lower() == "none" else args.pretrained
         estimator_class = (ExLMMoleculeClassifier if args.task == "classification"
                            else ExLMMoleculeRegressor)
-        features = [*dict.fromkeys(args.features), *(["columns"] if feature_columns else [])]
+        if args.features and "none" in args.features and len(set(args.features)) > 1:
+            raise ValueError(f"--features none cannot go with other kinds: {args.features}")
+        computed = (estimator_class.AUTO_FEATURES if args.features is None
+                    else [k for k in dict.fromkeys(args.features) if k != "none"])
+        features = [*computed, *(["columns"] if feature_columns else [])]
         est = estimator_class(pretrained, preset=args.preset, random_state=args.random_state,
                               on_invalid=args.on_invalid, device=args.device,
                               progress=args.progress, features=features or None,

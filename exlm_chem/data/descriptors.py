@@ -41,7 +41,7 @@ from exlm_chem.data.process_map import map_chunks
 from exlm_chem.data.rdkit_reasons import quiet_mol
 
 __all__ = [
-    "CLIP", "COMPUTED_KINDS", "FAST_NAMES", "KINDS", "MORGAN_BITS", "MORGAN_RADIUS",
+    "AUTO", "CLIP", "COMPUTED_KINDS", "FAST_NAMES", "KINDS", "MORGAN_BITS", "MORGAN_RADIUS",
     "USER_KIND", "FeatureScaler", "FeatureSpec", "descriptor_values", "feature_kinds",
     "feature_names", "molecule_features", "morgan_counts", "raw_features",
     "rdkit2d_descriptors", "rdkit2d_names", "rdkit_version",
@@ -300,24 +300,28 @@ class FeatureScaler:
 
 USER_KIND = "columns"  # the caller's own per-row features (not computed here)
 KINDS = (*COMPUTED_KINDS, USER_KIND)
+AUTO = "auto"  # features=AUTO: the estimator's own measured default kinds
 
 
-def feature_kinds(features: Any) -> tuple[str, ...]:
+def feature_kinds(features: Any, auto: tuple[str, ...] = ()) -> tuple[str, ...]:
     """The ``features=`` option as a tuple of kinds: None -> (), ``"rdkit2d"`` ->
-    ``("rdkit2d",)``, a list keeps its order; unknown or repeated kinds raise."""
+    ``("rdkit2d",)``, :data:`AUTO` -> ``auto`` (the caller's default), a list keeps its
+    order; unknown or repeated kinds raise."""
     if features is None:
         return ()
+    if isinstance(features, str) and features == AUTO:
+        return tuple(auto)
     kinds = (features,) if isinstance(features, str) else features
     try:
         kinds = tuple(kinds)
     except TypeError:
-        raise ValueError(f"features must be None, one of {KINDS} or a list of them, got "
-                         f"{features!r}") from None
+        raise ValueError(f"features must be None, {AUTO!r}, one of {KINDS} or a list of "
+                         f"them, got {features!r}") from None
     unknown = [k for k in kinds if k not in KINDS]
     if unknown or len(set(kinds)) != len(kinds):
         what = f"unknown {unknown}" if unknown else "repeated kinds"
-        raise ValueError(f"features must be None, one of {KINDS} or a list of distinct "
-                         f"ones; got {features!r} ({what})")
+        raise ValueError(f"features must be None, {AUTO!r}, one of {KINDS} or a list of "
+                         f"distinct ones; got {features!r} ({what})")
     return kinds
 
 

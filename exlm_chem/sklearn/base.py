@@ -75,6 +75,8 @@ class ExLMEstimatorBase(BaseEstimator):
     """Fine-tunes a pre-trained ExLM encoder plus a head on SMILES (see subclasses)."""
 
     _task: ClassVar[str]  # "classification" or "regression"
+    #: the kinds ``features="auto"`` reads: each estimator's measured default
+    AUTO_FEATURES: ClassVar[tuple[str, ...]] = ()
 
     def __init__(
         self,
@@ -103,7 +105,7 @@ class ExLMEstimatorBase(BaseEstimator):
         n_models: int = 1,
         bootstrap: bool = False,
         calibrate: str | None = None,
-        features: str | list[str] | None = None,
+        features: str | list[str] | None = "auto",
         n_jobs: int | None = None,
         tree_head: bool = True,
         tree_weight: float | None = None,
@@ -175,7 +177,7 @@ class ExLMEstimatorBase(BaseEstimator):
         except ValueError as err:
             problems.insert(0, str(err))
         for check, value in ((Pooling.of, self.pooling), (check_max_length, self.max_length),
-                             (feature_kinds, self.features)):
+                             (self._feature_kinds, self.features)):
             try:
                 check(value)
             except ValueError as err:
@@ -214,7 +216,7 @@ class ExLMEstimatorBase(BaseEstimator):
         from exlm_chem.train.finetune import LabelledSmiles
 
         settings = self._settings()
-        kinds = feature_kinds(self.features)
+        kinds = self._feature_kinds(self.features)
         smiles, columns, column_names = self._split_X(X, kinds)
         targets = self._targets(y, len(smiles))
 
@@ -357,6 +359,10 @@ class ExLMEstimatorBase(BaseEstimator):
         elif self.calibrate is not None:
             proba = self._combined(self._samples(valid.smiles, valid.features), trees)
             self.calibrator_ = fit_calibrator(self.calibrate, valid.labels, proba)  # [n, T]
+
+    def _feature_kinds(self, features: Any) -> tuple[str, ...]:
+        """``features`` as a tuple of kinds, ``"auto"`` as :attr:`AUTO_FEATURES`."""
+        return feature_kinds(features, auto=self.AUTO_FEATURES)
 
     # ---- X ---------------------------------------------------------------------------------
     @staticmethod

@@ -77,17 +77,19 @@ _PARAMETERS = """
     calibrate : {None, "isotonic", "platt"}, default None
         Classifier only: map the ensemble's probabilities through a per-task calibration
         fitted on the validation molecules (the ones that also chose the best epoch).
-    features : None, str or list of str, default None
+    features : "auto", None, str or list of str, default "auto"
         Per-molecule features concatenated to the pooled encoder state before the head
-        (the chemprop + RDKit recipe): ``"rdkit2d"`` (RDKit's 2D descriptors),
-        ``"morgan"`` (Morgan counts, radius 2, 2048 entries), ``"columns"`` (your own:
-        X is then a DataFrame or 2-D array whose first column holds the SMILES and whose
-        other columns hold numbers), or a list of these. They are scaled by a robust
-        standardisation fitted on the training rows (median, IQR), missing values
-        (NaN, inf, or a descriptor RDKit cannot compute) become 0 (the median), and
-        values are clipped to ±5 (:mod:`exlm_chem.data.descriptors`); each distinct
-        molecule is computed once per call. Saved with the model. ``transform`` returns
-        the pooled state followed by these scaled features: what the head reads.
+        (the chemprop + RDKit recipe). ``"auto"``: the estimator's measured default
+        (``AUTO_FEATURES``, chosen in benchmarks/results): ``"rdkit2d"`` for the
+        regressor, none for the classifier. None: none. Otherwise ``"rdkit2d"``
+        (RDKit's 2D descriptors), ``"morgan"`` (Morgan counts, radius 2, 2048 entries),
+        ``"columns"`` (your own: X is then a DataFrame or 2-D array whose first column
+        holds the SMILES and whose other columns hold numbers), or a list of these. They
+        are scaled by a robust standardisation fitted on the training rows (median, IQR),
+        missing values (NaN, inf, or a descriptor RDKit cannot compute) become 0 (the
+        median), and values are clipped to ±5 (:mod:`exlm_chem.data.descriptors`); each
+        distinct molecule is computed once per call. Saved with the model. ``transform``
+        returns the pooled state followed by these scaled features: what the head reads.
     n_jobs : int or None, default None
         Processes computing ``features``; None or -1: every core this process may use
         (fewer than 2000 distinct molecules are computed in-process).
@@ -267,6 +269,7 @@ class ExLMMoleculeRegressor(RegressorMixin, ExLMEstimatorBase):
 {_PARAMETERS}{_ATTRIBUTES}"""
 
     _task = "regression"
+    AUTO_FEATURES = ("rdkit2d",)  # benchmarks/results/regression_scaffold
 
     def _targets(self, y: Any, n: int) -> Targets:
         return regression_targets(y, n)

@@ -59,3 +59,27 @@ def test_feature_columns_must_not_be_targets(train_csv, tiny_checkpoint, tmp_pat
     with pytest.raises(ValueError, match=r"--feature-columns \['p_np'\] are also"):
         main(["fit", str(train_csv), "--target-columns", "p_np", "--out", str(tmp_path / "m"),
               "--pretrained", str(tiny_checkpoint), "--feature-columns", "p_np"])
+
+
+@pytest.mark.parametrize(("task", "flags", "expected"), [
+    ("regression", [], ["rdkit2d"]),  # the regressor's own default
+    ("regression", ["--features", "none"], None),
+    ("classification", [], None),
+])
+def test_fit_follows_each_estimators_default_features(train_csv, tiny_checkpoint, tmp_path,
+                                                      task, flags, expected):
+    model = tmp_path / "model"
+    target = "p_np" if task == "classification" else "logp_guess"
+    assert main(["fit", str(train_csv), "--target-columns", target, "--task", task,
+                 "--out", str(model), "--pretrained", str(tiny_checkpoint), "--epochs", "1",
+                 "--device", "cpu", "--on-invalid", "drop", "--n-jobs", "1",
+                 "--no-progress", *flags]) == 0
+    meta = json.loads((model / "metadata.json").read_text())
+    assert (meta["fitted"]["features"] or {}).get("kinds") == expected
+
+
+def test_fit_refuses_none_with_other_features(train_csv, tiny_checkpoint, tmp_path):
+    with pytest.raises(ValueError, match="--features none cannot go with other kinds"):
+        main(["fit", str(train_csv), "--target-columns", "logp_guess", "--task",
+              "regression", "--out", str(tmp_path / "m"), "--pretrained",
+              str(tiny_checkpoint), "--features", "none", "rdkit2d", "--no-progress"])

@@ -150,10 +150,17 @@ def test_estimator_defaults_rows(bbbp, tiny_checkpoint, name):
 
 def test_estimator_defaults_on_a_regression_set(tiny_checkpoint):
     data = _subset("esol", 80, "regression")
-    out = _spec("exlm_defaults_rdkit2d", tiny_checkpoint).run(data, 0, Budget(max_epochs=1),
-                                                              False)
+    spec = _spec("exlm_defaults", tiny_checkpoint)
+    assert "RDKit 2D" not in spec.label  # the regressor's own default, not the row's choice
+    # the cell's key names the descriptors the regressor reads by default
+    assert spec.protocol("esol", Budget(max_epochs=1))[1]["features"] == ["rdkit2d"]
+    out = spec.run(data, 0, Budget(max_epochs=1), False)
     assert out.test_scores.shape == (12, 1) and np.isfinite(out.test_scores).all()
     assert out.settings["estimator"] == "ExLMMoleculeRegressor"
+    assert out.settings["features"] == ["rdkit2d"]
+    with_rdkit = _spec("exlm_defaults_rdkit2d", tiny_checkpoint).run(
+        data, 0, Budget(max_epochs=1), False)
+    np.testing.assert_allclose(with_rdkit.test_scores, out.test_scores, rtol=1e-5)
 
 
 def test_chemprop_with_its_descriptor_featurizer(bbbp):

@@ -115,6 +115,21 @@ def test_load_refuses_descriptors_the_installed_rdkit_cannot_compute(fitted, tmp
         ExLMMoleculeClassifier.load(tmp_path / "m")
 
 
+def test_auto_is_each_estimators_measured_default(params, data):
+    X, y = data
+    assert ExLMMoleculeRegressor().features == ExLMMoleculeClassifier().features == "auto"
+    reg = ExLMMoleculeRegressor(**params).fit(X, y.astype(float))
+    assert reg.feature_spec_.kinds == ExLMMoleculeRegressor.AUTO_FEATURES == ("rdkit2d",)
+    assert reg.model_.n_features == len(descriptors.rdkit2d_names())
+    clf = ExLMMoleculeClassifier(**params, tree_head=False).fit(X, y)
+    assert clf.feature_spec_ is None and clf.model_.n_features == 0
+    assert ExLMMoleculeRegressor(features=None, **params).fit(X, y.astype(float)
+                                                              ).feature_spec_ is None
+    assert descriptors.feature_kinds("auto", auto=("morgan",)) == ("morgan",)
+    with pytest.raises(ValueError, match=r"features must be None, 'auto'.*\['automatic'\]"):
+        ExLMMoleculeRegressor(features="automatic", **params).fit(X, y.astype(float))
+
+
 def test_clone_and_grid_search_over_features(params, data):
     X, y = data
     est = ExLMMoleculeClassifier(features=["rdkit2d"], **params)
@@ -183,7 +198,7 @@ def test_user_columns_regressor_with_morgan(params):
 
 
 def test_bad_features_option_is_one_clear_error():
-    with pytest.raises(ValueError, match="features must be None, one of"):
+    with pytest.raises(ValueError, match="features must be None, 'auto', one of"):
         ExLMMoleculeClassifier(features="ecfp").fit(["CCO", "CCN"], [0, 1])
     with pytest.raises(ValueError, match="n_jobs must be None or a non-zero integer"):
         ExLMMoleculeClassifier(n_jobs=0).fit(["CCO", "CCN"], [0, 1])
