@@ -61,10 +61,6 @@ MANIFEST = "manifest.json"
 DESCRIPTORS = "descriptors.npz"
 #: feature kinds (:mod:`exlm_chem.data.descriptors`) a prepared corpus stores as targets
 DESCRIPTOR_KINDS = ("rdkit2d", "rdkit2d_fast", "morgan")
-# columns scaled at a time: FeatureScaler works on several float64 copies of what it is
-# given, which for all 2048 Morgan columns of a million molecules came to about 50 GB
-# (64 columns: under 2 GB, besides the float32 values and float16 targets)
-_SCALE_BLOCK = 64
 # the settings the manifest's "settings" entry holds; hygiene's are under "hygiene"
 _MANIFEST_SETTINGS = ("max_length", "valid_size", "seed", "limit")
 
@@ -253,22 +249,12 @@ def _descriptor_targets(smiles: Sequence[str | None], kind: str, train_idx: np.n
 def _scaled(values: np.ndarray, train_idx: np.ndarray, valid_idx: np.ndarray
             ) -> tuple[FeatureScaler, dict[str, np.ndarray]]:
     """:class:`~exlm_chem.data.descriptors.FeatureScaler` fitted on the training rows of
-    raw ``values`` [n, D], and the scaled rows of each split as float16. Fitted and applied
-    :data:`_SCALE_BLOCK` columns at a time, which gives what one fit over all columns
-    gives (each column is scaled on its own) in a fraction of the memory."""
+    raw ``values`` [n, D], and the scaled rows of each split as float16."""
     from exlm_chem.data.descriptors import FeatureScaler
 
-    starts = range(0, values.shape[1], _SCALE_BLOCK)
-    blocks = [FeatureScaler.fit(values[train_idx, a : a + _SCALE_BLOCK]) for a in starts]
-    scaler = FeatureScaler(np.concatenate([b.center for b in blocks]),
-                           np.concatenate([b.scale for b in blocks]), blocks[0].clip)
-    targets = {}
-    for name, index in (("train", train_idx), ("valid", valid_idx)):
-        out = np.empty((len(index), values.shape[1]), dtype=np.float16)
-        for a, block in zip(starts, blocks, strict=True):
-            out[:, a : a + _SCALE_BLOCK] = block.transform(values[index, a : a + _SCALE_BLOCK])
-        targets[name] = out
-    return scaler, targets
+    scaler = FeatureScaler.fit(values, rows=train_idx)
+    return scaler, {name: scaler.transform(values, rows=index, dtype=np.float16)
+                    for name, index in (("train", train_idx), ("valid", valid_idx))}
 
 
 def _read_manifest(directory: Path) -> dict[str, Any]:

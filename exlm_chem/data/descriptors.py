@@ -63,6 +63,9 @@ MORGAN_RADIUS = 2
 MORGAN_BITS = 2048
 CLIP = 5.0  # scaled values beyond ±CLIP robust standard deviations are clipped
 _IQR_TO_SD = 1.349  # IQR of a standard normal: a robust scale in standard-deviation units
+# columns a scaler reads at a time: a float64 copy of 2048 Morgan columns of a million
+# molecules is 16 GB, and nanpercentile makes several
+_BLOCK = 64
 _MIN_PER_WORKER = 1000  # fewest molecules worth a worker: under 2000 all run in-process
 _CHUNK = 500  # molecules per task sent to a worker (bounds the float64 rows sent back)
 
@@ -250,36 +253,51 @@ class FeatureScaler:
     clip: float = CLIP
 
     @classmethod
-    def fit(cls, values: np.ndarray, clip: float = CLIP) -> FeatureScaler:
-        """Fit on raw training features [N, F] (NaN = missing, ignored)."""
-        x = np.asarray(values, dtype=np.float64)
-        if x.ndim != 2:
-            raise ValueError(f"features must be 2-D [N, F], got shape {x.shape}")
-        x = np.where(np.isfinite(x), x, np.nan)
-        center, scale = np.zeros(x.shape[1]), np.ones(x.shape[1])
-        seen = ~np.isnan(x).all(axis=0)  # columns with at least one finite training value
-        if seen.any():
+    def fit(cls, values: np.ndarray, clip: float = CLIP,
+            rows: np.ndarray | None = None) -> FeatureScaler:
+        """Fit on raw training features [N, F] (NaN = missing, ignored), or on their rows
+        ``rows``. Each column is scaled on its own, so :data:`_BLOCK` columns are read at a
+        time: a block's float64 copy, not the whole table's, bounds the memory."""
+        values = np.asarray(values)
+        if values.ndim != 2:
+            raise ValueError(f"features must be 2-D [N, F], got shape {values.shape}")
+        center, scale = np.zeros(values.shape[1]), np.ones(values.shape[1])
+        for a in range(0, values.shape[1], _BLOCK):
+            x = _block(values, rows, a)  # [n, <=_BLOCK] float64
+            x = np.where(np.isfinite(x), x, np.nan)
+            seen = ~np.isnan(x).all(axis=0)  # columns with at least one finite training value
+            if not seen.any():
+                continue
             q1, median, q3 = np.nanpercentile(x[:, seen], [25, 50, 75], axis=0)
             robust = (q3 - q1) / _IQR_TO_SD
             std = np.nanstd(x[:, seen], axis=0)
             tiny = np.finfo(np.float32).tiny
-            center[seen] = median
-            scale[seen] = np.where(robust > tiny, robust, np.where(std > tiny, std, 1.0))
+            columns = np.flatnonzero(seen) + a
+            center[columns] = median
+            scale[columns] = np.where(robust > tiny, robust, np.where(std > tiny, std, 1.0))
         return cls(center, scale, float(clip))
 
     @property
     def n_features(self) -> int:
         return int(self.center.size)
 
-    def transform(self, values: np.ndarray) -> np.ndarray:
-        """Scaled features float32 [N, F]: missing -> 0 (the median), then clipped."""
-        x = np.asarray(values, dtype=np.float64)
-        if x.ndim != 2 or x.shape[1] != self.n_features:
-            raise ValueError(f"features must be [N, {self.n_features}], got shape {x.shape}")
-        with np.errstate(invalid="ignore", over="ignore"):
-            scaled = (x - self.center) / self.scale
-        scaled[~np.isfinite(scaled)] = 0.0
-        return np.clip(scaled, -self.clip, self.clip).astype(np.float32)
+    def transform(self, values: np.ndarray, rows: np.ndarray | None = None,
+                  dtype: Any = np.float32) -> np.ndarray:
+        """Scaled features [N, F] (or of the rows ``rows``) in ``dtype``: missing -> 0 (the
+        median), then clipped; computed :data:`_BLOCK` columns at a time."""
+        values = np.asarray(values)
+        if values.ndim != 2 or values.shape[1] != self.n_features:
+            raise ValueError(f"features must be [N, {self.n_features}], got shape "
+                             f"{values.shape}")
+        n = values.shape[0] if rows is None else len(rows)
+        out = np.empty((n, self.n_features), dtype=dtype)
+        for a in range(0, self.n_features, _BLOCK):
+            b = slice(a, a + _BLOCK)
+            with np.errstate(invalid="ignore", over="ignore"):
+                scaled = (_block(values, rows, a) - self.center[b]) / self.scale[b]
+            scaled[~np.isfinite(scaled)] = 0.0
+            out[:, b] = np.clip(scaled, -self.clip, self.clip)
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (plain lists)."""
@@ -296,6 +314,13 @@ class FeatureScaler:
         if not (np.isfinite(center).all() and np.isfinite(scale).all() and (scale > 0).all()):
             raise ValueError("center must be finite and scale finite and positive")
         return cls(center, scale, float(data["clip"]))
+
+
+def _block(values: np.ndarray, rows: np.ndarray | None, start: int) -> np.ndarray:
+    """Columns ``start:start + _BLOCK`` of ``values`` (of its rows ``rows``) as float64."""
+    columns = slice(start, start + _BLOCK)
+    part = values[:, columns] if rows is None else values[rows, columns]
+    return np.asarray(part, dtype=np.float64)
 
 
 USER_KIND = "columns"  # the caller's own per-row features (not computed here)

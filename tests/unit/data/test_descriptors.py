@@ -147,6 +147,28 @@ def test_scaler_is_robust_fills_missing_with_the_median_and_clips():
         scaler.transform(np.zeros((2, 4)))
 
 
+def test_scaler_in_column_blocks_is_each_column_scaled_on_its_own(monkeypatch):
+    from exlm_chem.data import descriptors
+
+    rng = np.random.default_rng(0)
+    values = rng.lognormal(0.0, 3.0, size=(300, 150)).astype(np.float32)  # heavy tails
+    values[rng.random(values.shape) < 0.05] = np.nan
+    values[:, 7] = 2.0  # constant: scale 1
+    values[:, 8] = np.nan  # never computable: centre 0, scale 1
+    values[:, 9] = (rng.random(300) < 0.01).astype(np.float32)  # a rare bit: IQR 0, the SD
+    monkeypatch.setattr(descriptors, "_BLOCK", 64)  # 3 blocks, the last of 22 columns
+    rows = np.arange(0, 300, 2)
+    scaler = FeatureScaler.fit(values, rows=rows)
+    alone = [FeatureScaler.fit(values[rows][:, [j]]) for j in range(values.shape[1])]
+    np.testing.assert_array_equal(scaler.center, [a.center[0] for a in alone])
+    np.testing.assert_array_equal(scaler.scale, [a.scale[0] for a in alone])
+    out = scaler.transform(values, rows=rows[:10], dtype=np.float16)
+    assert out.dtype == np.float16 and out.shape == (10, 150)
+    expected = np.concatenate([a.transform(values[rows[:10]][:, [j]])
+                               for j, a in enumerate(alone)], axis=1)
+    np.testing.assert_array_equal(out, expected.astype(np.float16))
+
+
 def test_feature_kinds_and_spec_round_trip():
     assert feature_kinds(None) == ()
     assert feature_kinds("rdkit2d") == ("rdkit2d",)
