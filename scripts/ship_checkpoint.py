@@ -106,14 +106,25 @@ def probe_from_results(out: Path, results: Path, command: str) -> None:
     (out / "metadata.json").write_text(json.dumps(meta, indent=2) + "\n")
 
 
+_TARGET_TITLES = {"rdkit2d": "RDKit 2D descriptors", "rdkit2d_fast": "fast RDKit 2D descriptors",
+                  "morgan": "Morgan counts"}
+
+
 def _recipe(meta: dict) -> str:
     """Objective, mask ratio, auxiliary descriptor weight, width and dropout of the run."""
     recipe = meta.get("recipe")
     if not recipe:
         return "not recorded (trained before recipes were recorded)"
-    aux = (f"descriptor auxiliary loss x{recipe['aux_weight']} "
-           f"({(meta.get('descriptors') or {}).get('count')} RDKit 2D descriptors, scaler in "
-           "metadata.json)" if recipe.get("aux_weight") else "no auxiliary loss")
+    aux = "no auxiliary loss"
+    if recipe.get("aux_weight"):
+        targets = meta.get("descriptors") or {}
+        handling = "".join([
+            f", targets clipped at ±{recipe['aux_clip']:g}" if recipe.get("aux_clip") else "",
+            f", {recipe['aux_share']:g} of the columns per step"
+            if recipe.get("aux_share", 1.0) < 1.0 else ""])
+        aux = (f"descriptor auxiliary loss x{recipe['aux_weight']} ({targets.get('count')} "
+               f"{_TARGET_TITLES.get(targets.get('kind', 'rdkit2d'), targets.get('kind'))}"
+               f"{handling}; scaler in metadata.json)")
     return (f"objective {recipe['objective']}, mask ratio {recipe['mask_ratio']}, {aux}, "
             f"d_model {recipe['d_model']}, k {recipe['k_states']}, dropout "
             f"{recipe.get('dropout')}")

@@ -41,7 +41,11 @@ class PretrainArgs:
     mask_ratio: float = _help(0.15, "share of tokens masked (paper 0.15; MolEncoder found 0.3)")
     aux_weight: float = _help(
         0.0, "weight of the descriptor-regression loss (targets: the prepared corpus's "
-             "descriptors; --corpus computes RDKit 2D ones; 0: off)")
+             "descriptors, or those --corpus computes: --aux-targets; 0: off)")
+    aux_targets: str = _help(
+        "rdkit2d", "the molecule-level targets --corpus computes for the descriptor loss: "
+                   "rdkit2d | rdkit2d_fast | morgan (2048 counts); a --prepared corpus holds "
+                   "its own")
     # CheMeleon (Burns et al. 2025) clips its standardised Mordred targets at 6; a prepared
     # corpus stores its targets clipped by FeatureScaler already (at descriptors.CLIP, 5), so
     # only a value below that changes them
@@ -136,6 +140,13 @@ def check_args(args: PretrainArgs) -> PretrainArgs:
     elif args.aux_share < 1.0 and not args.aux_weight > 0:
         problems.append("aux_share < 1 needs aux_weight > 0 (it picks the descriptor loss's "
                         "columns)")
+    from exlm_chem.data.corpus_prepare import DESCRIPTOR_KINDS
+
+    if args.aux_targets not in DESCRIPTOR_KINDS:
+        problems.append(f"aux_targets must be one of {', '.join(DESCRIPTOR_KINDS)}, got "
+                        f"{args.aux_targets!r}")
+    elif args.aux_targets != "rdkit2d" and args.prepared is not None:
+        problems.append("aux_targets is for --corpus: a prepared corpus holds its own targets")
     if args.snapshot_every is not None and args.snapshot_every < 1:
         problems.append(f"snapshot_every must be >= 1, got {args.snapshot_every}")
     if args.decay_steps is not None and args.decay_steps < 1:

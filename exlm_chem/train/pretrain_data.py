@@ -186,15 +186,16 @@ def prepare_run_corpus(args: Any, rank: int = 0) -> Path:
 
     :func:`~exlm_chem.data.corpus_prepare.prepare_corpus` canonicalises, deduplicates,
     applies the benchmark hygiene (``args.hygiene``) and, when ``args.aux_weight > 0``,
-    stores the RDKit 2D descriptor targets. A folder already there from the same files and
-    settings (a resumed or restarted run) is reused, not prepared again: that would cost
-    minutes, and a resumed run must go on reading the molecules its data position counts.
+    stores the ``args.aux_targets`` descriptor targets. A folder already there from the same
+    files and settings (a resumed or restarted run) is reused, not prepared again: that
+    would cost minutes, and a resumed run must go on reading the molecules its data position
+    counts.
 
     Parameters
     ----------
     args : PretrainArgs
         ``corpus``, ``out``, ``max_length``, ``valid_size``, ``seed``, ``corpus_limit``,
-        ``hygiene`` and ``aux_weight`` are read.
+        ``hygiene``, ``aux_weight`` and ``aux_targets`` are read.
     rank : int
         Rank 0 prepares; under torch.distributed the other ranks wait for it.
 
@@ -220,7 +221,7 @@ def prepare_run_corpus(args: Any, rank: int = 0) -> Path:
     settings = PreparationSettings(
         max_length=args.max_length, valid_size=args.valid_size, seed=args.seed,
         limit=args.corpus_limit, hygiene=args.hygiene,
-        descriptors="rdkit2d" if args.aux_weight > 0 else None)
+        descriptors=args.aux_targets if args.aux_weight > 0 else None)
     if rank == 0:
         if (directory / MANIFEST).is_file():
             differ = preparation_differences(directory, args.corpus, settings)

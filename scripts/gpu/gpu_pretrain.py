@@ -100,7 +100,7 @@ def parser() -> argparse.ArgumentParser:
                    help="a run of its own, e.g. 'exlm-d10 exlm --aux-weight 10' (repeat; "
                         "default: 'exlm exlm' and 'mlm mlm'); all train side by side, the "
                         "same steps on the same batches")
-    p.add_argument("--descriptors", choices=("rdkit2d", "rdkit2d_fast"),
+    p.add_argument("--descriptors", choices=("rdkit2d", "rdkit2d_fast", "morgan"),
                    help="compute these descriptor targets into --prepared first (every core, "
                         "beside the GPU checks), for arms with --aux-weight")
     p.add_argument("--wheels", type=Path,

@@ -387,6 +387,11 @@ def test_auxiliary_objective_needs_descriptors(prepared_dir, messy_corpus, tmp_p
     assert manifest["descriptors"]["kind"] == "rdkit2d"
     assert meta["descriptors"]["scaler"] == manifest["descriptors"]["scaler"]
     assert "aux_loss" in _log(out)[-2]  # the last training record, before validation
+    out = tmp_path / "c"  # another molecule-level target, chosen for --corpus
+    pretrain(_args(messy_corpus[0], out, max_steps=2, aux_weight=1.0, corpus_limit=None,
+                   valid_size=4, aux_targets="morgan"))
+    meta = json.loads((out / "checkpoint" / "metadata.json").read_text())
+    assert (meta["descriptors"]["kind"], meta["descriptors"]["count"]) == ("morgan", 2048)
 
 
 def test_snapshots_every_cpu_interval_and_a_stable_then_decaying_rate(prepared_dir, tmp_path):

@@ -237,6 +237,18 @@ def test_card_carries_both_sections(tmp_path: Path) -> None:
     assert "## Frozen-feature probe" not in ship.card("new-model", _meta(), CONFIG, PROBE)
 
 
+def test_recipe_names_the_targets_and_their_handling() -> None:
+    recipe = {"objective": "exlm", "mask_ratio": 0.3, "d_model": 256, "k_states": 2,
+              "dropout": 0.1, "aux_weight": 5.0, "aux_clip": 3.0, "aux_share": 0.15}
+    line = ship._recipe({"recipe": recipe, "descriptors": {"kind": "morgan", "count": 2048}})
+    assert ("descriptor auxiliary loss x5.0 (2048 Morgan counts, targets clipped at ±3, "
+            "0.15 of the columns per step; scaler in metadata.json)") in line
+    plain = {**recipe, "aux_clip": None, "aux_share": 1.0}
+    line = ship._recipe({"recipe": plain, "descriptors": {"kind": "rdkit2d", "count": 217}})
+    assert "(217 RDKit 2D descriptors; scaler in metadata.json)" in line
+    assert "no auxiliary loss" in ship._recipe({"recipe": {**recipe, "aux_weight": 0.0}})
+
+
 def test_constants_match_the_study_script() -> None:
     """The card reads what the study writes: same tasks, same descriptor arm."""
     sys.path.insert(0, str(REPO / "benchmarks"))  # the study imports _provenance from there

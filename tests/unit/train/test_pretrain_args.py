@@ -31,6 +31,7 @@ def test_the_defaults_leave_the_descriptor_loss_as_it_was():
     ({"aux_weight": 1.0, "aux_share": 1.5}, r"aux_share must be in \(0, 1\], got 1.5"),
     ({"aux_weight": 1.0, "aux_share": -0.1}, r"aux_share must be in \(0, 1\], got -0.1"),
     ({"aux_share": 0.15}, r"aux_share < 1 needs aux_weight > 0"),
+    ({"aux_targets": "mordred"}, "aux_targets must be one of rdkit2d, rdkit2d_fast, morgan"),
 ])
 def test_bad_descriptor_options_are_rejected(kw, message):
     with pytest.raises(ValueError, match=message):
@@ -50,8 +51,15 @@ def test_pretrain_offers_both_with_their_help():
     text = " ".join(parser.format_help().split())
     assert "--aux-clip AUX_CLIP clip the standardised descriptor targets" in text
     assert "--aux-share AUX_SHARE share of the descriptor columns" in text
+    assert "--aux-targets AUX_TARGETS the molecule-level targets --corpus computes" in text
     parsed = parser.parse_args(["--prepared", "p", "--out", "o", "--aux-weight", "1",
                                 "--aux-clip", "6", "--aux-share", "0.15"])
     assert (parsed.aux_clip, parsed.aux_share) == (6.0, 0.15)
     default = parser.parse_args(["--prepared", "p", "--out", "o"])
     assert (default.aux_clip, default.aux_share) == (None, 1.0)
+
+
+def test_aux_targets_are_for_a_corpus_the_run_prepares():
+    assert check_args(_args(aux_weight=1.0, aux_targets="morgan")).aux_targets == "morgan"
+    with pytest.raises(ValueError, match="aux_targets is for --corpus"):
+        check_args(PretrainArgs(prepared="p", out="o", aux_weight=1.0, aux_targets="morgan"))

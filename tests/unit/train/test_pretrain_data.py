@@ -60,6 +60,8 @@ def test_corpus_files_are_prepared_canonical_and_deduplicated_then_reused(
         prepare_run_corpus(_args(path, tmp_path, corpus_limit=30))
     with pytest.raises(ValueError, match="descriptors: None there, rdkit2d here"):
         prepare_run_corpus(_args(path, tmp_path, aux_weight=1.0))
+    with pytest.raises(ValueError, match="descriptors: None there, morgan here"):
+        prepare_run_corpus(_args(path, tmp_path, aux_weight=1.0, aux_targets="morgan"))
 
 
 def test_fragment_masking_reads_the_smiles_back_from_the_ids():
