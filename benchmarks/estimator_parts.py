@@ -27,7 +27,6 @@ def _rmse(values: np.ndarray, labels: np.ndarray) -> float:
 
 def main() -> int:
     from exlm_chem.benchmark.tasks import load_task
-    from exlm_chem.data.featurize import check_smiles
     from exlm_chem.sklearn.estimator import ExLMMoleculeRegressor
 
     task, seed = sys.argv[1], int(sys.argv[2])
@@ -41,10 +40,8 @@ def main() -> int:
     out = {"task": task, "seed": seed, "settings": settings,
            "fit_cpu_s": round(time.process_time() - cpu, 1),
            "tree_weight_": est.tree_weight_}
-    canonical = check_smiles(smiles).valid_smiles
-    order = np.random.default_rng(est.seed_).permutation(len(canonical))
-    held_out = order[: round(est.validation_fraction * len(canonical))]
-    parts = {"held_out": ([canonical[i] for i in held_out], data.labels[rows][held_out]),
+    held_out = np.flatnonzero(est.held_out_mask_)  # rows of `smiles`
+    parts = {"held_out": ([smiles[i] for i in held_out], data.labels[rows][held_out]),
              "test": ([data.smiles[i] for i in data.test], data.labels[data.test])}
     for name, (part, y) in parts.items():
         inputs = est._prepared(part, "raise")

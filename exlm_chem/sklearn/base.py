@@ -280,6 +280,8 @@ class ExLMEstimatorBase(BaseEstimator):
         self.task_names_ = targets.task_names
         self.fit_invalid_mask_ = ~checked.valid
         self.fit_invalid_reasons_ = list(checked.reasons)
+        self.held_out_mask_ = np.zeros(len(smiles), dtype=bool)  # [N_fit]
+        self.held_out_mask_[rows[valid_rows]] = True
         self.models_ = [model for model, _ in members]
         self.model_ = self.models_[0]
         self.config_, self.tokenizer_ = backbone.config, backbone.tokenizer

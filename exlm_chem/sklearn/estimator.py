@@ -139,6 +139,9 @@ _ATTRIBUTES = """
         Rows of the training X left out as invalid (``on_invalid="drop"``).
     fit_invalid_reasons_ : list of str or None, [N_fit]
         Why each of those rows was rejected (None for the others).
+    held_out_mask_ : ndarray of bool [N_fit]
+        Rows of the training X held out of training (``validation_fraction``): they chose
+        the best epoch, the regressor's ``tree_weight_``, calibration and intervals.
     pretrained_source_ : str
         The checkpoint fine-tuned from, or ``"random:<preset>"``.
     models_ : list of MoleculeModel

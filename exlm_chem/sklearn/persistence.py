@@ -121,6 +121,7 @@ def save_estimator(est: Any, path: str | os.PathLike[str]) -> Path:
         "pretrained_source_": est.pretrained_source_,
         "fit_invalid_rows": invalid.tolist(),
         "n_fit_rows": len(est.fit_invalid_mask_),
+        "held_out_rows": np.flatnonzero(est.held_out_mask_).tolist(),
         "history_": [{k: _json_number(v) if isinstance(v, float) else v
                       for k, v in r._asdict().items()} for r in est.history_],
         **est._fitted_metadata(),
@@ -226,6 +227,9 @@ def _restore_fitted(est: Any, fitted: dict[str, Any]) -> None:
                     for r in fitted["history_"]]
     est.fit_invalid_mask_ = np.zeros(fitted["n_fit_rows"], dtype=bool)
     est.fit_invalid_mask_[fitted["fit_invalid_rows"]] = True
+    if "held_out_rows" in fitted:  # absent in saves from before 0.2.2
+        est.held_out_mask_ = np.zeros(fitted["n_fit_rows"], dtype=bool)
+        est.held_out_mask_[fitted["held_out_rows"]] = True
     reasons = fitted.get("fit_invalid_reasons")  # absent in saves from before reasons
     est.fit_invalid_reasons_ = None if reasons is None else [None] * fitted["n_fit_rows"]
     if reasons is not None:

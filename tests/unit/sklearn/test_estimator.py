@@ -159,8 +159,12 @@ def test_invalid_smiles_in_fit(params, data, tmp_path):
     assert np.flatnonzero(clf.fit_invalid_mask_).tolist() == [20, 21, 22, 23, 24]
     assert clf.fit_invalid_reasons_[:20] == [None] * 20
     assert clf.fit_invalid_reasons_[20] == "empty SMILES"
+    # held out: a share of the valid rows, never an invalid one
+    assert clf.held_out_mask_.shape == (25,) and not clf.held_out_mask_[20:].any()
+    assert clf.held_out_mask_.sum() == round(params["validation_fraction"] * 20)
     restored = ExLMMoleculeClassifier.load(clf.save(tmp_path / "clf"))
     assert restored.fit_invalid_reasons_ == clf.fit_invalid_reasons_
+    np.testing.assert_array_equal(restored.held_out_mask_, clf.held_out_mask_)
 
 
 def test_label_errors_name_rows(params, data):

@@ -106,9 +106,9 @@ def test_the_regressor_weighs_values_as_its_held_out_molecules_chose_and_its_int
     X, y = data
     values = np.log1p(np.arange(len(X), dtype=float)) + y
     est = ExLMMoleculeRegressor(**params).fit(X, values)
-    # the choice, redone from the held-out rows fit used (rebuilt from its seed)
-    order = np.random.default_rng(est.seed_).permutation(len(X))
-    held_out = order[: round(params["validation_fraction"] * len(X))]
+    # the choice, redone from the held-out rows fit used
+    held_out = np.flatnonzero(est.held_out_mask_)
+    assert len(held_out) == round(params["validation_fraction"] * len(X))
     net_h, trees_h = _net_and_trees(est, [X[i] for i in held_out])
     assert est.tree_weight_ == held_out_tree_weight(net_h, trees_h, values[held_out, None])
     w = est.tree_weight_
@@ -121,6 +121,7 @@ def test_the_regressor_weighs_values_as_its_held_out_molecules_chose_and_its_int
     est.save(tmp_path / "r")
     loaded = ExLMMoleculeRegressor.load(tmp_path / "r")
     assert loaded.tree_weight_ == w
+    np.testing.assert_array_equal(loaded.held_out_mask_, est.held_out_mask_)
     np.testing.assert_allclose(loaded.predict(X[:12]), expected, atol=1e-5)
 
 
