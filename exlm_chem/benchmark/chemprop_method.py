@@ -18,15 +18,32 @@ default ``X_d_transform``), a value it cannot compute read as 0 (chemprop's own 
 ``Budget.max_epochs`` caps the 50 epochs (the schedule is fitted to the cap, as the CLI's
 ``--epochs`` would); ``Budget.max_minutes`` stops training through Lightning's
 ``max_time``. Records carry ``chemprop_version`` in their settings.
+
+Resuming: with ``state_dir`` a cell writes its whole training state after every epoch to
+one file there (a Lightning checkpoint: weights, optimizer, LR schedule, epoch counter,
+the kept epoch's weights and loss, the sampler's random state; a few MB), named by task,
+seed, features and a hash of what a resume must share (data checksum, split indices,
+settings, epoch cap, time cap, chemprop version), and written to a temporary file renamed
+into place, so a kill mid-write leaves the previous epoch whole. A cell that finds its
+file continues after the saved epoch, in another process or on another machine, and ends
+as an uninterrupted run would: chemprop's seeded sampler shuffles its index array in
+place with one generator, so a fresh sampler would replay epoch 1's order; its generator
+and array travel in the file instead. A file under the cell's name whose recorded
+settings differ is refused, never overwritten. The file goes once the cell is scored.
 """
 
 from __future__ import annotations
 
 import datetime
+import hashlib
+import json
 import logging
 import math
+import os
+import re
 import warnings
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -130,7 +147,8 @@ def _build(n_tasks: int, regression: bool, settings: ChempropSettings, output_tr
 
 class _KeepBest:
     """Lightning callback: a copy of the weights of the lowest ``val_loss`` epoch, in memory
-    (the CLI's ModelCheckpoint on val_loss, without writing checkpoints)."""
+    (the CLI's ModelCheckpoint on val_loss, without writing checkpoints); its state rides
+    in a resumable cell's checkpoint."""
 
     def __new__(cls):
         import lightning.pytorch as pl
@@ -148,7 +166,171 @@ class _KeepBest:
                     self.best_loss, self.best_epoch = value, trainer.current_epoch + 1
                     self.state = {k: v.detach().clone() for k, v in module.state_dict().items()}
 
+            def state_dict(self) -> dict:
+                return {"best_loss": self.best_loss, "best_epoch": self.best_epoch,
+                        "state": self.state}
+
+            def load_state_dict(self, state_dict: dict) -> None:
+                self.best_loss = float(state_dict["best_loss"])
+                self.best_epoch = int(state_dict["best_epoch"])
+                self.state = state_dict["state"]
+
         return KeepBest()
+
+
+class _RandomState:
+    """Lightning callback that carries the train sampler's and torch's random state through
+    a checkpoint.
+
+    chemprop's ``SeededSampler`` shuffles one index array in place with one generator, each
+    epoch continuing from the last; rebuilt from its seed in a new process it would replay
+    epoch 1's order. Saving the generator and the array (and torch's generator, for
+    dropout) makes a resumed epoch draw what the uninterrupted run drew, without touching
+    how that run draws.
+    """
+
+    def __new__(cls, sampler):
+        import lightning.pytorch as pl
+
+        class RandomState(pl.Callback):
+            def __init__(self, sampler) -> None:
+                self.sampler = sampler
+
+            def state_dict(self) -> dict:
+                import torch
+
+                return {"sampler_rng": self.sampler.rg.bit_generator.state,
+                        "sampler_idxs": torch.from_numpy(self.sampler.idxs.copy()),
+                        "torch_rng": torch.get_rng_state()}
+
+            def load_state_dict(self, state_dict: dict) -> None:
+                import torch
+
+                self.sampler.rg.bit_generator.state = state_dict["sampler_rng"]
+                self.sampler.idxs = state_dict["sampler_idxs"].numpy().copy()
+                torch.set_rng_state(state_dict["torch_rng"])
+
+        return RandomState(sampler)
+
+
+#: top-level checkpoint key of what a resume must match
+_FINGERPRINT_KEY = "exlm_chem_chemprop_cell"
+
+
+@dataclass(frozen=True)
+class _CellState:
+    """Where one cell keeps its training state between processes, and what it must match."""
+
+    path: Path
+    fingerprint: dict
+    label: str  # "muv seed 0 (rdkit2d)", for the log
+    n_epochs: int
+
+    @property
+    def temp(self) -> Path:
+        return self.path.with_name(self.path.name + ".tmp")
+
+    def saved_epochs(self) -> int | None:
+        """How many epochs the state file holds; None when there is no file.
+
+        Raises
+        ------
+        ValueError
+            When the file was written for other settings, data or split, or cannot be read.
+        """
+        if not self.path.is_file():
+            return None
+        saved, epochs = _read_state(self.path)
+        if saved != self.fingerprint:
+            differ = sorted(k for k in {*saved, *self.fingerprint}
+                            if saved.get(k) != self.fingerprint.get(k))
+            raise ValueError(f"{self.path}: chemprop state written for another cell (differs "
+                             f"in {', '.join(differ)}); refusing to resume from or overwrite "
+                             "it: delete the file to train this cell from epoch 0")
+        return epochs
+
+    def write(self, trainer) -> None:
+        """Checkpoint ``trainer`` to a temporary file and rename it over the state file, so
+        that a kill mid-write leaves the previous epoch's file whole."""
+        try:
+            trainer.save_checkpoint(self.temp)
+            with open(self.temp, "rb") as handle:  # on disk before the rename points at it
+                os.fsync(handle.fileno())
+            os.replace(self.temp, self.path)
+        finally:
+            self.temp.unlink(missing_ok=True)
+
+    def remove(self) -> None:
+        self.path.unlink(missing_ok=True)
+        self.temp.unlink(missing_ok=True)
+
+
+def _read_state(path: Path) -> tuple[dict, int]:
+    """(fingerprint, epochs done) of a state file."""
+    import torch
+
+    try:  # tensors and plain values only: the file may come from another machine
+        checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+        # saved at the end of an epoch, before Lightning counts it as completed
+        return dict(checkpoint[_FINGERPRINT_KEY]), int(checkpoint["epoch"]) + 1
+    except Exception as error:
+        raise ValueError(f"{path}: not a readable chemprop state file ({error}); delete it "
+                         "to train this cell from epoch 0") from error
+
+
+def _split_sha256(data: TaskData) -> str:
+    digest = hashlib.sha256()
+    for part in (data.train, data.valid, data.test):
+        rows = np.ascontiguousarray(part, dtype=np.int64)
+        digest.update(len(rows).to_bytes(8, "little") + rows.tobytes())
+    return digest.hexdigest()
+
+
+def _cell_state(state_dir: Path, data: TaskData, seed: int, settings: ChempropSettings,
+                n_epochs: int, budget: Budget, features: str | None) -> _CellState:
+    """The cell's state file: named by task, seed and features, with a hash of everything a
+    resume must share, so cells of other splits or budgets in one folder never collide."""
+    fingerprint = {
+        "task": data.name, "task_type": data.task_type, "data_sha256": data.data_sha256,
+        "split_sha256": _split_sha256(data), "seed": int(seed), "features": features,
+        "descriptors": descriptor_featurizer()[0] if features else None,
+        "settings": asdict(settings), "n_epochs": int(n_epochs),
+        "max_minutes": budget.max_minutes, "chemprop_version": chemprop_version(),
+    }
+    # through JSON, so the fingerprint compares equal to one read back from a checkpoint
+    text = json.dumps(fingerprint, sort_keys=True)
+    short = hashlib.sha256(text.encode()).hexdigest()[:12]
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{data.name}_seed{seed}_{features or 'plain'}")
+    state_dir.mkdir(parents=True, exist_ok=True)
+    label = f"{data.name} seed {seed}" + (f" ({features})" if features else "")
+    return _CellState(state_dir / f"{name}_{short}.ckpt", json.loads(text), label,
+                      int(n_epochs))
+
+
+class _SaveState:
+    """Lightning callback: the cell's state file after every epoch, with one log line."""
+
+    def __new__(cls, cell: _CellState):
+        import lightning.pytorch as pl
+
+        class SaveState(pl.Callback):
+            def __init__(self, cell: _CellState) -> None:
+                self.cell = cell
+
+            def on_train_epoch_end(self, trainer, module) -> None:
+                # the epoch's validation (and _KeepBest) has run; Lightning resumes a
+                # checkpoint taken here at the next epoch
+                self.cell.write(trainer)
+                logger.info("%s: epoch %d/%d saved to %s", self.cell.label,
+                            trainer.current_epoch + 1, self.cell.n_epochs, self.cell.path)
+
+            def on_save_checkpoint(self, trainer, module, checkpoint: dict) -> None:
+                checkpoint[_FINGERPRINT_KEY] = self.cell.fingerprint
+                # chemprop's hyper-parameters hold modules and classes, which a
+                # weights-only load refuses; the resumed model is built from settings
+                checkpoint.pop("hyper_parameters", None)
+
+        return SaveState(cell)
 
 
 def _predict(model, loader) -> torch.Tensor:
@@ -165,7 +347,8 @@ def _predict(model, loader) -> torch.Tensor:
 
 def chemprop_method(data: TaskData, seed: int, budget: Budget, progress: bool = False,
                     settings: ChempropSettings | None = None,
-                    features: str | None = None) -> MethodOutput:
+                    features: str | None = None,
+                    state_dir: str | os.PathLike[str] | None = None) -> MethodOutput:
     """Train chemprop on ``data.train``, keep the best ``data.valid`` epoch, score ``data.test``.
 
     Parameters
@@ -183,11 +366,20 @@ def chemprop_method(data: TaskData, seed: int, budget: Budget, progress: bool = 
         Defaults to the CLI's defaults.
     features : {None, "rdkit2d"}
         Extra molecule descriptors beside the fingerprint (see the module docstring).
+    state_dir : path, optional
+        Folder of the cell's training state, written after every epoch and resumed from
+        when present (see the module docstring); removed once the cell is scored.
 
     Returns
     -------
     MethodOutput
         ``test_scores`` [len(test), T]; settings include ``chemprop_version``.
+
+    Raises
+    ------
+    ValueError
+        When ``state_dir`` holds a file under this cell's name written for other settings,
+        data or split.
     """
     require_chemprop()
     import chemprop
@@ -229,6 +421,13 @@ def chemprop_method(data: TaskData, seed: int, budget: Budget, progress: bool = 
                                drop_last=False) for part in (valid, test))
 
     keep = _KeepBest()
+    callbacks = [keep]
+    cell = resume = None
+    if state_dir is not None:
+        cell = _cell_state(Path(state_dir), data, seed, settings, n_epochs, budget, features)
+        done = cell.saved_epochs()
+        resume = None if done is None else cell.path
+        callbacks += [_RandomState(train_loader.sampler), _SaveState(cell)]
     max_time = (None if budget.max_minutes is None
                 else datetime.timedelta(minutes=budget.max_minutes))
     lightning_log = logging.getLogger("lightning.pytorch")
@@ -243,8 +442,13 @@ def chemprop_method(data: TaskData, seed: int, budget: Budget, progress: bool = 
             trainer = pl.Trainer(accelerator="cpu", devices=1, max_epochs=n_epochs,
                                  max_time=max_time, logger=False, enable_checkpointing=False,
                                  enable_progress_bar=progress, enable_model_summary=False,
-                                 deterministic=True, callbacks=[keep])
-            trainer.fit(model, train_loader, valid_loader)
+                                 deterministic=True, callbacks=callbacks)
+            if resume is not None:
+                logger.info("%s: resumed after epoch %d of %d from %s", cell.label, done,
+                            n_epochs, resume)
+            # the state holds tensors and plain values only (_read_state loaded it so), which
+            # Lightning's default load takes on any torch
+            trainer.fit(model, train_loader, valid_loader, ckpt_path=resume)
             epochs_run = trainer.current_epoch
             if keep.state is not None:
                 model.load_state_dict(keep.state)
@@ -257,6 +461,8 @@ def chemprop_method(data: TaskData, seed: int, budget: Budget, progress: bool = 
                 valid_scores = _predict(model, valid_loader).double().numpy()  # [n_valid, T]
     finally:
         lightning_log.setLevel(level)
+    if cell is not None:
+        cell.remove()
     stopped = budget.max_minutes is not None and epochs_run < n_epochs
     return MethodOutput(
         test_scores=scores, valid_scores=valid_scores, epochs=int(epochs_run),

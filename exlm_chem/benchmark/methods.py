@@ -71,15 +71,19 @@ def build_methods(names: Sequence[str], model: str | os.PathLike[str] | None,
                   twin: str | os.PathLike[str] | None, mode: str,
                   cache_dir: str | os.PathLike[str] | None = None,
                   device: str = "auto", budget: Budget | None = None,
-                  feature_cache: str | os.PathLike[str] | None = None) -> list[MethodSpec]:
+                  feature_cache: str | os.PathLike[str] | None = None,
+                  chemprop_state: str | os.PathLike[str] | None = None) -> list[MethodSpec]:
     """Rows in the order asked; an encoder row without a checkpoint is an error.
 
     Rows that train under a budget carry it in their label ("AttentiveFP [<=3 min]"), so
     runs of one results folder under different budgets stay apart in the report.
     ``cache_dir`` keeps the probe's embeddings between runs, ``feature_cache`` the
-    descriptor rows' raw descriptors (:mod:`exlm_chem.benchmark.features`).
+    descriptor rows' raw descriptors (:mod:`exlm_chem.benchmark.features`),
+    ``chemprop_state`` the chemprop rows' training state, written after every epoch so
+    that a killed cell resumes (:mod:`exlm_chem.benchmark.chemprop_method`).
     """
-    specs = _specs(names, model, twin, mode, cache_dir, device, feature_cache)
+    specs = _specs(names, model, twin, mode, cache_dir, device, feature_cache,
+                   chemprop_state)
     tag = budget.tag() if budget is not None else ""
     return [spec._replace(label=f"{spec.label} [{tag}]") if spec.uses_budget and tag else spec
             for spec in specs]
@@ -88,7 +92,8 @@ def build_methods(names: Sequence[str], model: str | os.PathLike[str] | None,
 def _specs(names: Sequence[str], model: str | os.PathLike[str] | None,
            twin: str | os.PathLike[str] | None, mode: str,
            cache_dir: str | os.PathLike[str] | None, device: str,
-           feature_cache: str | os.PathLike[str] | None = None) -> list[MethodSpec]:
+           feature_cache: str | os.PathLike[str] | None = None,
+           chemprop_state: str | os.PathLike[str] | None = None) -> list[MethodSpec]:
     unknown = sorted(set(names) - set(METHODS))
     if unknown:
         raise ValueError(f"unknown method(s) {unknown}; choose from {list(METHODS)}")
@@ -129,9 +134,9 @@ def _specs(names: Sequence[str], model: str | os.PathLike[str] | None,
                                                           feature_cache=feature_cache),
                                     uses_budget=False, protocol=_gbt_protocol))
         elif name == "chemprop":
-            specs.append(_chemprop_spec())
+            specs.append(_chemprop_spec(state_dir=chemprop_state))
         elif name == "chemprop_rdkit2d":
-            specs.append(_chemprop_spec("rdkit2d"))
+            specs.append(_chemprop_spec("rdkit2d", chemprop_state))
         else:
             from exlm_chem.benchmark.attentivefp import attentivefp_method
 
@@ -141,7 +146,8 @@ def _specs(names: Sequence[str], model: str | os.PathLike[str] | None,
     return specs
 
 
-def _chemprop_spec(features: str | None = None) -> MethodSpec:
+def _chemprop_spec(features: str | None = None,
+                   state_dir: str | os.PathLike[str] | None = None) -> MethodSpec:
     from exlm_chem.benchmark.chemprop_method import chemprop_method, chemprop_version
 
     # the version is part of the row's name: another chemprop is another baseline
@@ -150,7 +156,8 @@ def _chemprop_spec(features: str | None = None) -> MethodSpec:
     if features is not None:
         label += f" + {_FEATURE_TITLES[features]}"
     return MethodSpec(method, label, None, "supervised",
-                      partial(chemprop_method, features=features), uses_budget=True,
+                      partial(chemprop_method, features=features, state_dir=state_dir),
+                      uses_budget=True,
                       protocol=partial(_chemprop_protocol, features=features))
 
 

@@ -127,6 +127,7 @@ class BenchmarkCommand(Subcommand):
             twin = args.twin if args.twin is not None else default_twin(model)
         methods = build_methods(args.methods, model, twin, args.mode,
                                 cache_dir=out / "embeddings", device=args.device,
-                                budget=budget, feature_cache=out / "features")
+                                budget=budget, feature_cache=out / "features",
+                                chemprop_state=out / "chemprop_state")
         run_benchmark(methods, tasks, args.seeds, args.split, budget, out,
                       data_path=args.data, progress=not args.no_progress)

@@ -5,6 +5,11 @@ so CI runs it)."""
 
 from __future__ import annotations
 
+import importlib
+import logging
+import shutil
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -14,8 +19,13 @@ from exlm_chem.benchmark.tasks import TaskData
 chemprop = pytest.importorskip("chemprop", reason="chemprop v2 is not installed "
                                "(pip install 'exlm_chem[baselines]')")
 
-from exlm_chem.benchmark.chemprop_method import chemprop_method  # noqa: E402
+from exlm_chem.benchmark.chemprop_method import (  # noqa: E402
+    ChempropSettings,
+    chemprop_method,
+)
 from exlm_chem.benchmark.methods import build_methods  # noqa: E402
+
+module = importlib.import_module("exlm_chem.benchmark.chemprop_method")
 
 
 def _subset(name: str, n: int, task_type: str, tasks: int = 1) -> TaskData:
@@ -63,3 +73,96 @@ def test_row_label_and_protocol_carry_the_version() -> None:
     assert spec.uses_budget and spec.mode == "supervised"
     _, settings = spec.protocol("bace", Budget(max_epochs=20))
     assert settings["chemprop_version"] == chemprop.__version__
+
+
+def test_chemprop_rows_get_the_state_folder(tmp_path: Path) -> None:
+    specs = build_methods(["chemprop", "chemprop_rdkit2d"], None, None, "finetune",
+                          chemprop_state=tmp_path)
+    assert [s.run.keywords["state_dir"] for s in specs] == [tmp_path, tmp_path]
+
+
+class _Killed(Exception):
+    """Stands for a session cut off right after a state file was written."""
+
+
+def _kill_after(monkeypatch: pytest.MonkeyPatch, epoch: int) -> None:
+    write = module._CellState.write
+
+    def write_then_die(self, trainer) -> None:
+        write(self, trainer)
+        if trainer.current_epoch + 1 == epoch:
+            raise _Killed(epoch)
+
+    monkeypatch.setattr(module._CellState, "write", write_then_die)
+
+
+#: 4 training batches an epoch, so that a resumed epoch drawn in epoch 1's order would
+#: change the scores
+SMALL_BATCHES = ChempropSettings(batch_size=16)
+
+
+@pytest.mark.parametrize(("task", "killed_after"),
+                         [("tox21", 2), ("tox21", 3), ("esol", 1)])
+def test_a_killed_cell_resumes_to_the_uninterrupted_result(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+        task: str, killed_after: int) -> None:
+    data = (_subset("tox21", 81, "classification", tasks=3) if task == "tox21"
+            else _subset("esol", 65, "regression"))
+    budget = Budget(max_epochs=3)
+    whole = chemprop_method(data, 0, budget, settings=SMALL_BATCHES)
+    with monkeypatch.context() as patch:
+        _kill_after(patch, killed_after)
+        with pytest.raises(_Killed):
+            chemprop_method(data, 0, budget, settings=SMALL_BATCHES, state_dir=tmp_path)
+    (state,) = tmp_path.iterdir()  # and no temporary file beside it
+    assert state.name.startswith(f"{task}_seed0_plain_") and state.suffix == ".ckpt"
+    with caplog.at_level(logging.INFO, logger=module.__name__):
+        resumed = chemprop_method(data, 0, budget, settings=SMALL_BATCHES, state_dir=tmp_path)
+    assert f"resumed after epoch {killed_after} of 3 from {state}" in caplog.text
+    assert ("epoch 3/3 saved" in caplog.text) == (killed_after < 3)
+    np.testing.assert_array_equal(resumed.test_scores, whole.test_scores)
+    if whole.valid_scores is not None:
+        np.testing.assert_array_equal(resumed.valid_scores, whole.valid_scores)
+    assert (resumed.epochs, resumed.best_epoch) == (whole.epochs, whole.best_epoch)
+    assert list(tmp_path.iterdir()) == []  # the cell is scored: its state goes
+
+
+def test_a_state_file_of_another_split_is_refused_not_overwritten(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = _subset("esol", 65, "regression")
+    other = data._replace(valid=data.test, test=data.valid)  # same rows, another split
+    budget = Budget(max_epochs=2)
+    with monkeypatch.context() as patch:
+        _kill_after(patch, 1)
+        with pytest.raises(_Killed):
+            chemprop_method(data, 0, budget, settings=SMALL_BATCHES, state_dir=tmp_path)
+        (mine,) = tmp_path.iterdir()
+        with pytest.raises(_Killed):
+            chemprop_method(other, 0, budget, settings=SMALL_BATCHES, state_dir=tmp_path)
+    (theirs,) = set(tmp_path.iterdir()) - {mine}  # no collision: the name has a hash
+    shutil.copyfile(mine, theirs)  # as if the split had changed under a kept file
+    content = theirs.read_bytes()
+    with pytest.raises(ValueError, match=f"{theirs}: .*differs in split_sha256.*delete"):
+        chemprop_method(other, 0, budget, settings=SMALL_BATCHES, state_dir=tmp_path)
+    assert theirs.read_bytes() == content and mine.is_file()
+
+
+def test_a_failed_write_keeps_the_last_epoch_whole(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = _subset("esol", 65, "regression")
+    budget = Budget(max_epochs=3)
+    with monkeypatch.context() as patch:
+        _kill_after(patch, 1)
+        with pytest.raises(_Killed):
+            chemprop_method(data, 0, budget, settings=SMALL_BATCHES, state_dir=tmp_path)
+    (state,) = tmp_path.iterdir()
+
+    def disk_full(fd: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(module.os, "fsync", disk_full)  # epoch 2's temporary file is written
+        with pytest.raises(OSError, match="No space"):
+            chemprop_method(data, 0, budget, settings=SMALL_BATCHES, state_dir=tmp_path)
+    assert list(tmp_path.iterdir()) == [state]  # the temporary file is gone
+    assert module._read_state(state)[1] == 1  # still epoch 1's state, readable
