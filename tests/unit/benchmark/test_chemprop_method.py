@@ -85,7 +85,9 @@ class _Killed(Exception):
     """Stands for a session cut off right after a state file was written."""
 
 
-def _kill_after(monkeypatch: pytest.MonkeyPatch, epoch: int) -> None:
+def _run_until_killed(monkeypatch: pytest.MonkeyPatch, data: TaskData, budget: Budget,
+                      state_dir: Path, epoch: int) -> None:
+    """Run a cell that is cut off right after writing its state of ``epoch``."""
     write = module._CellState.write
 
     def write_then_die(self, trainer) -> None:
@@ -93,7 +95,10 @@ def _kill_after(monkeypatch: pytest.MonkeyPatch, epoch: int) -> None:
         if trainer.current_epoch + 1 == epoch:
             raise _Killed(epoch)
 
-    monkeypatch.setattr(module._CellState, "write", write_then_die)
+    with monkeypatch.context() as patch:
+        patch.setattr(module._CellState, "write", write_then_die)
+        with pytest.raises(_Killed):
+            chemprop_method(data, 0, budget, settings=SMALL_BATCHES, state_dir=state_dir)
 
 
 #: 4 training batches an epoch, so that a resumed epoch drawn in epoch 1's order would
@@ -110,10 +115,7 @@ def test_a_killed_cell_resumes_to_the_uninterrupted_result(
             else _subset("esol", 65, "regression"))
     budget = Budget(max_epochs=3)
     whole = chemprop_method(data, 0, budget, settings=SMALL_BATCHES)
-    with monkeypatch.context() as patch:
-        _kill_after(patch, killed_after)
-        with pytest.raises(_Killed):
-            chemprop_method(data, 0, budget, settings=SMALL_BATCHES, state_dir=tmp_path)
+    _run_until_killed(monkeypatch, data, budget, tmp_path, killed_after)
     (state,) = tmp_path.iterdir()  # and no temporary file beside it
     assert state.name.startswith(f"{task}_seed0_plain_") and state.suffix == ".ckpt"
     with caplog.at_level(logging.INFO, logger=module.__name__):
@@ -132,13 +134,9 @@ def test_a_state_file_of_another_split_is_refused_not_overwritten(
     data = _subset("esol", 65, "regression")
     other = data._replace(valid=data.test, test=data.valid)  # same rows, another split
     budget = Budget(max_epochs=2)
-    with monkeypatch.context() as patch:
-        _kill_after(patch, 1)
-        with pytest.raises(_Killed):
-            chemprop_method(data, 0, budget, settings=SMALL_BATCHES, state_dir=tmp_path)
-        (mine,) = tmp_path.iterdir()
-        with pytest.raises(_Killed):
-            chemprop_method(other, 0, budget, settings=SMALL_BATCHES, state_dir=tmp_path)
+    _run_until_killed(monkeypatch, data, budget, tmp_path, 1)
+    (mine,) = tmp_path.iterdir()
+    _run_until_killed(monkeypatch, other, budget, tmp_path, 1)
     (theirs,) = set(tmp_path.iterdir()) - {mine}  # no collision: the name has a hash
     shutil.copyfile(mine, theirs)  # as if the split had changed under a kept file
     content = theirs.read_bytes()
@@ -151,10 +149,7 @@ def test_a_failed_write_keeps_the_last_epoch_whole(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     data = _subset("esol", 65, "regression")
     budget = Budget(max_epochs=3)
-    with monkeypatch.context() as patch:
-        _kill_after(patch, 1)
-        with pytest.raises(_Killed):
-            chemprop_method(data, 0, budget, settings=SMALL_BATCHES, state_dir=tmp_path)
+    _run_until_killed(monkeypatch, data, budget, tmp_path, 1)
     (state,) = tmp_path.iterdir()
 
     def disk_full(fd: int) -> None:
