@@ -121,13 +121,15 @@ def save_estimator(est: Any, path: str | os.PathLike[str]) -> Path:
         "pretrained_source_": est.pretrained_source_,
         "fit_invalid_rows": invalid.tolist(),
         "n_fit_rows": len(est.fit_invalid_mask_),
-        "held_out_rows": np.flatnonzero(est.held_out_mask_).tolist(),
         "history_": [{k: _json_number(v) if isinstance(v, float) else v
                       for k, v in r._asdict().items()} for r in est.history_],
         **est._fitted_metadata(),
     }
     if reasons is not None:
         fitted["fit_invalid_reasons"] = [reasons[i] for i in invalid]
+    held_out = getattr(est, "held_out_mask_", None)  # absent in pickles from before 0.2.2
+    if held_out is not None:
+        fitted["held_out_rows"] = np.flatnonzero(held_out).tolist()
     params = {k: _json_param(v) for k, v in est.get_params().items()}
     fitted["uncertainty"] = uncertainty_metadata(est)
     spec = getattr(est, "feature_spec_", None)

@@ -165,6 +165,9 @@ def test_invalid_smiles_in_fit(params, data, tmp_path):
     restored = ExLMMoleculeClassifier.load(clf.save(tmp_path / "clf"))
     assert restored.fit_invalid_reasons_ == clf.fit_invalid_reasons_
     np.testing.assert_array_equal(restored.held_out_mask_, clf.held_out_mask_)
+    del clf.held_out_mask_  # as in a pickle from before 0.2.2: it still saves
+    assert not hasattr(ExLMMoleculeClassifier.load(clf.save(tmp_path / "old")),
+                       "held_out_mask_")
 
 
 def test_label_errors_name_rows(params, data):
