@@ -104,6 +104,29 @@ def descriptor_featurizer() -> tuple[str, object]:
     return "v1_rdkit_2d_normalized", molecule.V1RDKit2DNormalizedFeaturizer()
 
 
+def _task_descriptors(data: TaskData,
+                      cache_dir: str | os.PathLike[str] | None) -> np.ndarray:
+    """[N, D] descriptors of ``data.smiles`` from chemprop's featurizer, through the
+    benchmark's feature cache: MUV's cost about 80 CPU-minutes, so every seed and every
+    resumed run of a cell reads them from ``cache_dir`` once one run has computed them."""
+    from exlm_chem.benchmark.features import cached_task_values, task_key
+    from exlm_chem.data.descriptors import rdkit_version
+
+    name, _ = descriptor_featurizer()
+    key = task_key(data, f"chemprop_{name}", chemprop_version=chemprop_version(),
+                   rdkit_version=rdkit_version(), descriptastorus_version=_descriptastorus())
+    return cached_task_values(data, key, lambda: _descriptors(data.smiles), cache_dir)
+
+
+def _descriptastorus() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("descriptastorus")
+    except metadata.PackageNotFoundError:
+        return "none"
+
+
 def _descriptors(smiles: list[str]) -> np.ndarray:
     """[N, D] float32 descriptors from chemprop's featurizer; non-finite values -> 0."""
     from rdkit import Chem, rdBase
@@ -348,7 +371,8 @@ def _predict(model, loader) -> torch.Tensor:
 def chemprop_method(data: TaskData, seed: int, budget: Budget, progress: bool = False,
                     settings: ChempropSettings | None = None,
                     features: str | None = None,
-                    state_dir: str | os.PathLike[str] | None = None) -> MethodOutput:
+                    state_dir: str | os.PathLike[str] | None = None,
+                    feature_cache: str | os.PathLike[str] | None = None) -> MethodOutput:
     """Train chemprop on ``data.train``, keep the best ``data.valid`` epoch, score ``data.test``.
 
     Parameters
@@ -369,6 +393,9 @@ def chemprop_method(data: TaskData, seed: int, budget: Budget, progress: bool = 
     state_dir : path, optional
         Folder of the cell's training state, written after every epoch and resumed from
         when present (see the module docstring); removed once the cell is scored.
+    feature_cache : path, optional
+        Folder that keeps chemprop's computed descriptors (``features="rdkit2d"``) between
+        runs (:func:`exlm_chem.benchmark.features.cached_task_values`).
 
     Returns
     -------
@@ -396,7 +423,7 @@ def chemprop_method(data: TaskData, seed: int, budget: Budget, progress: bool = 
     n_tasks = labels.shape[1]
     if features not in (None, "rdkit2d"):
         raise ValueError(f"chemprop features must be None or 'rdkit2d', got {features!r}")
-    x_d = _descriptors(data.smiles) if features else None
+    x_d = _task_descriptors(data, feature_cache) if features else None
     train = _dataset(data.smiles, labels, data.train, x_d)
     valid = _dataset(data.smiles, labels, data.valid, x_d)
     test = _dataset(data.smiles, labels, data.test, x_d)

@@ -14,7 +14,9 @@ are also kept on disk between runs, as the probe's embeddings are under
 writes its splits) and read without pickle. Its name hashes what the values depend on:
 the molecules (their SMILES in row order), the data file's checksum, the feature names
 and the RDKit version; another input or another RDKit computes them again (MUV's
-descriptors cost about 20 CPU-minutes).
+descriptors cost about 20 CPU-minutes). chemprop's own descriptor featurizer, which the
+chemprop + RDKit 2D rows read unscaled, is kept by the same cache
+(:func:`cached_task_values`) under a key naming chemprop's featurizer and version.
 """
 
 from __future__ import annotations
@@ -24,15 +26,15 @@ import json
 import logging
 import os
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from exlm_chem.benchmark.tasks import TaskData
 
-__all__ = ["FEATURE_SETS", "feature_cache_path", "feature_settings", "scaled_task_features",
-           "task_features"]
+__all__ = ["FEATURE_SETS", "cached_task_values", "feature_cache_path", "feature_settings",
+           "scaled_task_features", "task_features", "task_key"]
 
 FEATURE_SETS = ("rdkit2d", "morgan")  # what a benchmark row may add beside its input
 _CACHE_FORMAT = "exlm_chem-task-features-1"
@@ -41,14 +43,20 @@ logger = logging.getLogger(__name__)
 _cache: dict[tuple[str, str], np.ndarray] = {}  # the current task's raw features, by kind
 
 
+def task_key(data: TaskData, kind: str, **versions: str) -> dict[str, str]:
+    """The cache key of values computed from ``data.smiles`` in row order: the task, the
+    molecules, the data file's checksum, plus the ``versions`` of what computes them."""
+    return {"format": _CACHE_FORMAT, "task": data.name, "kind": kind,
+            "smiles_sha256": hashlib.sha256("\n".join(data.smiles).encode()).hexdigest(),
+            "data_sha256": data.data_sha256, **versions}
+
+
 def _cache_key(data: TaskData, kind: str) -> dict[str, str]:
     """Everything a task's raw features depend on (the on-disk cache's key)."""
     from exlm_chem.data.descriptors import rdkit_version
 
-    return {"format": _CACHE_FORMAT, "task": data.name, "kind": kind,
-            "smiles_sha256": hashlib.sha256("\n".join(data.smiles).encode()).hexdigest(),
-            "data_sha256": data.data_sha256, "rdkit_version": rdkit_version(),
-            "names_sha256": _names_sha256([kind])}
+    return task_key(data, kind, rdkit_version=rdkit_version(),
+                    names_sha256=_names_sha256([kind]))
 
 
 def _names_sha256(kinds: Sequence[str]) -> str:
@@ -90,16 +98,27 @@ def task_features(data: TaskData, kind: str, n_jobs: int | None = None,
     one), row-aligned; computed once while the runner stays on this task and, with a
     ``cache_dir``, once for every run that shares it (see the module docstring)."""
     from exlm_chem.data.descriptors import molecule_features
-    from exlm_chem.files.safe_write import atomic_path
 
     if kind not in FEATURE_SETS:
         raise ValueError(f"unknown benchmark feature set {kind!r}; choose from {FEATURE_SETS}")
     if data.smiles and not isinstance(data.smiles[0], str):
         raise ValueError(f"{data.name}: descriptor rows need SMILES (RDKit), not prepared "
                          "token ids; run them on a machine with RDKit")
-    key = _cache_key(data, kind)
+    return cached_task_values(data, _cache_key(data, kind),
+                              lambda: molecule_features([kind], data.smiles, n_jobs),
+                              cache_dir)
+
+
+def cached_task_values(data: TaskData, key: dict[str, str],
+                       compute: Callable[[], np.ndarray],
+                       cache_dir: str | os.PathLike[str] | None = None) -> np.ndarray:
+    """``compute()``'s [N, F] values for ``data``, kept in memory while the runner stays on
+    this task and, with a ``cache_dir``, on disk under ``key`` (:func:`task_key`) for every
+    later run; the one cache of every per-molecule feature the benchmark computes."""
+    from exlm_chem.files.safe_write import atomic_path
+
     key_text = json.dumps(key, sort_keys=True)
-    memory_key = (kind, key_text)
+    memory_key = (key["kind"], key_text)
     if memory_key in _cache:
         return _cache[memory_key]
     for stale in [k for k in _cache if _cache_task(k) != data.name]:
@@ -107,11 +126,10 @@ def task_features(data: TaskData, kind: str, n_jobs: int | None = None,
     path = None if cache_dir is None else feature_cache_path(cache_dir, key)
     values = None if path is None else _load_cached(path, key_text, len(data.smiles))
     if values is None:
-        values = molecule_features([kind], data.smiles, n_jobs)
+        values = compute()
         if path is not None:
             with atomic_path(path) as tmp, open(tmp, "wb") as handle:
-                np.savez_compressed(handle, values=values,
-                                    key=np.array(key_text))
+                np.savez_compressed(handle, values=values, key=np.array(key_text))
     _cache[memory_key] = values
     return values
 

@@ -136,7 +136,7 @@ def _specs(names: Sequence[str], model: str | os.PathLike[str] | None,
         elif name == "chemprop":
             specs.append(_chemprop_spec(state_dir=chemprop_state))
         elif name == "chemprop_rdkit2d":
-            specs.append(_chemprop_spec("rdkit2d", chemprop_state))
+            specs.append(_chemprop_spec("rdkit2d", chemprop_state, feature_cache))
         else:
             from exlm_chem.benchmark.attentivefp import attentivefp_method
 
@@ -147,7 +147,8 @@ def _specs(names: Sequence[str], model: str | os.PathLike[str] | None,
 
 
 def _chemprop_spec(features: str | None = None,
-                   state_dir: str | os.PathLike[str] | None = None) -> MethodSpec:
+                   state_dir: str | os.PathLike[str] | None = None,
+                   feature_cache: str | os.PathLike[str] | None = None) -> MethodSpec:
     from exlm_chem.benchmark.chemprop_method import chemprop_method, chemprop_version
 
     # the version is part of the row's name: another chemprop is another baseline
@@ -156,7 +157,8 @@ def _chemprop_spec(features: str | None = None,
     if features is not None:
         label += f" + {_FEATURE_TITLES[features]}"
     return MethodSpec(method, label, None, "supervised",
-                      partial(chemprop_method, features=features, state_dir=state_dir),
+                      partial(chemprop_method, features=features, state_dir=state_dir,
+                              feature_cache=feature_cache),
                       uses_budget=True,
                       protocol=partial(_chemprop_protocol, features=features))
 

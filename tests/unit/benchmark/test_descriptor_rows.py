@@ -184,3 +184,26 @@ def test_chemprop_descriptors_on_regression_keep_label_units():
     mean, spread = data.labels[data.train].mean(), data.labels[data.train].std()
     for scores in (out.test_scores, out.valid_scores):  # valid: read unscaled, as test
         assert np.isfinite(scores).all() and abs(scores.mean() - mean) < 1.5 * spread
+
+
+def test_chemprop_descriptors_are_computed_once_per_feature_cache(bbbp, tmp_path, monkeypatch):
+    pytest.importorskip("chemprop")
+    import importlib
+
+    cells = importlib.import_module("exlm_chem.benchmark.chemprop_method")
+    (spec,) = build_methods(["chemprop_rdkit2d"], None, None, "finetune",
+                            budget=Budget(max_epochs=1), feature_cache=tmp_path)
+    first = spec.run(bbbp, 0, Budget(max_epochs=1), False)
+    (stored,) = tmp_path.glob("bbbp_chemprop_*.npz")
+    bench_features._cache.clear()  # a later run: another process with the same OUT folder
+
+    def refuse(smiles):
+        raise AssertionError("computed again although the cache holds them")
+
+    monkeypatch.setattr(cells, "_descriptors", refuse)
+    again = spec.run(bbbp, 0, Budget(max_epochs=1), False)
+    np.testing.assert_allclose(again.test_scores, first.test_scores, rtol=1e-6)
+    other = bbbp._replace(smiles=bbbp.smiles[::-1], labels=bbbp.labels[::-1])
+    with pytest.raises(AssertionError, match="computed again"):
+        spec.run(other, 0, Budget(max_epochs=1), False)  # other molecules: another key
+    assert stored.is_file()
