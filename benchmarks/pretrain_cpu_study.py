@@ -354,6 +354,8 @@ def cmd_report(args: argparse.Namespace) -> None:
     print("\n".join(lines))
     print()
     print("\n".join(_bought(arms)))
+    print()
+    print("\n".join(_selection_and_regression(arms)))
     if args.plot:
         _plot(arms, args.plot)
 
@@ -395,6 +397,26 @@ def _bought(arms: dict[str, list]) -> list[str]:
                 f"| {arm} | {pooling} | {hours:.2f} ({_cpu_name(last)}) | "
                 f"{last['tokens_seen'] / 1e6:.2f} | {five:.1f} | {gain5:+.1f} | "
                 f"{gain5 / hours:+.2f} | {four:.1f} | {gain4:+.1f} | {gain4 / hours:+.2f} |")
+    return lines
+
+
+def _selection_and_regression(arms: dict[str, list]) -> list[str]:
+    """The points probed since the validation and regression probes were recorded: the
+    5-task mean on the validation rows (what a shipped checkpoint is chosen by) beside the
+    test mean, and the ridge probe's test RMSE on the regression sets (lower is better)."""
+    lines = ["| arm | pooling | tokens (M) | valid mean (5) | test mean (5) | "
+             + " | ".join(f"{t} RMSE" for t in REGRESSION_TASKS) + " |",
+             "|---|---|---:|---:|---:|" + "---:|" * len(REGRESSION_TASKS)]
+    for arm, rows in sorted(arms.items()):
+        for r in sorted(rows, key=lambda r: (r["pooling"], r["tokens_seen"])):
+            if "valid_roc_auc" not in r:
+                continue
+            rmse = r.get("rmse", {})
+            cells = " | ".join(f"{rmse[t]:.3f}" if t in rmse else "–" for t in REGRESSION_TASKS)
+            seed = f" (seed {r['control_seed']})" if "control_seed" in r else ""
+            lines.append(f"| {arm}{seed} | {r['pooling']} | {r['tokens_seen'] / 1e6:.2f} | "
+                         f"{100 * r['valid_roc_auc']['mean']:.1f} | "
+                         f"{100 * r['roc_auc']['mean']:.1f} | {cells} |")
     return lines
 
 

@@ -148,3 +148,15 @@ def test_bought_reads_each_arm_against_the_control_of_its_width() -> None:
     assert wide[2:] == ["2.00 (Intel)", "20.00", "73.6", "+2.4", "+1.20", "72.0", "+3.0",
                         "+1.50 |"]
     assert narrow[5:7] == ["+1.6", "+3.20"]  # against the d 128 control, over half an hour
+
+
+def test_selection_table_lists_validation_and_regression_probes() -> None:
+    old = _record("exlm", "mean", 256, 1.0, 10, 0.7, 0.8)  # probed before either existed
+    new = {**_record("exlm", "mean", 256, 2.0, 2_000_000, 0.7, 0.8),
+           "valid_roc_auc": {"mean": 0.65}, "rmse": {"esol": 1.25, "lipo": 0.9}}
+    control = {**_record("random-init d256 exlm", "mean", 256, 0, 0, 0.7, 0.8),
+               "control_seed": 3, "valid_roc_auc": {"mean": 0.6}}
+    rows = study._selection_and_regression({"exlm": [new, old],
+                                            "random-init d256 exlm": [control]})[2:]
+    assert rows == ["| exlm | mean | 2.00 | 65.0 | 72.0 | 1.250 | – | 0.900 |",
+                    "| random-init d256 exlm (seed 3) | mean | 0.00 | 60.0 | 72.0 | – | – | – |"]
