@@ -331,14 +331,17 @@ def _without_clintox(record: dict) -> float:
 
 def cmd_report(args: argparse.Namespace) -> None:
     records = [json.loads(line) for line in Path(args.out).read_text().splitlines() if line]
+    points: dict[tuple, dict] = {}
+    for i, r in enumerate(records):
+        if r.get("layers"):  # a layer probe is its own curve: the states after n blocks
+            r = {**r, "arm": f"{r['arm']} @ {r['layers']} blocks"}
+        # a run's final checkpoint and its last snapshot can be the same step, and a point
+        # can be probed again (with the validation and regression probes): one point, the
+        # latest record
+        point = (r["arm"], r["pooling"], r["step"], r["tokens_seen"]) if r["step"] else i
+        points[point] = r
     arms: dict[str, list] = {}
-    seen: set[tuple] = set()
-    for r in records:
-        # a run's final checkpoint and its last snapshot can be the same step: one point
-        point = (r["arm"], r["pooling"], r["step"], r["tokens_seen"])
-        if r["step"] and point in seen:
-            continue
-        seen.add(point)
+    for r in points.values():
         arms.setdefault(r["arm"], []).append(r)
     lines = ["| arm | pooling | CPU-min (machine) | tokens (M) | " + " | ".join(TASKS)
              + " | mean (5) | mean w/o ClinTox (4) |", "|---|---|---:|---:|" + "---:|" * 7]

@@ -160,3 +160,15 @@ def test_selection_table_lists_validation_and_regression_probes() -> None:
                                             "random-init d256 exlm": [control]})[2:]
     assert rows == ["| exlm | mean | 2.00 | 65.0 | 72.0 | 1.250 | – | 0.900 |",
                     "| random-init d256 exlm (seed 3) | mean | 0.00 | 60.0 | 72.0 | – | – | – |"]
+
+
+def test_report_keeps_the_latest_probe_of_a_point_and_layers_apart(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    old = {**_record("exlm", "mean", 256, 1.0, 10, 0.70, 0.8), "step": 5}
+    again = {**old, "valid_roc_auc": {"mean": 0.65}}
+    layer = {**again, "layers": 3, "roc_auc": {**again["roc_auc"], "mean": 0.5}}
+    out = tmp_path / "probes.jsonl"
+    out.write_text("".join(json.dumps(r) + "\n" for r in (old, again, layer)))
+    study.cmd_report(argparse.Namespace(out=str(out), plot=None))
+    selection = capsys.readouterr().out.split("\n\n")[2].splitlines()[2:]
+    assert [row.split(" | ")[0] for row in selection] == ["| exlm", "| exlm @ 3 blocks"]
