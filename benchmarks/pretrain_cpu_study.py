@@ -339,6 +339,8 @@ def cmd_report(args: argparse.Namespace) -> None:
         # can be probed again (with the validation and regression probes): one point, the
         # latest record
         point = (r["arm"], r["pooling"], r["step"], r["tokens_seen"]) if r["step"] else i
+        if point in points:  # the CPU column names the machine of the first record
+            r = {**r, "machine": points[point]["machine"]}
         points[point] = r
     arms: dict[str, list] = {}
     for r in points.values():
