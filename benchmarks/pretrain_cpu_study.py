@@ -338,7 +338,9 @@ def cmd_report(args: argparse.Namespace) -> None:
         # a run's final checkpoint and its last snapshot can be the same step, and a point
         # can be probed again (with the validation and regression probes): one point, the
         # latest record
-        point = (r["arm"], r["pooling"], r["step"], r["tokens_seen"]) if r["step"] else i
+        weights = r.get("weights_sha256") or r.get("features_sha256")
+        point = ((r["arm"], r["pooling"], r["step"], r["tokens_seen"]) if r["step"] else
+                 (r["arm"], r["pooling"], weights) if weights else i)  # a control seed once
         if point in points:  # the CPU column names the machine of the first record
             r = {**r, "machine": points[point]["machine"]}
         points[point] = r

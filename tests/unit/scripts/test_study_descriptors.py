@@ -167,8 +167,18 @@ def test_report_keeps_the_latest_probe_of_a_point_and_layers_apart(
     old = {**_record("exlm", "mean", 256, 1.0, 10, 0.70, 0.8), "step": 5}
     again = {**old, "valid_roc_auc": {"mean": 0.65}}
     layer = {**again, "layers": 3, "roc_auc": {**again["roc_auc"], "mean": 0.5}}
+    control = {**_record("random-init d256 exlm", "mean", 256, 0, 0, 0.7, 0.8), "step": 0,
+               "weights_sha256": "c" * 64, "control_seed": 0}
+    other_seed = {**control, "weights_sha256": "d" * 64, "control_seed": 1,
+                  "roc_auc": {**control["roc_auc"], "mean": 0.6}}
     out = tmp_path / "probes.jsonl"
-    out.write_text("".join(json.dumps(r) + "\n" for r in (old, again, layer)))
+    out.write_text("".join(json.dumps(r) + "\n" for r in (old, again, layer, control,
+                                                            other_seed, control)))
     study.cmd_report(argparse.Namespace(out=str(out), plot=None))
-    selection = capsys.readouterr().out.split("\n\n")[2].splitlines()[2:]
+    tables = capsys.readouterr().out.split("\n\n")
+    selection = tables[2].splitlines()[2:]
     assert [row.split(" | ")[0] for row in selection] == ["| exlm", "| exlm @ 3 blocks"]
+    # seed 0 probed twice counts once in the control's mean: (72 + 60) / 2 = 66, and the
+    # arm's 72 is +6.0 over it (counted twice, the control would read 68: +4.0)
+    bought = [row for row in tables[1].splitlines() if row.startswith("| exlm | mean")]
+    assert bought[0].split(" | ")[5] == "+6.0"
