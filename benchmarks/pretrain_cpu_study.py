@@ -338,9 +338,10 @@ def cmd_report(args: argparse.Namespace) -> None:
         # a run's final checkpoint and its last snapshot can be the same step, and a point
         # can be probed again (with the validation and regression probes): one point, the
         # latest record
-        weights = r.get("weights_sha256") or r.get("features_sha256")
+        # a control seed probed again is one point (its weights file's bytes can differ
+        # between commits, so it is known by its seed)
         point = ((r["arm"], r["pooling"], r["step"], r["tokens_seen"]) if r["step"] else
-                 (r["arm"], r["pooling"], weights) if weights else i)  # a control seed once
+                 (r["arm"], r["pooling"], r["control_seed"]) if "control_seed" in r else i)
         if point in points:  # the CPU column names the machine of the first record
             r = {**r, "machine": points[point]["machine"]}
         points[point] = r

@@ -171,9 +171,10 @@ def test_report_keeps_the_latest_probe_of_a_point_and_layers_apart(
                "weights_sha256": "c" * 64, "control_seed": 0}
     other_seed = {**control, "weights_sha256": "d" * 64, "control_seed": 1,
                   "roc_auc": {**control["roc_auc"], "mean": 0.6}}
+    seed0_again = {**control, "weights_sha256": "e" * 64}
     out = tmp_path / "probes.jsonl"
     out.write_text("".join(json.dumps(r) + "\n" for r in (old, again, layer, control,
-                                                            other_seed, control)))
+                                                            other_seed, seed0_again)))
     study.cmd_report(argparse.Namespace(out=str(out), plot=None))
     tables = capsys.readouterr().out.split("\n\n")
     selection = tables[2].splitlines()[2:]
