@@ -335,11 +335,9 @@ def cmd_report(args: argparse.Namespace) -> None:
     for i, r in enumerate(records):
         if r.get("layers"):  # a layer probe is its own curve: the states after n blocks
             r = {**r, "arm": f"{r['arm']} @ {r['layers']} blocks"}
-        # a run's final checkpoint and its last snapshot can be the same step, and a point
-        # can be probed again (with the validation and regression probes): one point, the
-        # latest record
-        # a control seed probed again is one point (its weights file's bytes can differ
-        # between commits, so it is known by its seed)
+        # one point, its latest record: a run's final checkpoint and last snapshot can be
+        # the same step, a point can be probed again, and a control seed is known by its
+        # seed (its weights file's bytes can differ between commits)
         point = ((r["arm"], r["pooling"], r["step"], r["tokens_seen"]) if r["step"] else
                  (r["arm"], r["pooling"], r["control_seed"]) if "control_seed" in r else i)
         if point in points:  # the CPU column names the machine of the first record
