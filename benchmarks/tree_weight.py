@@ -1,0 +1,161 @@
+"""The classifier's tree weight: how the network and the tree head are best averaged.
+
+A lever study for ``ExLMMoleculeClassifier``'s defaults (issue 48). The classifier averages
+the fine-tuned network's probabilities with its tree head's at ``tree_weight_`` = one half;
+the regressor instead takes the weight of :data:`~exlm_chem.sklearn.base.TREE_WEIGHTS`
+that fits its held-out molecules best. This script asks whether the classifier should too.
+
+Per MoleculeNet task (the paper's scaffold split) and seed it fits the classifier with its
+defaults exactly as the benchmark runner's ``exlm_defaults`` cell does (train + valid rows
+in, the estimator holding out its own share), then scores, for every weight in
+``TREE_WEIGHTS``, the test rows (ROC-AUC x100, mean over sub-tasks, as the runner scores a
+cell) and the estimator's own held-out molecules (ROC-AUC and Brier score). The weight the
+held-out molecules would choose is thereby read off each record, without a fit per weight.
+Weight 0.5 reproduces the runner's cell; 0 is the network alone, 1 the trees alone.
+
+Each (task, seed) is one line of ``OUT/results.jsonl`` with the fit's wall and CPU
+seconds; a rerun skips what is there. ``--report`` prints the table.
+
+Usage::
+
+    OMP_NUM_THREADS=1 python benchmarks/tree_weight.py --tasks bbbp bace clintox sider \
+        --seeds 0 1 2 --threads 1 --out DIR
+    python benchmarks/tree_weight.py --out DIR --report
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+CRITERIA = ("roc_auc", "brier")  # what the held-out molecules choose the weight by
+
+
+def _weighted(est, smiles: list[str]) -> dict[float, np.ndarray]:
+    """Probabilities [n, T] of canonical ``smiles`` per tree weight, from one pass of the
+    network and the trees."""
+    from exlm_chem.sklearn.base import TREE_WEIGHTS
+
+    samples, trees = est._all_outputs(smiles, None)  # [M, V, n, T], [n, T]
+    fitted, out = est.tree_weight_, {}
+    for w in TREE_WEIGHTS:
+        est.tree_weight_ = w
+        out[w] = est._combined(samples, trees)
+    est.tree_weight_ = fitted
+    return out
+
+
+def fit_and_score(task: str, seed: int, model: str) -> dict:
+    """One record: test ROC-AUC and held-out ROC-AUC / Brier per tree weight."""
+    from exlm_chem.benchmark.encoders import _default_estimator
+    from exlm_chem.benchmark.records import Budget, MethodOutput
+    from exlm_chem.benchmark.scoring import score_cell
+    from exlm_chem.benchmark.tasks import load_task, with_canonical_smiles
+    from exlm_chem.metrics import mean_roc_auc
+
+    data = with_canonical_smiles(load_task(task, "scaffold", seed))
+    est = _default_estimator("classification", Path(model), seed, Budget(), "cpu", ())
+    if not est.tree_head:
+        raise ValueError("the classifier's defaults have no tree head: nothing to weigh")
+    rows = np.concatenate([data.train, data.valid])
+    fit_smiles = [data.smiles[i] for i in rows]
+    began, cpu = time.perf_counter(), time.process_time()
+    est.fit(fit_smiles, data.labels[rows])
+    fit_wall, fit_cpu = time.perf_counter() - began, time.process_time() - cpu
+    if est.fit_invalid_mask_.any():
+        raise ValueError(f"{task}: the benchmark's molecules should all be valid")
+
+    held = np.flatnonzero(est.held_out_mask_)
+    held_labels = data.labels[rows][held]  # [n_held, T]
+    known = ~np.isnan(held_labels)
+    test = _weighted(est, [data.smiles[i] for i in data.test])
+    held_out = _weighted(est, [fit_smiles[i] for i in held])
+    record = {"task": task, "seed": seed, "n_held_out": int(held.size), "test_roc_auc": {},
+              "held_out_roc_auc": {}, "held_out_brier": {}}
+    for w in test:
+        record["test_roc_auc"][str(w)] = score_cell(data, MethodOutput(test[w]))[0]
+        record["held_out_roc_auc"][str(w)] = 100 * mean_roc_auc(held_labels, held_out[w]).mean
+        brier = np.square(held_out[w] - held_labels)[known].mean()
+        record["held_out_brier"][str(w)] = float(brier)
+    return {**record, "fit_wall_s": round(fit_wall, 1), "fit_cpu_s": round(fit_cpu, 1)}
+
+
+def chosen(record: dict, criterion: str) -> str:
+    """The weight (a key of the record's dicts) the held-out molecules choose by
+    ``criterion``: the highest ROC-AUC or the lowest Brier score; the first of equals."""
+    values = record[f"held_out_{criterion}"]
+    sign = -1 if criterion == "roc_auc" else 1
+    return min(values, key=lambda w: sign * values[w])
+
+
+def report(records: list[dict]) -> str:
+    """Markdown: per task, mean test ROC-AUC over seeds at each weight and at the weight
+    each criterion chose, and the mean over tasks."""
+    weights = list(records[0]["test_roc_auc"])
+    columns = [f"w={w}" for w in weights] + [f"held-out {c}" for c in CRITERIA]
+    lines = ["| task | seeds | " + " | ".join(columns) + " |",
+             "|---|---|" + "---:|" * len(columns)]
+    means = []
+    for task in dict.fromkeys(r["task"] for r in records):
+        rs = [r for r in records if r["task"] == task]
+        row = [np.mean([r["test_roc_auc"][w] for r in rs]) for w in weights]
+        row += [np.mean([r["test_roc_auc"][chosen(r, c)] for r in rs]) for c in CRITERIA]
+        means.append(row)
+        seeds = " ".join(str(r["seed"]) for r in rs)
+        lines.append(f"| {task} | {seeds} | " + " | ".join(f"{v:.1f}" for v in row) + " |")
+    mean = np.mean(means, axis=0)
+    lines.append(f"| mean of {len(means)} | | " + " | ".join(f"{v:.1f}" for v in mean) + " |")
+    picks = {c: [f"{r['task']}/{r['seed']}: {chosen(r, c)}" for r in records] for c in CRITERIA}
+    lines += ["", *(f"- weights chosen by held-out {c}: " + ", ".join(p)
+                    for c, p in picks.items())]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tasks", nargs="+", default=["bbbp", "bace", "clintox", "sider"])
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser.add_argument("--model", default=str(REPO / "models" / "exlm-small"))
+    parser.add_argument("--threads", type=int, default=None, help="torch threads")
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--report", action="store_true", help="print the table and stop")
+    args = parser.parse_args(argv)
+
+    results = args.out / "results.jsonl"
+    records = ([json.loads(line) for line in results.read_text().splitlines()]
+               if results.is_file() else [])
+    if args.report:
+        print(report(records) if records else f"no records in {results}")
+        return 0
+    if args.threads is not None:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    from exlm_chem.provenance import git_commit, machine
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    done = {(r["task"], r["seed"]) for r in records}
+    for task in args.tasks:
+        for seed in args.seeds:
+            if (task, seed) in done:
+                continue
+            record = fit_and_score(task, seed, args.model)
+            record.update(commit=git_commit(), machine=machine())
+            with results.open("a") as f:
+                f.write(json.dumps(record) + "\n")
+            print(f"{task} seed {seed}: test " + ", ".join(
+                f"{w}: {v:.1f}" for w, v in record["test_roc_auc"].items())
+                + f" ({record['fit_cpu_s']:.0f} CPU-s)", flush=True)
+    records = [json.loads(line) for line in results.read_text().splitlines()]
+    print(report(records))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,76 @@
+"""benchmarks/tree_weight.py: the classifier's outputs per tree weight, and the weight its
+held-out molecules would choose, read from one fit."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+from scipy.special import expit
+
+from exlm_chem.model.molecule_model import PREDICT
+from exlm_chem.sklearn.base import TREE_WEIGHTS
+from exlm_chem.sklearn.estimator import ExLMMoleculeClassifier
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture(scope="module")
+def study() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("tree_weight",
+                                                  REPO / "benchmarks" / "tree_weight.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def fitted(params, moleculenet_dir):
+    from exlm_chem.data.moleculenet import load_moleculenet
+
+    ds = load_moleculenet("bbbp", moleculenet_dir)
+    label = ds.labels[:, 0]
+    rows = np.sort(np.concatenate([np.flatnonzero(label == 0)[:30],
+                                   np.flatnonzero(label == 1)[:30]]))
+    smiles = [ds.smiles[i] for i in rows]
+    return ExLMMoleculeClassifier(**params).fit(smiles, label[rows].astype(int)), smiles
+
+
+def test_each_weight_averages_the_network_and_the_trees(study, fitted):
+    est, smiles = fitted
+    inputs = est._prepared(smiles[:12], "raise")
+    net = expit(est.model_.run(inputs.smiles, PREDICT, 32, None))  # [n, 1]
+    trees = expit(est.tree_head_.decision(inputs.smiles, 32))
+    out = study._weighted(est, inputs.smiles)
+    assert list(out) == list(TREE_WEIGHTS)
+    for w, proba in out.items():
+        np.testing.assert_allclose(proba, (1 - w) * net + w * trees, atol=1e-6)
+    # the default weight is the estimator's own prediction, and it is left as fitted
+    np.testing.assert_allclose(out[0.5][:, 0], est.predict_proba(smiles[:12])[:, 1],
+                               atol=1e-6)
+    assert est.tree_weight_ == 0.5
+
+
+def test_the_held_out_choice_and_the_report(study):
+    def record(task, seed, test, auc, brier):
+        keys = [str(w) for w in TREE_WEIGHTS]
+        return {"task": task, "seed": seed, "test_roc_auc": dict(zip(keys, test, strict=True)),
+                "held_out_roc_auc": dict(zip(keys, auc, strict=True)),
+                "held_out_brier": dict(zip(keys, brier, strict=True))}
+
+    a = record("bbbp", 0, [70, 72, 74, 73, 71], [80, 85, 85, 84, 82],
+               [0.2, 0.18, 0.17, 0.16, 0.19])
+    b = record("bbbp", 1, [60, 62, 64, 66, 68], [70, 71, 72, 73, 90],
+               [0.3, 0.2, 0.2, 0.25, 0.3])
+    assert study.chosen(a, "roc_auc") == "0.25"  # the first of equals
+    assert study.chosen(a, "brier") == "0.75"
+    assert study.chosen(b, "roc_auc") == "1.0"
+    assert study.chosen(b, "brier") == "0.25"
+    table = study.report([a, b])
+    # bbbp: w=0.5 is (74 + 64) / 2; held-out ROC-AUC picks 72 and 68, Brier 73 and 62
+    assert "| bbbp | 0 1 | 65.0 | 67.0 | 69.0 | 69.5 | 69.5 | 70.0 | 67.5 |" in table
+    assert "bbbp/0: 0.25, bbbp/1: 1.0" in table
