@@ -79,7 +79,7 @@ def fit_and_score(task: str, seed: int, model: str) -> dict:
     record = {"task": task, "seed": seed, "n_held_out": int(held.size), "test_roc_auc": {},
               "held_out_roc_auc": {}, "held_out_brier": {}}
     for w in test:
-        record["test_roc_auc"][str(w)] = score_cell(data, MethodOutput(test[w]))[0]
+        record["test_roc_auc"][str(w)] = 100 * score_cell(data, MethodOutput(test[w]))[0]
         record["held_out_roc_auc"][str(w)] = 100 * mean_roc_auc(held_labels, held_out[w]).mean
         brier = np.square(held_out[w] - held_labels)[known].mean()
         record["held_out_brier"][str(w)] = float(brier)
