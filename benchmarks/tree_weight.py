@@ -13,14 +13,26 @@ cell) and the estimator's own held-out molecules (ROC-AUC and Brier score). The 
 held-out molecules would choose is thereby read off each record, without a fit per weight.
 Weight 0.5 reproduces the runner's cell; 0 is the network alone, 1 the trees alone.
 
-Each (task, seed) is one line of ``OUT/results.jsonl`` with the fit's wall and CPU
-seconds; a rerun skips what is there. ``--report`` prints the table.
+``--tree-kinds`` also asks what the tree head should read beside the pooled state: each
+variant (feature kinds joined by ``+``, e.g. ``rdkit2d+morgan``) refits the tree head on the
+same rows, states and seed after the one fit of the network, and is scored the same way, so
+variants differ only in their trees. Every variant's trees are refitted (the default one
+too, which reproduces the fitted head: the trees are deterministic below 10,000 rows), so
+their fit times compare. The test outputs of the network and of each variant's trees are
+kept in ``OUT/outputs/TASK_SEED.npz`` for later combinations.
+
+Each (task, seed, tree kinds) is one line of ``OUT/results.jsonl`` with the fit's wall and
+CPU seconds and the trees' own; a rerun skips what is there. ``--report`` prints the table,
+one block per tree-kinds variant.
 
 Usage::
 
     OMP_NUM_THREADS=1 python benchmarks/tree_weight.py --tasks bbbp bace clintox sider \
         --seeds 0 1 2 --threads 1 --out DIR
     python benchmarks/tree_weight.py --out DIR --report
+    # the tree head on the pooled state + RDKit 2D (today's) against + Morgan counts too
+    OMP_NUM_THREADS=1 python benchmarks/tree_weight.py --tree-kinds rdkit2d rdkit2d+morgan \
+        --threads 1 --out DIR
 """
 
 from __future__ import annotations
@@ -51,13 +63,36 @@ def _weighted(est, smiles: list[str]) -> dict[float, np.ndarray]:
     return out
 
 
-def fit_and_score(task: str, seed: int, model: str) -> dict:
-    """One record: test ROC-AUC and held-out ROC-AUC / Brier per tree weight."""
+def _refit_trees(est, fit_smiles: list[str], labels: np.ndarray, kinds: tuple[str, ...]):
+    """The tree head refitted on ``kinds`` beside the same pre-trained states, on the rows
+    the estimator trained on; with the CPU seconds of its features and of its trees."""
+    from exlm_chem.data.descriptors import raw_features
+    from exlm_chem.model.frozen_trees import FrozenTrees
+    from exlm_chem.model.molecule_model import EMBED
+
+    head = est.tree_head_
+    train_rows = np.flatnonzero(~est.held_out_mask_)
+    states = head.model.run(fit_smiles, EMBED, 2 * est.batch_size)  # [n, d]
+    cpu = time.process_time()
+    raw = raw_features(kinds, fit_smiles, None, est.n_jobs)  # [n, F]
+    features_cpu = time.process_time() - cpu
+    cpu = time.process_time()
+    refitted = FrozenTrees.fit(head.model, states, raw, labels, train_rows,
+                               "classification", est.seed_, kinds)
+    return refitted, round(features_cpu, 1), round(time.process_time() - cpu, 1)
+
+
+def fit_and_score(task: str, seed: int, model: str,
+                  variants: list[tuple[str, ...]] | None = None,
+                  outputs: Path | None = None) -> list[dict]:
+    """Records, one per tree-kinds variant (None: the fitted head only): test ROC-AUC and
+    held-out ROC-AUC / Brier per tree weight."""
     from exlm_chem.benchmark.encoders import _default_estimator
     from exlm_chem.benchmark.records import Budget, MethodOutput
     from exlm_chem.benchmark.scoring import score_cell
     from exlm_chem.benchmark.tasks import load_task, with_canonical_smiles
     from exlm_chem.metrics import mean_roc_auc
+    from exlm_chem.model.frozen_trees import TREE_KINDS
 
     data = with_canonical_smiles(load_task(task, "scaffold", seed))
     est = _default_estimator("classification", Path(model), seed, Budget(), "cpu", ())
@@ -74,16 +109,33 @@ def fit_and_score(task: str, seed: int, model: str) -> dict:
     held = np.flatnonzero(est.held_out_mask_)
     held_labels = data.labels[rows][held]  # [n_held, T]
     known = ~np.isnan(held_labels)
-    test = _weighted(est, [data.smiles[i] for i in data.test])
-    held_out = _weighted(est, [fit_smiles[i] for i in held])
-    record = {"task": task, "seed": seed, "n_held_out": int(held.size), "test_roc_auc": {},
-              "held_out_roc_auc": {}, "held_out_brier": {}}
-    for w in test:
-        record["test_roc_auc"][str(w)] = 100 * score_cell(data, MethodOutput(test[w]))[0]
-        record["held_out_roc_auc"][str(w)] = 100 * mean_roc_auc(held_labels, held_out[w]).mean
-        brier = np.square(held_out[w] - held_labels)[known].mean()
-        record["held_out_brier"][str(w)] = float(brier)
-    return {**record, "fit_wall_s": round(fit_wall, 1), "fit_cpu_s": round(fit_cpu, 1)}
+    test_smiles = [data.smiles[i] for i in data.test]
+    kept = {"network": est._all_outputs(test_smiles, None)[0].mean(axis=(0, 1))}  # [n, T]
+    records = []
+    for kinds in variants or [None]:
+        record = {"task": task, "seed": seed, "n_held_out": int(held.size)}
+        if kinds is not None:
+            est.tree_head_, features_cpu, trees_cpu = _refit_trees(
+                est, fit_smiles, data.labels[rows], kinds)
+            record.update(tree_kinds="+".join(kinds), tree_features_cpu_s=features_cpu,
+                          tree_fit_cpu_s=trees_cpu)
+            kept["+".join(kinds)] = est._all_outputs(test_smiles, None)[1]  # [n, T] logits
+        test = _weighted(est, test_smiles)
+        held_out = _weighted(est, [fit_smiles[i] for i in held])
+        record.update(test_roc_auc={}, held_out_roc_auc={}, held_out_brier={})
+        for w in test:
+            record["test_roc_auc"][str(w)] = 100 * score_cell(data, MethodOutput(test[w]))[0]
+            record["held_out_roc_auc"][str(w)] = (
+                100 * mean_roc_auc(held_labels, held_out[w]).mean)
+            brier = np.square(held_out[w] - held_labels)[known].mean()
+            record["held_out_brier"][str(w)] = float(brier)
+        records.append({**record, "fit_wall_s": round(fit_wall, 1),
+                        "fit_cpu_s": round(fit_cpu, 1)})
+    if outputs is not None and variants:
+        outputs.mkdir(parents=True, exist_ok=True)
+        np.savez_compressed(outputs / f"{task}_{seed}.npz", test_rows=data.test,
+                            default_kinds=np.array("+".join(TREE_KINDS)), **kept)
+    return records
 
 
 def chosen(record: dict, criterion: str) -> str:
@@ -95,8 +147,14 @@ def chosen(record: dict, criterion: str) -> str:
 
 
 def report(records: list[dict]) -> str:
-    """Markdown: per task, mean test ROC-AUC over seeds at each weight and at the weight
-    each criterion chose, and the mean over tasks."""
+    """Markdown: per tree-kinds variant (records without one: the fitted head), per task,
+    mean test ROC-AUC over seeds at each weight and at the weight each criterion chose, and
+    the mean over tasks."""
+    variants = list(dict.fromkeys(r.get("tree_kinds") for r in records))
+    if len(variants) > 1:
+        return "\n\n".join(f"### tree head reads the pooled state + {v or 'the default'}"
+                             f"\n\n{report([r for r in records if r.get('tree_kinds') == v])}"
+                             for v in variants)
     weights = list(records[0]["test_roc_auc"])
     columns = [f"w={w}" for w in weights] + [f"held-out {c}" for c in CRITERIA]
     lines = ["| task | seeds | " + " | ".join(columns) + " |",
@@ -123,6 +181,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--model", default=str(REPO / "models" / "exlm-small"))
     parser.add_argument("--threads", type=int, default=None, help="torch threads")
+    parser.add_argument("--tree-kinds", nargs="+", default=None, metavar="KINDS",
+                        help="tree-head variants to refit after the one network fit, each "
+                             "feature kinds joined by '+' (e.g. rdkit2d rdkit2d+morgan)")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--report", action="store_true", help="print the table and stop")
     args = parser.parse_args(argv)
@@ -140,18 +201,22 @@ def main(argv: list[str] | None = None) -> int:
     from exlm_chem.provenance import git_commit, machine
 
     args.out.mkdir(parents=True, exist_ok=True)
-    done = {(r["task"], r["seed"]) for r in records}
+    variants = (None if args.tree_kinds is None
+                else [tuple(v.split("+")) for v in args.tree_kinds])
+    wanted = [None] if variants is None else ["+".join(v) for v in variants]
+    done = {(r["task"], r["seed"], r.get("tree_kinds")) for r in records}
     for task in args.tasks:
         for seed in args.seeds:
-            if (task, seed) in done:
+            if all((task, seed, v) in done for v in wanted):
                 continue
-            record = fit_and_score(task, seed, args.model)
-            record.update(commit=git_commit(), machine=machine())
-            with results.open("a") as f:
-                f.write(json.dumps(record) + "\n")
-            print(f"{task} seed {seed}: test " + ", ".join(
-                f"{w}: {v:.1f}" for w, v in record["test_roc_auc"].items())
-                + f" ({record['fit_cpu_s']:.0f} CPU-s)", flush=True)
+            for record in fit_and_score(task, seed, args.model, variants,
+                                        args.out / "outputs"):
+                record.update(commit=git_commit(), machine=machine())
+                with results.open("a") as f:
+                    f.write(json.dumps(record) + "\n")
+                print(f"{task} seed {seed} {record.get('tree_kinds', '')}: test " + ", ".join(
+                    f"{w}: {v:.1f}" for w, v in record["test_roc_auc"].items())
+                    + f" ({record['fit_cpu_s']:.0f} CPU-s)", flush=True)
     records = [json.loads(line) for line in results.read_text().splitlines()]
     print(report(records))
     return 0

@@ -38,14 +38,17 @@ class FrozenTrees(NamedTuple):
 
     @classmethod
     def fit(cls, model: MoleculeModel, states: np.ndarray, raw: np.ndarray,
-            labels: np.ndarray, train_rows: np.ndarray, task: str, seed: int) -> FrozenTrees:
+            labels: np.ndarray, train_rows: np.ndarray, task: str, seed: int,
+            kinds: Sequence[str] = TREE_KINDS) -> FrozenTrees:
         """Trees fitted on the rows ``train_rows`` of n molecules.
 
         ``states`` [n, d] are ``model``'s pooled states of the molecules, ``raw`` [n, F]
-        their unscaled :data:`TREE_KINDS` features, ``labels`` [n, T] (NaN: missing). The
-        scaler sees the training rows only.
+        their unscaled ``kinds`` features (computed feature kinds of
+        :mod:`exlm_chem.data.descriptors`; the estimators read :data:`TREE_KINDS`),
+        ``labels`` [n, T] (NaN: missing). The scaler sees the training rows only.
         """
-        spec = FeatureSpec(TREE_KINDS, {k: feature_names(k) for k in TREE_KINDS},
+        kinds = tuple(kinds)
+        spec = FeatureSpec(kinds, {k: feature_names(k) for k in kinds},
                            FeatureScaler.fit(raw[train_rows]), rdkit_version())
         x = _side_by_side(states[train_rows], spec.scaler.transform(raw[train_rows]))
         return cls(model, spec, TreeHead.fit(x, labels[train_rows], task, seed))

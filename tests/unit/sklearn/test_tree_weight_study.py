@@ -37,11 +37,12 @@ def fitted(params, moleculenet_dir):
     rows = np.sort(np.concatenate([np.flatnonzero(label == 0)[:30],
                                    np.flatnonzero(label == 1)[:30]]))
     smiles = [ds.smiles[i] for i in rows]
-    return ExLMMoleculeClassifier(**params).fit(smiles, label[rows].astype(int)), smiles
+    y = label[rows].astype(int)
+    return ExLMMoleculeClassifier(**params).fit(smiles, y), smiles, y
 
 
 def test_each_weight_averages_the_network_and_the_trees(study, fitted):
-    est, smiles = fitted
+    est, smiles, _ = fitted
     inputs = est._prepared(smiles[:12], "raise")
     net = expit(est.model_.run(inputs.smiles, PREDICT, 32, None))  # [n, 1]
     trees = expit(est.tree_head_.decision(inputs.smiles, 32))
@@ -74,3 +75,25 @@ def test_the_held_out_choice_and_the_report(study):
     # bbbp: w=0.5 is (74 + 64) / 2; held-out ROC-AUC picks 72 and 68, Brier 73 and 62
     assert "| bbbp | 0 1 | 65.0 | 67.0 | 69.0 | 69.5 | 69.5 | 70.0 | 67.5 |" in table
     assert "bbbp/0: 0.25, bbbp/1: 1.0" in table
+
+
+def test_a_tree_kinds_variant_refits_only_the_trees(study, fitted):
+    from exlm_chem.data.descriptors import feature_names
+
+    est, smiles, y = fitted
+    canonical = est._prepared(smiles, "raise").smiles
+    labels = y[:, None].astype(float)  # [n, 1], the labels the estimator was fitted on
+    same, _, _ = study._refit_trees(est, canonical, labels, ("rdkit2d",))
+    wider, features_cpu, trees_cpu = study._refit_trees(est, canonical, labels,
+                                                        ("rdkit2d", "morgan"))
+    d = est.config_.d_model
+    assert same.trees.trees[0].n_features == d + len(feature_names("rdkit2d"))
+    assert wider.trees.trees[0].n_features == (d + len(feature_names("rdkit2d"))
+                                               + len(feature_names("morgan")))
+    assert wider.features.kinds == ("rdkit2d", "morgan") and wider.model is est.tree_head_.model
+    assert features_cpu >= 0 and trees_cpu > 0
+    # the default kinds on the same rows, states and seed give the fitted head back
+    np.testing.assert_allclose(same.decision(canonical[:12], 8),
+                               est.tree_head_.decision(canonical[:12], 8), atol=1e-9)
+    # the refitted head reads its own features: its outputs are finite for new molecules
+    assert np.isfinite(wider.decision(canonical[:8], 8)).all()
