@@ -125,7 +125,10 @@ def _recipe(meta: dict) -> str:
         aux = (f"descriptor auxiliary loss x{recipe['aux_weight']} ({targets.get('count')} "
                f"{_TARGET_TITLES.get(targets.get('kind', 'rdkit2d'), targets.get('kind'))}"
                f"{handling}; scaler in metadata.json)")
-    return (f"objective {recipe['objective']}, mask ratio {recipe['mask_ratio']}, {aux}, "
+    objective = recipe["objective"]
+    if recipe.get("token_weight", 1.0) != 1.0:  # recipes before the option: weight 1
+        objective += f" x{recipe['token_weight']:g}"
+    return (f"objective {objective}, mask ratio {recipe['mask_ratio']}, {aux}, "
             f"d_model {recipe['d_model']}, k {recipe['k_states']}, dropout "
             f"{recipe.get('dropout')}")
 

@@ -184,7 +184,9 @@ class Pretrainer:
         with self.autocast:
             out = self.train_step_module(batch, targets, columns=columns)
         self.optimizer.zero_grad(set_to_none=True)
-        loss = out.loss if out.aux_loss is None else out.loss + self.args.aux_weight * out.aux_loss
+        loss = self.args.token_weight * out.loss
+        if out.aux_loss is not None:
+            loss = loss + self.args.aux_weight * out.aux_loss
         loss.backward()
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.args.clip_norm)
         self.optimizer.step()
@@ -227,6 +229,7 @@ class Pretrainer:
             "budget": self.budget,
             "last_validation": progress.get("last_validation"),
             "recipe": {"objective": self.args.objective, "mask_ratio": self.args.mask_ratio,
+                       "token_weight": self.args.token_weight,
                        "aux_weight": self.args.aux_weight, "aux_clip": self.args.aux_clip,
                        "aux_share": self.args.aux_share, "d_model": self.config.d_model,
                        "k_states": self.config.k_states, "dropout": self.config.dropout},

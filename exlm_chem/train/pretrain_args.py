@@ -39,6 +39,9 @@ class PretrainArgs:
     weight_decay: float = _help(0.0, "decoupled (AdamW; fairseq's Adam does the same)")
     clip_norm: float = 1.0
     mask_ratio: float = _help(0.15, "share of tokens masked (paper 0.15; MolEncoder found 0.3)")
+    token_weight: float = _help(
+        1.0, "weight of the objective's token loss (the states alignment, or MLM's "
+             "cross-entropy); 0 with aux_weight > 0: the descriptor loss alone")
     aux_weight: float = _help(
         0.0, "weight of the descriptor-regression loss (targets: the prepared corpus's "
              "descriptors, or those --corpus computes: --aux-targets; 0: off)")
@@ -127,6 +130,10 @@ def check_args(args: PretrainArgs) -> PretrainArgs:
         problems.append(f"mask_ratio must be in (0, 1), got {args.mask_ratio}")
     if args.aux_weight < 0:
         problems.append(f"aux_weight must be >= 0, got {args.aux_weight}")
+    if not args.token_weight >= 0:
+        problems.append(f"token_weight must be >= 0, got {args.token_weight}")
+    elif args.token_weight == 0 and not args.aux_weight > 0:
+        problems.append("token_weight 0 needs aux_weight > 0 (else no loss is left to train)")
     if args.aux_weight > 0 and args.repeat_k > 1:
         problems.append("aux_weight does not combine with repeat_k > 1")
     # each only shapes the descriptor loss: without it (aux_weight 0) a setting would be

@@ -304,7 +304,8 @@ def test_auxiliary_descriptor_objective_trains_and_ships_its_scaler(prepared_wit
     assert config.d_model == 128 and config.n_heads == 2 and config.d_ffn == 512
     assert config.dropout == config.attention_dropout == 0.0
     assert config.n_descriptors == meta["descriptors"]["count"] > 200
-    assert meta["recipe"] == {"objective": "exlm", "mask_ratio": 0.3, "aux_weight": 1.0,
+    assert meta["recipe"] == {"objective": "exlm", "mask_ratio": 0.3, "token_weight": 1.0,
+                              "aux_weight": 1.0,
                               "aux_clip": None, "aux_share": 1.0, "d_model": 128,
                               "k_states": 2, "dropout": 0.0}
     assert set(meta["descriptors"]["scaler"]) == {"center", "scale", "clip"}
@@ -353,6 +354,32 @@ def test_validation_scores_every_descriptor_column_whatever_the_share(
         trainer.build_model()  # the same seed: the same initial weights
         records.append(trainer.validate())
     assert records[0] == records[1] and records[0]["valid_aux_loss"] > 0
+
+
+def test_token_weight_zero_trains_the_descriptor_loss_alone(prepared_with_descriptors,
+                                                            tmp_path):
+    """A descriptor-only arm: its step's gradient is the descriptor loss's alone."""
+    from exlm_chem.train.pretrain import Pretrainer
+    from exlm_chem.train.pretrain_data import to_device
+
+    def first_item(trainer):
+        trainer.load_data()
+        trainer.build_model()  # the same seed: the same initial weights
+        return next(trainer.loader(trainer._fresh_progress()))
+
+    kw = dict(max_tokens=512, aux_weight=2.0, dropout=0.0)
+    alone = Pretrainer(_prepared_args(prepared_with_descriptors, tmp_path, token_weight=0.0,
+                                      **kw))
+    _, grad_norm = alone.train_item(first_item(alone), 0)
+    both = Pretrainer(_prepared_args(prepared_with_descriptors, tmp_path, **kw))
+    item = first_item(both)
+    out = both.train_step_module(to_device(item.batch, both.device), item.targets)
+    (2.0 * out.aux_loss).backward(retain_graph=True)
+    expected = torch.nn.utils.clip_grad_norm_(both.model.parameters(), float("inf"))
+    torch.testing.assert_close(grad_norm, expected)
+    out.loss.backward()  # with the token loss the gradient is another one
+    assert not torch.allclose(torch.nn.utils.clip_grad_norm_(both.model.parameters(),
+                                                             float("inf")), expected)
 
 
 def test_morgan_count_targets_from_the_cli_pretrain_and_are_recorded(prepared_dir, tmp_path):

@@ -247,6 +247,8 @@ def test_recipe_names_the_targets_and_their_handling() -> None:
     line = ship._recipe({"recipe": plain, "descriptors": {"kind": "rdkit2d", "count": 217}})
     assert "(217 RDKit 2D descriptors; scaler in metadata.json)" in line
     assert "no auxiliary loss" in ship._recipe({"recipe": {**recipe, "aux_weight": 0.0}})
+    assert "objective exlm, " in line  # recipes from before token_weight: weight 1
+    assert "objective exlm x0, " in ship._recipe({"recipe": {**recipe, "token_weight": 0.0}})
 
 
 def test_constants_match_the_study_script() -> None:

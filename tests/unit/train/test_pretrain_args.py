@@ -20,6 +20,8 @@ def test_the_defaults_leave_the_descriptor_loss_as_it_was():
     args = check_args(_args(aux_weight=1.0, aux_clip=3.0, aux_share=0.15))
     assert (args.aux_clip, args.aux_share) == (3.0, 0.15)
     assert check_args(_args(aux_weight=1.0, aux_share=1.0)).aux_share == 1.0
+    assert check_args(_args()).token_weight == 1.0
+    assert check_args(_args(token_weight=0.0, aux_weight=1.0)).token_weight == 0.0
 
 
 @pytest.mark.parametrize(("kw", "message"), [
@@ -31,6 +33,9 @@ def test_the_defaults_leave_the_descriptor_loss_as_it_was():
     ({"aux_weight": 1.0, "aux_share": 1.5}, r"aux_share must be in \(0, 1\], got 1.5"),
     ({"aux_weight": 1.0, "aux_share": -0.1}, r"aux_share must be in \(0, 1\], got -0.1"),
     ({"aux_share": 0.15}, r"aux_share < 1 needs aux_weight > 0"),
+    ({"token_weight": -1.0}, "token_weight must be >= 0, got -1.0"),
+    ({"token_weight": float("nan")}, "token_weight must be >= 0, got nan"),
+    ({"token_weight": 0.0}, r"token_weight 0 needs aux_weight > 0"),
     ({"aux_targets": "mordred"}, "aux_targets must be one of rdkit2d, rdkit2d_fast, morgan"),
 ])
 def test_bad_descriptor_options_are_rejected(kw, message):
