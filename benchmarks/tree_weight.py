@@ -19,7 +19,9 @@ same rows, states and seed after the one fit of the network, and is scored the s
 variants differ only in their trees. Every variant's trees are refitted (the default one
 too, which reproduces the fitted head: the trees are deterministic below 10,000 rows), so
 their fit times compare. The test outputs of the network and of each variant's trees are
-kept in ``OUT/outputs/TASK_SEED.npz`` for later combinations.
+kept in ``OUT/outputs/TASK_SEED.npz`` for later combinations, with the fit's rows and the
+estimator's held-out mask over them, so other tree heads can be refitted on the same rows
+without fitting the network again.
 
 Each (task, seed, tree kinds) is one line of ``OUT/results.jsonl`` with the fit's wall and
 CPU seconds and the trees' own; a rerun skips what is there. ``--report`` prints the table,
@@ -134,6 +136,7 @@ def fit_and_score(task: str, seed: int, model: str,
     if outputs is not None and variants:
         outputs.mkdir(parents=True, exist_ok=True)
         np.savez_compressed(outputs / f"{task}_{seed}.npz", test_rows=data.test,
+                            fit_rows=rows, held_out_mask=est.held_out_mask_,
                             default_kinds=np.array("+".join(TREE_KINDS)), **kept)
     return records
 
