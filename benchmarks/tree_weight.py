@@ -23,6 +23,12 @@ kept in ``OUT/outputs/TASK_SEED.npz`` for later combinations, with the fit's row
 estimator's held-out mask over them, so other tree heads can be refitted on the same rows
 without fitting the network again.
 
+``--rescore-rf`` reads those kept outputs instead of fitting: per (task, seed) it fits the
+benchmark runner's random forest on RDKit 2D (``rf_rdkit2d``, at its settings) on the rows
+the estimator's trees trained on, and scores the network averaged with the trees, with the
+forest, and with both (``OUT/rescored.jsonl``), so a forest as a further member of the
+average is measured against the same networks without fitting them again.
+
 Each (task, seed, tree kinds) is one line of ``OUT/results.jsonl`` with the fit's wall and
 CPU seconds and the trees' own; a rerun skips what is there. ``--report`` prints the table,
 one block per tree-kinds variant.
@@ -141,6 +147,65 @@ def fit_and_score(task: str, seed: int, model: str,
     return records
 
 
+#: members averaged with the network at one half in ``--rescore-rf`` (the rest: the network)
+MIXES = ("trees", "forest", "trees+forest")
+
+
+def mixes(network: np.ndarray, tree_logits: np.ndarray,
+          forest: np.ndarray) -> dict[str, np.ndarray]:
+    """Probabilities [n, T]: the network's [n, T] averaged at one half with the trees'
+    (logits [n, T]), with the forest's probabilities [n, T], or with the mean of both."""
+    from scipy.special import expit
+
+    trees = expit(tree_logits)
+    members = {"trees": trees, "forest": forest, "trees+forest": (trees + forest) / 2}
+    return {name: (network + members[name]) / 2 for name in MIXES}
+
+
+def held_out_mask(n: int, seed: int, fraction: float = 0.1) -> np.ndarray:
+    """The estimator's held-out rows of ``n`` fit rows for ``random_state=seed`` (its fit's
+    rule), for kept outputs from before the mask was stored."""
+    from sklearn.utils import check_random_state
+
+    order = np.random.default_rng(
+        int(check_random_state(seed).randint(np.iinfo(np.int32).max))).permutation(n)
+    n_valid = round(fraction * n)
+    mask = np.zeros(n, dtype=bool)
+    mask[order[:n_valid] if 0 < n_valid < n else []] = True
+    return mask
+
+
+def rescore_rf(path: Path) -> dict:
+    """One record of ``--rescore-rf`` from the kept outputs ``path`` (TASK_SEED.npz)."""
+    from exlm_chem.benchmark.records import Budget, MethodOutput
+    from exlm_chem.benchmark.rf import rf_method
+    from exlm_chem.benchmark.scoring import score_cell
+    from exlm_chem.benchmark.tasks import load_task, with_canonical_smiles
+
+    task, seed = path.stem.rsplit("_", 1)
+    seed = int(seed)
+    kept = np.load(path, allow_pickle=False)
+    data = with_canonical_smiles(load_task(task, "scaffold", seed))
+    if not np.array_equal(kept["test_rows"], data.test):
+        raise ValueError(f"{path}: its test rows are not this split's")
+    rows = (kept["fit_rows"] if "fit_rows" in kept
+            else np.concatenate([data.train, data.valid]))
+    held = (kept["held_out_mask"] if "held_out_mask" in kept
+            else held_out_mask(len(rows), seed))
+    began = time.process_time()
+    forest = rf_method(data._replace(train=rows[~held]), seed, Budget(),
+                       features="rdkit2d").test_scores
+    forest_cpu = time.process_time() - began
+    out = mixes(kept["network"], kept[str(kept["default_kinds"])], forest)
+    record = {"task": task, "seed": seed, "forest_cpu_s": round(forest_cpu, 1),
+              "test_roc_auc": {"network": 100 * score_cell(data, MethodOutput(kept["network"]))[0],
+                               "forest": 100 * score_cell(data, MethodOutput(forest))[0]}}
+    for name, proba in out.items():
+        record["test_roc_auc"][f"network+{name}"] = 100 * score_cell(
+            data, MethodOutput(proba))[0]
+    return record
+
+
 def chosen(record: dict, criterion: str) -> str:
     """The weight (a key of the record's dicts) the held-out molecules choose by
     ``criterion``: the highest ROC-AUC or the lowest Brier score; the first of equals."""
@@ -187,6 +252,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tree-kinds", nargs="+", default=None, metavar="KINDS",
                         help="tree-head variants to refit after the one network fit, each "
                              "feature kinds joined by '+' (e.g. rdkit2d rdkit2d+morgan)")
+    parser.add_argument("--rescore-rf", action="store_true",
+                        help="score a random forest on RDKit 2D as a further member against "
+                             "the outputs kept in OUT/outputs (no network fit)")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--report", action="store_true", help="print the table and stop")
     args = parser.parse_args(argv)
@@ -197,6 +265,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.report:
         print(report(records) if records else f"no records in {results}")
         return 0
+    if args.rescore_rf:
+        return _rescore_all(args.out)
     if args.threads is not None:
         import torch
 
@@ -222,6 +292,38 @@ def main(argv: list[str] | None = None) -> int:
                     + f" ({record['fit_cpu_s']:.0f} CPU-s)", flush=True)
     records = [json.loads(line) for line in results.read_text().splitlines()]
     print(report(records))
+    return 0
+
+
+def _rescore_all(out: Path) -> int:
+    from exlm_chem.provenance import git_commit, machine
+
+    rescored = out / "rescored.jsonl"
+    records = ([json.loads(line) for line in rescored.read_text().splitlines()]
+               if rescored.is_file() else [])
+    done = {(r["task"], r["seed"]) for r in records}
+    for path in sorted((out / "outputs").glob("*.npz")):
+        task, seed = path.stem.rsplit("_", 1)
+        if (task, int(seed)) in done:
+            continue
+        record = {**rescore_rf(path), "commit": git_commit(), "machine": machine()}
+        with rescored.open("a") as f:
+            f.write(json.dumps(record) + "\n")
+        records.append(record)
+        print(f"{task} seed {seed}: " + ", ".join(
+            f"{k} {v:.1f}" for k, v in record["test_roc_auc"].items()), flush=True)
+    columns = list(records[0]["test_roc_auc"])
+    print("| task | seeds | " + " | ".join(columns) + " |")
+    print("|---|---|" + "---:|" * len(columns))
+    means = []
+    for task in dict.fromkeys(r["task"] for r in records):
+        rs = [r for r in records if r["task"] == task]
+        row = [np.mean([r["test_roc_auc"][c] for r in rs]) for c in columns]
+        means.append(row)
+        print(f"| {task} | {' '.join(str(r['seed']) for r in rs)} | "
+              + " | ".join(f"{v:.1f}" for v in row) + " |")
+    print(f"| mean of {len(means)} | | "
+          + " | ".join(f"{v:.1f}" for v in np.mean(means, axis=0)) + " |")
     return 0
 
 

@@ -97,3 +97,21 @@ def test_a_tree_kinds_variant_refits_only_the_trees(study, fitted):
                                est.tree_head_.decision(canonical[:12], 8), atol=1e-9)
     # the refitted head reads its own features: its outputs are finite for new molecules
     assert np.isfinite(wider.decision(canonical[:8], 8)).all()
+
+
+def test_the_held_out_rule_is_the_estimators(study, fitted):
+    est, smiles, _ = fitted
+    mask = study.held_out_mask(len(smiles), est.random_state, est.validation_fraction)
+    np.testing.assert_array_equal(mask, est.held_out_mask_)
+    assert study.held_out_mask(10, 0).sum() == 1 and not study.held_out_mask(3, 0).any()
+
+
+def test_each_mix_averages_the_network_with_its_members(study):
+    network = np.array([[0.2, 0.9], [0.6, 0.1]])  # [n, T]
+    logits = np.array([[0.0, np.log(3.0)], [-np.log(3.0), 0.0]])  # probabilities .5 .75 .25 .5
+    forest = np.array([[0.1, 0.3], [0.7, 0.5]])
+    out = study.mixes(network, logits, forest)
+    assert list(out) == list(study.MIXES)
+    np.testing.assert_allclose(out["trees"], [[0.35, 0.825], [0.425, 0.3]])
+    np.testing.assert_allclose(out["forest"], [[0.15, 0.6], [0.65, 0.3]])
+    np.testing.assert_allclose(out["trees+forest"], [[0.25, 0.7125], [0.5375, 0.3]])
