@@ -18,10 +18,10 @@ variant (feature kinds joined by ``+``, e.g. ``rdkit2d+morgan``) refits the tree
 same rows, states and seed after the one fit of the network, and is scored the same way, so
 variants differ only in their trees. Every variant's trees are refitted (the default one
 too, which reproduces the fitted head: the trees are deterministic below 10,000 rows), so
-their fit times compare. The test outputs of the network and of each variant's trees are
-kept in ``OUT/outputs/TASK_SEED.npz`` for later combinations, with the fit's rows and the
-estimator's held-out mask over them, so other tree heads can be refitted on the same rows
-without fitting the network again.
+their fit times compare. The test outputs of the network and of each variant's trees
+(logits [n, T]) are kept in ``OUT/outputs/TASK_SEED.npz`` for later combinations, with the
+fit's rows and the estimator's held-out mask over them, so other tree heads can be refitted
+on the same rows without fitting the network again.
 
 ``--rescore-rf`` reads those kept outputs instead of fitting: per (task, seed) it fits the
 benchmark runner's random forest on RDKit 2D (``rf_rdkit2d``, at its settings) on the rows
@@ -118,7 +118,10 @@ def fit_and_score(task: str, seed: int, model: str,
     held_labels = data.labels[rows][held]  # [n_held, T]
     known = ~np.isnan(held_labels)
     test_smiles = [data.smiles[i] for i in data.test]
-    kept = {"network": est._all_outputs(test_smiles, None)[0].mean(axis=(0, 1))}  # [n, T]
+    samples = est._all_outputs(test_smiles, None)[0]  # [M, V, n, T] logits
+    if samples.shape[:2] != (1, 1):
+        raise ValueError("the kept network outputs assume one member and one view")
+    kept = {"network": samples[0, 0]}  # [n, T] logits
     records = []
     for kinds in variants or [None]:
         record = {"task": task, "seed": seed, "n_held_out": int(held.size)}
@@ -151,15 +154,16 @@ def fit_and_score(task: str, seed: int, model: str,
 MIXES = ("trees", "forest", "trees+forest")
 
 
-def mixes(network: np.ndarray, tree_logits: np.ndarray,
+def mixes(network_logits: np.ndarray, tree_logits: np.ndarray,
           forest: np.ndarray) -> dict[str, np.ndarray]:
-    """Probabilities [n, T]: the network's [n, T] averaged at one half with the trees'
-    (logits [n, T]), with the forest's probabilities [n, T], or with the mean of both."""
+    """Probabilities [n, T]: the network's (logits [n, T]) averaged at one half with the
+    trees' (logits [n, T]), with the forest's probabilities [n, T], or with the mean of
+    both; as the estimator averages (probabilities, one network member and view)."""
     from scipy.special import expit
 
     trees = expit(tree_logits)
     members = {"trees": trees, "forest": forest, "trees+forest": (trees + forest) / 2}
-    return {name: (network + members[name]) / 2 for name in MIXES}
+    return {name: (expit(network_logits) + members[name]) / 2 for name in MIXES}
 
 
 def held_out_mask(n: int, seed: int, fraction: float = 0.1) -> np.ndarray:

@@ -107,7 +107,9 @@ def test_the_held_out_rule_is_the_estimators(study, fitted):
 
 
 def test_each_mix_averages_the_network_with_its_members(study):
-    network = np.array([[0.2, 0.9], [0.6, 0.1]])  # [n, T]
+    from scipy.special import logit
+
+    network = logit(np.array([[0.2, 0.9], [0.6, 0.1]]))  # [n, T] logits
     logits = np.array([[0.0, np.log(3.0)], [-np.log(3.0), 0.0]])  # probabilities .5 .75 .25 .5
     forest = np.array([[0.1, 0.3], [0.7, 0.5]])
     out = study.mixes(network, logits, forest)
