@@ -29,6 +29,10 @@ the estimator's trees trained on, and scores the network averaged with the trees
 forest, and with both (``OUT/rescored.jsonl``), so a forest as a further member of the
 average is measured against the same networks without fitting them again.
 
+``--part valid`` asks the same questions without reading the test part: the classifier is
+fitted on the training part alone and the split's validation part is scored in the test
+part's place (kept outputs and ``--rescore-rf`` follow; use a separate OUT).
+
 Each (task, seed, tree kinds) is one line of ``OUT/results.jsonl`` with the fit's wall and
 CPU seconds and the trees' own; a rerun skips what is there. ``--report`` prints the table,
 one block per tree-kinds variant.
@@ -90,19 +94,39 @@ def _refit_trees(est, fit_smiles: list[str], labels: np.ndarray, kinds: tuple[st
     return refitted, round(features_cpu, 1), round(time.process_time() - cpu, 1)
 
 
+#: the split's part a study scores: "test" as the runner does (train + valid fitted);
+#: "valid" fits train alone and scores the validation part in the test part's place, so a
+#: lever can be chosen without reading the test part
+PARTS = ("test", "valid")
+
+
+def scored_split(task: str, seed: int, part: str = "test"):
+    """The paper's scaffold split of ``task`` for ``seed`` as the study fits and scores it
+    (:data:`PARTS`): the rows it scores are ``.test``, the rows it fits ``.train`` +
+    ``.valid`` (``valid`` empty for ``part="valid"``)."""
+    from exlm_chem.benchmark.tasks import load_task, with_canonical_smiles
+
+    if part not in PARTS:
+        raise ValueError(f"part must be one of {PARTS}, got {part!r}")
+    data = with_canonical_smiles(load_task(task, "scaffold", seed))
+    if part == "valid":
+        data = data._replace(test=data.valid, valid=data.valid[:0])
+    return data
+
+
 def fit_and_score(task: str, seed: int, model: str,
                   variants: list[tuple[str, ...]] | None = None,
-                  outputs: Path | None = None) -> list[dict]:
-    """Records, one per tree-kinds variant (None: the fitted head only): test ROC-AUC and
-    held-out ROC-AUC / Brier per tree weight."""
+                  outputs: Path | None = None, part: str = "test") -> list[dict]:
+    """Records, one per tree-kinds variant (None: the fitted head only): ROC-AUC on the
+    scored part (``test_roc_auc``: the test part, or the validation part for
+    ``part="valid"``) and held-out ROC-AUC / Brier per tree weight."""
     from exlm_chem.benchmark.encoders import _default_estimator
     from exlm_chem.benchmark.records import Budget, MethodOutput
     from exlm_chem.benchmark.scoring import score_cell
-    from exlm_chem.benchmark.tasks import load_task, with_canonical_smiles
     from exlm_chem.metrics import mean_roc_auc
     from exlm_chem.model.frozen_trees import TREE_KINDS
 
-    data = with_canonical_smiles(load_task(task, "scaffold", seed))
+    data = scored_split(task, seed, part)
     est = _default_estimator("classification", Path(model), seed, Budget(), "cpu", ())
     if not est.tree_head:
         raise ValueError("the classifier's defaults have no tree head: nothing to weigh")
@@ -124,7 +148,7 @@ def fit_and_score(task: str, seed: int, model: str,
     kept = {"network": samples[0, 0]}  # [n, T] logits
     records = []
     for kinds in variants or [None]:
-        record = {"task": task, "seed": seed, "n_held_out": int(held.size)}
+        record = {"task": task, "seed": seed, "part": part, "n_held_out": int(held.size)}
         if kinds is not None:
             est.tree_head_, features_cpu, trees_cpu = _refit_trees(
                 est, fit_smiles, data.labels[rows], kinds)
@@ -145,6 +169,7 @@ def fit_and_score(task: str, seed: int, model: str,
     if outputs is not None and variants:
         outputs.mkdir(parents=True, exist_ok=True)
         np.savez_compressed(outputs / f"{task}_{seed}.npz", test_rows=data.test,
+                            part=np.array(part),
                             fit_rows=rows, held_out_mask=est.held_out_mask_,
                             default_kinds=np.array("+".join(TREE_KINDS)), **kept)
     return records
@@ -184,12 +209,12 @@ def rescore_rf(path: Path) -> dict:
     from exlm_chem.benchmark.records import Budget, MethodOutput
     from exlm_chem.benchmark.rf import rf_method
     from exlm_chem.benchmark.scoring import score_cell
-    from exlm_chem.benchmark.tasks import load_task, with_canonical_smiles
 
     task, seed = path.stem.rsplit("_", 1)
     seed = int(seed)
     kept = np.load(path, allow_pickle=False)
-    data = with_canonical_smiles(load_task(task, "scaffold", seed))
+    part = str(kept["part"]) if "part" in kept else "test"
+    data = scored_split(task, seed, part)
     if not np.array_equal(kept["test_rows"], data.test):
         raise ValueError(f"{path}: its test rows are not this split's")
     rows = (kept["fit_rows"] if "fit_rows" in kept
@@ -201,7 +226,7 @@ def rescore_rf(path: Path) -> dict:
                        features="rdkit2d").test_scores
     forest_cpu = time.process_time() - began
     out = mixes(kept["network"], kept[str(kept["default_kinds"])], forest)
-    record = {"task": task, "seed": seed, "forest_cpu_s": round(forest_cpu, 1),
+    record = {"task": task, "seed": seed, "part": part, "forest_cpu_s": round(forest_cpu, 1),
               "test_roc_auc": {"network": 100 * score_cell(data, MethodOutput(kept["network"]))[0],
                                "forest": 100 * score_cell(data, MethodOutput(forest))[0]}}
     for name, proba in out.items():
@@ -259,6 +284,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rescore-rf", action="store_true",
                         help="score a random forest on RDKit 2D as a further member against "
                              "the outputs kept in OUT/outputs (no network fit)")
+    parser.add_argument("--part", choices=PARTS, default="test",
+                        help="the split's part scored: test (train + valid fitted, as the "
+                             "runner) or valid (train alone fitted)")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--report", action="store_true", help="print the table and stop")
     args = parser.parse_args(argv)
@@ -287,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
             if all((task, seed, v) in done for v in wanted):
                 continue
             for record in fit_and_score(task, seed, args.model, variants,
-                                        args.out / "outputs"):
+                                        args.out / "outputs", args.part):
                 record.update(commit=git_commit(), machine=machine())
                 with results.open("a") as f:
                     f.write(json.dumps(record) + "\n")

@@ -117,3 +117,16 @@ def test_each_mix_averages_the_network_with_its_members(study):
     np.testing.assert_allclose(out["trees"], [[0.35, 0.825], [0.425, 0.3]])
     np.testing.assert_allclose(out["forest"], [[0.15, 0.6], [0.65, 0.3]])
     np.testing.assert_allclose(out["trees+forest"], [[0.25, 0.7125], [0.5375, 0.3]])
+
+
+def test_the_valid_part_is_scored_in_the_test_parts_place(study, moleculenet_dir):
+    from exlm_chem.benchmark.tasks import load_task
+
+    split = load_task("bace", "scaffold", 0)
+    scored = study.scored_split("bace", 0, "valid")
+    np.testing.assert_array_equal(scored.test, split.valid)  # scored: the validation part
+    np.testing.assert_array_equal(scored.train, split.train)  # fitted: train alone
+    assert scored.valid.size == 0
+    np.testing.assert_array_equal(study.scored_split("bace", 0).test, split.test)
+    with pytest.raises(ValueError, match="part must be one of"):
+        study.scored_split("bace", 0, "train")
