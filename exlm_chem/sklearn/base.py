@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import warnings
 from dataclasses import fields
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, NamedTuple, Self
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -69,6 +69,39 @@ def held_out_tree_weight(network: np.ndarray, trees: np.ndarray, labels: np.ndar
     errors = [np.square((1 - w) * network + w * trees - labels)[known].sum()
               for w in TREE_WEIGHTS]
     return TREE_WEIGHTS[int(np.argmin(errors))]
+
+
+class HeldOutSplit(NamedTuple):
+    """What :func:`held_out_split` draws."""
+
+    seed: int  # the fit's seed: member seeds, the trees and ``tta`` views derive from it
+    train_rows: np.ndarray  # [n - n_valid] int, in the drawn order
+    valid_rows: np.ndarray  # [n_valid] int, in the drawn order
+
+
+def held_out_split(n_rows: int, random_state: int | np.random.RandomState | None,
+                   validation_fraction: float) -> HeldOutSplit:
+    """The estimators' seed and held-out rows of ``n_rows`` fit molecules.
+
+    Parameters
+    ----------
+    n_rows : int
+        Valid molecules fit trains on.
+    random_state : int, RandomState or None
+        As the estimators take it; one integer is drawn from it (a RandomState advances).
+    validation_fraction : float
+        Share held out, rounded to whole rows; none when that rounds to 0 or to all.
+
+    Returns
+    -------
+    HeldOutSplit
+        The seed and the training and held-out rows of a random permutation seeded by it.
+    """
+    seed = int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
+    order = np.random.default_rng(seed).permutation(n_rows)
+    n_valid = round(validation_fraction * n_rows)
+    n_valid = n_valid if 0 < n_valid < n_rows else 0
+    return HeldOutSplit(seed, order[n_valid:], order[:n_valid])
 
 
 class ExLMEstimatorBase(BaseEstimator):
@@ -233,11 +266,9 @@ class ExLMEstimatorBase(BaseEstimator):
         labels = targets.labels[rows]
 
         # held-out molecules: they choose the best epoch and fit calibration / intervals
-        seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
-        order = np.random.default_rng(seed).permutation(len(canonical))
-        n_valid = round(self.validation_fraction * len(canonical))
-        n_valid = n_valid if 0 < n_valid < len(canonical) else 0
-        train_rows, valid_rows = order[n_valid:], order[:n_valid]
+        seed, train_rows, valid_rows = held_out_split(len(canonical), self.random_state,
+                                                      self.validation_fraction)
+        n_valid = len(valid_rows)
         if not n_valid and self.calibrate is not None:
             raise ValueError(f"calibrate={self.calibrate!r} needs held-out molecules, but "
                              f"validation_fraction={self.validation_fraction} of "
