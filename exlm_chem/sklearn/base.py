@@ -142,6 +142,7 @@ class ExLMEstimatorBase(BaseEstimator):
         n_jobs: int | None = None,
         tree_head: bool = True,
         tree_weight: float | None = None,
+        tree_forest: bool = False,
         head_first: bool = True,
         train_layers: int | None = 3,
     ) -> None:
@@ -173,6 +174,7 @@ class ExLMEstimatorBase(BaseEstimator):
         self.n_jobs = n_jobs
         self.tree_head = tree_head
         self.tree_weight = tree_weight
+        self.tree_forest = tree_forest
         self.head_first = head_first
         self.train_layers = train_layers
 
@@ -220,8 +222,9 @@ class ExLMEstimatorBase(BaseEstimator):
                                or nj == 0):
             problems.append(f"n_jobs must be None or a non-zero integer, got {nj!r}")
         problems += [f"{name} must be True or False, got {getattr(self, name)!r}"
-                     for name in ("tree_head", "head_first")
+                     for name in ("tree_head", "tree_forest", "head_first")
                      if not isinstance(getattr(self, name), bool | np.bool_)]
+        problems += self._tree_forest_problems()
         tw = self.tree_weight
         if tw is not None and (not isinstance(tw, int | float | np.floating)
                                or isinstance(tw, bool) or not 0 <= tw <= 1):
@@ -233,6 +236,20 @@ class ExLMEstimatorBase(BaseEstimator):
         if problems:  # every problem at once, not one per attempt
             raise ValueError("; ".join(problems))
         return settings
+
+    def _tree_forest_problems(self) -> list[str]:
+        """What is wrong with ``tree_forest=True`` beside the other parameters (a value
+        that is not a boolean is reported with the other switches)."""
+        switches = (bool, np.bool_)
+        if not isinstance(self.tree_forest, switches) or not self.tree_forest:
+            return []
+        if self._task != "classification":
+            return ["tree_forest applies to classifiers only (a forest beside the "
+                    "regressor's trees was not measured); use tree_forest=False"]
+        if isinstance(self.tree_head, switches) and not self.tree_head:
+            return ["tree_forest=True needs the tree head it joins the forest to: set "
+                    "tree_head=True, or tree_forest=False"]
+        return []
 
     def fit(self, X: Any, y: Any) -> Self:
         """Fine-tune on SMILES ``X`` and labels ``y``; returns ``self``.
@@ -296,7 +313,7 @@ class ExLMEstimatorBase(BaseEstimator):
         if self.tree_head:
             raw = raw_features(TREE_KINDS, canonical, None, self.n_jobs, computed)  # [n, F]
             self.tree_head_ = FrozenTrees.fit(frozen, states, raw, labels, train_rows,
-                                              self._task, seed)
+                                              self._task, seed, forest=bool(self.tree_forest))
             held_out_trees = self.tree_head_.decision_of(states[valid_rows], raw[valid_rows])
         data = LabelledSmiles(canonical, labels, features,
                               states if self.head_first else None)
