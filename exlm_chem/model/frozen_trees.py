@@ -31,7 +31,7 @@ TREE_KINDS = ("rdkit2d",)
 #: the trees' share of the estimators' average where nothing chose it: the classifier's
 #: default, and the weight of saves from before the estimators chose one
 DEFAULT_TREE_WEIGHT = 0.5
-# the bounds mean_logit clips to: the nearest doubles to 0 and 1 with finite logits
+# the bounds mean_logit clips to: the double nearest 1 below it, the least normal one
 _SMALLEST, _BELOW_ONE = np.finfo(np.float64).tiny, np.nextafter(1.0, 0.0)
 
 
