@@ -194,13 +194,10 @@ def mixes(network_logits: np.ndarray, tree_logits: np.ndarray,
 def held_out_mask(n: int, seed: int, fraction: float = 0.1) -> np.ndarray:
     """The estimator's held-out rows of ``n`` fit rows for ``random_state=seed`` (its fit's
     rule), for kept outputs from before the mask was stored."""
-    from sklearn.utils import check_random_state
+    from exlm_chem.sklearn.base import held_out_split
 
-    order = np.random.default_rng(
-        int(check_random_state(seed).randint(np.iinfo(np.int32).max))).permutation(n)
-    n_valid = round(fraction * n)
     mask = np.zeros(n, dtype=bool)
-    mask[order[:n_valid] if 0 < n_valid < n else []] = True
+    mask[held_out_split(n, seed, fraction).valid_rows] = True
     return mask
 
 

@@ -18,6 +18,13 @@ goes left iff the node's ``missing_go_to_left``, any other value goes left iff i
 ``<= threshold``. A "split on NaNs" (the last non-missing bin) has threshold ``+inf``: every
 number, ``+inf`` included, goes left and NaNs go right, which the same rule gives unchanged.
 
+:class:`ForestHead` keeps a scikit-learn :class:`~sklearn.ensemble.RandomForestClassifier`
+per task in the same arrays: a forest's positive-class probability is the mean over its
+trees of the positive share of the leaf each row reaches, so a leaf's value is that share
+divided by the number of trees and the baseline is 0; the same walk sums them. scikit-learn's
+own trees (``sklearn/tree/_tree.pyx``) follow the same rule (NaN by ``missing_go_to_left``,
+else ``<= threshold``) but read the rows as float32, so the forest rounds them so first.
+
 Shapes: N rows, F features, T tasks; per task, M nodes over K trees.
 """
 
@@ -27,12 +34,17 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-__all__ = ["TASKS", "TaskTrees", "TreeHead"]
+__all__ = ["FOREST_SETTINGS", "TASKS", "ForestHead", "TaskTrees", "TreeHead"]
 
 TASKS = ("classification", "regression")
 # the positive share of a one-class classification task is clipped to this before its
 # log-odds are taken, so that a task never seen negative still scores a finite logit
 _CONSTANT_CLIP = 1e-3
+#: each task's random forest: the benchmark runner's ``rf_rdkit2d``
+#: (:class:`exlm_chem.benchmark.rf.RandomForestSettings`, a layer this one may not import)
+FOREST_SETTINGS = {"n_estimators": 100, "class_weight": "balanced", "min_samples_leaf": 1}
+# children_left of a leaf in a scikit-learn tree (sklearn.tree._tree.TREE_LEAF)
+_SKLEARN_LEAF = -1
 # per task, the node arrays in the order arrays() writes them, with their stored dtypes
 _NODE_FIELDS = {
     "feature": np.int64,
@@ -104,31 +116,46 @@ class TaskTrees(NamedTuple):
         baseline = np.asarray(estimator._baseline_prediction, np.float64).ravel()
         if baseline.size != 1:
             raise ValueError(f"tree head expects one baseline value, got {baseline.size}")
-        parts: dict[str, list[np.ndarray]] = {name: [] for name in _NODE_FIELDS}
-        starts = [0]
+        trees = []
         for iteration in estimator._predictors:
             (predictor,) = iteration
             nodes = predictor.nodes
             if nodes["is_categorical"].any():
                 raise ValueError("tree head supports numeric splits only, got a categorical "
                                  "split (categorical features are not supported)")
-            offset = starts[-1]
-            split = nodes["is_leaf"] == 0
-            parts["feature"].append(nodes["feature_idx"])
-            parts["threshold"].append(nodes["num_threshold"])
-            parts["missing_left"].append(nodes["missing_go_to_left"])
-            # children become indices into the concatenated arrays; a leaf's stay 0, unused
-            parts["left"].append(np.where(split, nodes["left"].astype(np.int64) + offset, 0))
-            parts["right"].append(np.where(split, nodes["right"].astype(np.int64) + offset, 0))
-            parts["value"].append(nodes["value"])
-            parts["is_leaf"].append(nodes["is_leaf"])
-            starts.append(offset + len(nodes))
-        node_arrays = {
-            name: np.ascontiguousarray(np.concatenate(chunks) if chunks else np.zeros(0),
-                                       dtype=_NODE_FIELDS[name])
-            for name, chunks in parts.items()}
-        return cls(n_features=n_features, tree_start=np.asarray(starts, np.int64),
-                   baseline=baseline, **node_arrays)
+            trees.append({"feature": nodes["feature_idx"], "threshold": nodes["num_threshold"],
+                          "missing_left": nodes["missing_go_to_left"], "left": nodes["left"],
+                          "right": nodes["right"], "value": nodes["value"],
+                          "is_leaf": nodes["is_leaf"]})
+        return cls(n_features=n_features, baseline=baseline, **_joined(trees))
+
+    @classmethod
+    def from_forest(cls, forest: Any, n_features: int) -> TaskTrees:
+        """The trees of a fitted ``RandomForestClassifier`` of classes 0 and 1, whose raw
+        score is the forest's ``predict_proba[:, 1]`` of rows rounded to float32.
+
+        A leaf's value is its positive share over the number of trees. scikit-learn
+        stores a classifier leaf's class shares in ``tree_.value`` (weighted by the class
+        and bootstrap weights; since 1.4 as fractions, before as weighted counts that
+        ``predict_proba`` divided by their sum), so the share is taken as the positive
+        entry over the leaf's sum, which reads either.
+        """
+        if forest.n_outputs_ != 1 or not np.array_equal(forest.classes_, [0, 1]):
+            raise ValueError(f"a forest head exports one output of classes [0, 1], got "
+                             f"{forest.n_outputs_} output(s) of classes {forest.classes_}")
+        n_trees = len(forest.estimators_)
+        trees = []
+        for estimator in forest.estimators_:
+            tree = estimator.tree_
+            split = tree.children_left != _SKLEARN_LEAF
+            weights = tree.value[:, 0, :]  # [M, 2]: per node, negative and positive class
+            share = weights[:, 1] / weights.sum(axis=1)
+            trees.append({"feature": tree.feature, "threshold": tree.threshold,
+                          "missing_left": tree.missing_go_to_left,
+                          "left": tree.children_left, "right": tree.children_right,
+                          "value": np.where(split, 0.0, share / n_trees),
+                          "is_leaf": (~split).astype(np.uint8)})
+        return cls(n_features=n_features, baseline=np.zeros(1), **_joined(trees))
 
     def checked(self) -> TaskTrees:
         """These trees with contiguous arrays of the stored dtypes; a ValueError if they
@@ -216,15 +243,8 @@ class TreeHead:
     def __init__(self, task: str, trees: list[TaskTrees]) -> None:
         if task not in TASKS:
             raise ValueError(f"tree head task must be one of {TASKS}, got {task!r}")
-        if not trees:
-            raise ValueError("tree head needs at least one task")
-        checked = [TaskTrees(*t).checked() for t in trees]
-        n_features = {t.n_features for t in checked}
-        if len(n_features) != 1:
-            raise ValueError(f"tree head tasks disagree on the feature count: "
-                             f"{sorted(n_features)}")
         self.task = task
-        self.trees = checked
+        self.trees = _checked_tasks(trees)
 
     @property
     def n_tasks(self) -> int:
@@ -263,16 +283,7 @@ class TreeHead:
         """
         if task not in TASKS:
             raise ValueError(f"tree head task must be one of {TASKS}, got {task!r}")
-        x = _as_rows(x, None)
-        labels = np.asarray(labels, np.float64)
-        if labels.ndim != 2:
-            raise ValueError(f"tree head labels must be 2-D [rows, tasks], got shape "
-                             f"{labels.shape}")
-        if labels.shape[0] != x.shape[0]:
-            raise ValueError(f"tree head x has {x.shape[0]} rows but labels have "
-                             f"{labels.shape[0]}")
-        if labels.shape[1] == 0:
-            raise ValueError("tree head labels need at least one task column")
+        x, labels = _fit_rows(x, labels)
         # imported here: loading and predicting a saved head need numpy alone
         from sklearn.ensemble import (
             HistGradientBoostingClassifier,
@@ -286,9 +297,7 @@ class TreeHead:
             y = labels[known, t]
             random_state = seed + 1000 * t
             if task == "classification":
-                if np.any((y != 0) & (y != 1)):
-                    raise ValueError(f"tree head classification labels must be 0 or 1 (or "
-                                     f"NaN); task {t} has {np.unique(y[(y != 0) & (y != 1)])}")
+                _check_binary(y, t)
                 if np.unique(y).size < 2:
                     trees.append(TaskTrees.constant(n_features, _constant_logit(y)))
                     continue
@@ -318,45 +327,202 @@ class TreeHead:
         ``t{t}.left``, ``t{t}.right``, ``t{t}.value``, ``t{t}.is_leaf``,
         ``t{t}.tree_start`` and ``t{t}.baseline`` (the fields of :class:`TaskTrees`).
         """
-        out = {
-            "n_tasks": np.array(self.n_tasks, np.int64),
-            "n_features": np.array(self.n_features, np.int64),
-            # lets from_arrays catch a head loaded under the other task
-            "classification": np.array(int(self.task == "classification"), np.int64),
-        }
-        for t, trees in enumerate(self.trees):
-            for name in (*_NODE_FIELDS, "tree_start", "baseline"):
-                out[f"t{t}.{name}"] = np.ascontiguousarray(getattr(trees, name))
-        return out
+        # "classification" lets from_arrays catch a head loaded under the other task
+        return _tasks_arrays(self.trees, classification=int(self.task == "classification"))
 
     @classmethod
     def from_arrays(cls, task: str, arrays: dict[str, np.ndarray]) -> TreeHead:
         """The head :meth:`arrays` described (checked: a ValueError names what is wrong)."""
         if task not in TASKS:
             raise ValueError(f"tree head task must be one of {TASKS}, got {task!r}")
-        n_tasks = _scalar(arrays, "n_tasks")
-        n_features = _scalar(arrays, "n_features")
         stored_task = TASKS[0] if _scalar(arrays, "classification") else TASKS[1]
         if stored_task != task:
             raise ValueError(f"tree head arrays hold a {stored_task} head, loaded as {task}")
-        names = (*_NODE_FIELDS, "tree_start", "baseline")
-        expected = {"n_tasks", "n_features", "classification"}
-        expected |= {f"t{t}.{name}" for t in range(n_tasks) for name in names}
-        missing = sorted(expected - set(arrays))
-        extra = sorted(set(arrays) - expected)
-        if missing or extra:
-            raise ValueError(f"tree head arrays: missing {missing}, unexpected {extra}")
-        trees = [TaskTrees(n_features=n_features,
-                           **{name: arrays[f"t{t}.{name}"] for name in names})
-                 for t in range(n_tasks)]
-        return cls(task, trees)
+        return cls(task, _tasks_from(arrays, "classification"))
+
+
+class ForestHead:
+    """A random forest per classification task, predicted from plain arrays.
+
+    Each task's trees are a :class:`TaskTrees` whose raw score is the forest's
+    positive-class probability (see :meth:`TaskTrees.from_forest`).
+
+    Parameters
+    ----------
+    trees : list of TaskTrees
+        One per task, all fitted on the same number of features.
+    """
+
+    def __init__(self, trees: list[TaskTrees]) -> None:
+        self.trees = _checked_tasks(trees)
+
+    @property
+    def n_tasks(self) -> int:
+        """Tasks T (columns of :meth:`proba`)."""
+        return len(self.trees)
+
+    @property
+    def n_features(self) -> int:
+        """Features F each row must have."""
+        return self.trees[0].n_features
+
+    @classmethod
+    def fit(cls, x: np.ndarray, labels: np.ndarray, seed: int) -> ForestHead:
+        """Fit one ``RandomForestClassifier`` (:data:`FOREST_SETTINGS`) per task column.
+
+        Parameters
+        ----------
+        x : ndarray [N, F] float
+            Feature rows; NaN is a missing feature (scikit-learn >= 1.4).
+        labels : ndarray [N, T] float
+            0/1, NaN: unknown label; each task is fitted on its known rows only.
+        seed : int
+            Task ``t`` is fitted with ``random_state = seed + 1000 * t``, as the boosted
+            trees and the benchmark runner's forests are.
+
+        Returns
+        -------
+        ForestHead
+            A task whose known labels hold one class (or none) gets no trees and scores
+            its positive share clipped to [1e-3, 1 - 1e-3] (0.5 with no labels): the
+            probability of the boosted trees' constant logit (:meth:`TreeHead.fit`).
+        """
+        x, labels = _fit_rows(x, labels)
+        # imported here: loading and predicting a saved forest need numpy alone
+        from sklearn.ensemble import RandomForestClassifier
+
+        n_features = x.shape[1]
+        trees = []
+        for t in range(labels.shape[1]):
+            known = ~np.isnan(labels[:, t])
+            y = labels[known, t]
+            _check_binary(y, t)
+            if np.unique(y).size < 2:
+                trees.append(TaskTrees.constant(n_features, _constant_share(y)))
+                continue
+            model = RandomForestClassifier(random_state=seed + 1000 * t, n_jobs=1,
+                                           **FOREST_SETTINGS)
+            model.fit(x[known], y.astype(np.int64))
+            trees.append(TaskTrees.from_forest(model, n_features))
+        return cls(trees)
+
+    def proba(self, x: np.ndarray) -> np.ndarray:
+        """Positive-class probabilities [N, T] float64 of rows ``x`` [N, F]: each task's
+        ``predict_proba[:, 1]``."""
+        x = _as_rows(x, self.n_features)
+        # scikit-learn's trees read float32 rows and place thresholds between float32
+        # values: a float64 value just past one would go the other way unless rounded
+        with np.errstate(over="ignore"):  # beyond float32's range: +-inf, as the rule has it
+            x = x.astype(np.float32).astype(np.float64)
+        return np.stack([t.decision(x) for t in self.trees], axis=1)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """Everything :meth:`from_arrays` needs, as contiguous numeric arrays: the keys of
+        :meth:`TreeHead.arrays` with ``forest`` (1) in place of ``classification``."""
+        # "forest" keeps boosted trees and a forest from being loaded as each other
+        return _tasks_arrays(self.trees, forest=1)
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray]) -> ForestHead:
+        """The forest :meth:`arrays` described (checked: a ValueError names what is wrong)."""
+        if _scalar(arrays, "forest") != 1:
+            raise ValueError(f"tree head array 'forest' must be 1, got {arrays['forest']!r}")
+        return cls(_tasks_from(arrays, "forest"))
+
+
+def _joined(trees: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """The node arrays of ``trees`` (each tree's children indexed within it) concatenated
+    as :class:`TaskTrees` holds them, and their ``tree_start``."""
+    parts: dict[str, list[np.ndarray]] = {name: [] for name in _NODE_FIELDS}
+    starts = [0]
+    for nodes in trees:
+        offset = starts[-1]
+        split = np.asarray(nodes["is_leaf"]) == 0
+        for name in _NODE_FIELDS:
+            parts[name].append(np.asarray(nodes[name]))
+        # children become indices into the concatenated arrays; a leaf's stay 0, unused
+        for name in ("left", "right"):
+            parts[name][-1] = np.where(split, parts[name][-1].astype(np.int64) + offset, 0)
+        starts.append(offset + split.size)
+    joined = {name: np.ascontiguousarray(np.concatenate(chunks) if chunks else np.zeros(0),
+                                         dtype=_NODE_FIELDS[name])
+              for name, chunks in parts.items()}
+    return {**joined, "tree_start": np.asarray(starts, np.int64)}
+
+
+def _checked_tasks(trees: list[TaskTrees]) -> list[TaskTrees]:
+    """Each task's trees :meth:`~TaskTrees.checked`; at least one task, one feature count."""
+    if not trees:
+        raise ValueError("tree head needs at least one task")
+    checked = [TaskTrees(*t).checked() for t in trees]
+    n_features = {t.n_features for t in checked}
+    if len(n_features) != 1:
+        raise ValueError(f"tree head tasks disagree on the feature count: "
+                         f"{sorted(n_features)}")
+    return checked
+
+
+def _tasks_arrays(trees: list[TaskTrees], **kind: int) -> dict[str, np.ndarray]:
+    """``n_tasks``, ``n_features``, the ``kind`` flags (int64 scalars) and per task ``t``
+    its fields as ``t{t}.<field>``."""
+    out = {"n_tasks": np.array(len(trees), np.int64),
+           "n_features": np.array(trees[0].n_features, np.int64),
+           **{name: np.array(flag, np.int64) for name, flag in kind.items()}}
+    for t, task in enumerate(trees):
+        for name in (*_NODE_FIELDS, "tree_start", "baseline"):
+            out[f"t{t}.{name}"] = np.ascontiguousarray(getattr(task, name))
+    return out
+
+
+def _tasks_from(arrays: dict[str, np.ndarray], kind: str) -> list[TaskTrees]:
+    """Inverse of :func:`_tasks_arrays` written with the flag ``kind`` (unchecked: the
+    heads check them); any key missing or left over is a ValueError."""
+    n_tasks = _scalar(arrays, "n_tasks")
+    n_features = _scalar(arrays, "n_features")
+    names = (*_NODE_FIELDS, "tree_start", "baseline")
+    expected = {"n_tasks", "n_features", kind}
+    expected |= {f"t{t}.{name}" for t in range(n_tasks) for name in names}
+    missing = sorted(expected - set(arrays))
+    extra = sorted(set(arrays) - expected)
+    if missing or extra:
+        raise ValueError(f"tree head arrays: missing {missing}, unexpected {extra}")
+    return [TaskTrees(n_features=n_features, **{name: arrays[f"t{t}.{name}"] for name in names})
+            for t in range(n_tasks)]
+
+
+def _fit_rows(x: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Training rows ``x`` [N, F] and ``labels`` [N, T] as float64, checked."""
+    x = _as_rows(x, None)
+    labels = np.asarray(labels, np.float64)
+    if labels.ndim != 2:
+        raise ValueError(f"tree head labels must be 2-D [rows, tasks], got shape "
+                         f"{labels.shape}")
+    if labels.shape[0] != x.shape[0]:
+        raise ValueError(f"tree head x has {x.shape[0]} rows but labels have "
+                         f"{labels.shape[0]}")
+    if labels.shape[1] == 0:
+        raise ValueError("tree head labels need at least one task column")
+    return x, labels
+
+
+def _check_binary(y: np.ndarray, t: int) -> None:
+    """A ValueError unless the known labels ``y`` of task ``t`` are 0 or 1."""
+    if np.any((y != 0) & (y != 1)):
+        raise ValueError(f"tree head classification labels must be 0 or 1 (or NaN); task "
+                         f"{t} has {np.unique(y[(y != 0) & (y != 1)])}")
+
+
+def _constant_share(y: np.ndarray) -> float:
+    """The positive share of 0/1 labels ``y``, clipped so that its log-odds are finite;
+    one half when empty."""
+    if y.size == 0:
+        return 0.5
+    return float(np.clip(y.mean(), _CONSTANT_CLIP, 1.0 - _CONSTANT_CLIP))
 
 
 def _constant_logit(y: np.ndarray) -> float:
-    """Log-odds of the positive share of 0/1 labels ``y`` (clipped); 0 when empty."""
-    if y.size == 0:
-        return 0.0
-    share = float(np.clip(y.mean(), _CONSTANT_CLIP, 1.0 - _CONSTANT_CLIP))
+    """Log-odds of :func:`_constant_share` (0 when ``y`` is empty)."""
+    share = _constant_share(y)
     return float(np.log(share / (1.0 - share)))
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import warnings
 from dataclasses import fields
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, NamedTuple, Self
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -71,6 +71,39 @@ def held_out_tree_weight(network: np.ndarray, trees: np.ndarray, labels: np.ndar
     return TREE_WEIGHTS[int(np.argmin(errors))]
 
 
+class HeldOutSplit(NamedTuple):
+    """What :func:`held_out_split` draws."""
+
+    seed: int  # the fit's seed: member seeds, the trees and ``tta`` views derive from it
+    train_rows: np.ndarray  # [n - n_valid] int, in the drawn order
+    valid_rows: np.ndarray  # [n_valid] int, in the drawn order
+
+
+def held_out_split(n_rows: int, random_state: int | np.random.RandomState | None,
+                   validation_fraction: float) -> HeldOutSplit:
+    """The estimators' seed and held-out rows of ``n_rows`` fit molecules.
+
+    Parameters
+    ----------
+    n_rows : int
+        Valid molecules fit trains on.
+    random_state : int, RandomState or None
+        As the estimators take it; one integer is drawn from it (a RandomState advances).
+    validation_fraction : float
+        Share held out, rounded to whole rows; none when that rounds to 0 or to all.
+
+    Returns
+    -------
+    HeldOutSplit
+        The seed and the training and held-out rows of a random permutation seeded by it.
+    """
+    seed = int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
+    order = np.random.default_rng(seed).permutation(n_rows)
+    n_valid = round(validation_fraction * n_rows)
+    n_valid = n_valid if 0 < n_valid < n_rows else 0
+    return HeldOutSplit(seed, order[n_valid:], order[:n_valid])
+
+
 class ExLMEstimatorBase(BaseEstimator):
     """Fine-tunes a pre-trained ExLM encoder plus a head on SMILES (see subclasses)."""
 
@@ -109,6 +142,7 @@ class ExLMEstimatorBase(BaseEstimator):
         n_jobs: int | None = None,
         tree_head: bool = True,
         tree_weight: float | None = None,
+        tree_forest: bool = False,
         head_first: bool = True,
         train_layers: int | None = 3,
     ) -> None:
@@ -140,6 +174,7 @@ class ExLMEstimatorBase(BaseEstimator):
         self.n_jobs = n_jobs
         self.tree_head = tree_head
         self.tree_weight = tree_weight
+        self.tree_forest = tree_forest
         self.head_first = head_first
         self.train_layers = train_layers
 
@@ -187,8 +222,9 @@ class ExLMEstimatorBase(BaseEstimator):
                                or nj == 0):
             problems.append(f"n_jobs must be None or a non-zero integer, got {nj!r}")
         problems += [f"{name} must be True or False, got {getattr(self, name)!r}"
-                     for name in ("tree_head", "head_first")
+                     for name in ("tree_head", "tree_forest", "head_first")
                      if not isinstance(getattr(self, name), bool | np.bool_)]
+        problems += self._tree_forest_problems()
         tw = self.tree_weight
         if tw is not None and (not isinstance(tw, int | float | np.floating)
                                or isinstance(tw, bool) or not 0 <= tw <= 1):
@@ -200,6 +236,20 @@ class ExLMEstimatorBase(BaseEstimator):
         if problems:  # every problem at once, not one per attempt
             raise ValueError("; ".join(problems))
         return settings
+
+    def _tree_forest_problems(self) -> list[str]:
+        """What is wrong with ``tree_forest=True`` beside the other parameters (a value
+        that is not a boolean is reported with the other switches)."""
+        switches = (bool, np.bool_)
+        if not isinstance(self.tree_forest, switches) or not self.tree_forest:
+            return []
+        if self._task != "classification":
+            return ["tree_forest applies to classifiers only (a forest beside the "
+                    "regressor's trees was not measured); use tree_forest=False"]
+        if isinstance(self.tree_head, switches) and not self.tree_head:
+            return ["tree_forest=True needs the tree head it joins the forest to: set "
+                    "tree_head=True, or tree_forest=False"]
+        return []
 
     def fit(self, X: Any, y: Any) -> Self:
         """Fine-tune on SMILES ``X`` and labels ``y``; returns ``self``.
@@ -233,11 +283,9 @@ class ExLMEstimatorBase(BaseEstimator):
         labels = targets.labels[rows]
 
         # held-out molecules: they choose the best epoch and fit calibration / intervals
-        seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
-        order = np.random.default_rng(seed).permutation(len(canonical))
-        n_valid = round(self.validation_fraction * len(canonical))
-        n_valid = n_valid if 0 < n_valid < len(canonical) else 0
-        train_rows, valid_rows = order[n_valid:], order[:n_valid]
+        seed, train_rows, valid_rows = held_out_split(len(canonical), self.random_state,
+                                                      self.validation_fraction)
+        n_valid = len(valid_rows)
         if not n_valid and self.calibrate is not None:
             raise ValueError(f"calibrate={self.calibrate!r} needs held-out molecules, but "
                              f"validation_fraction={self.validation_fraction} of "
@@ -265,7 +313,7 @@ class ExLMEstimatorBase(BaseEstimator):
         if self.tree_head:
             raw = raw_features(TREE_KINDS, canonical, None, self.n_jobs, computed)  # [n, F]
             self.tree_head_ = FrozenTrees.fit(frozen, states, raw, labels, train_rows,
-                                              self._task, seed)
+                                              self._task, seed, forest=bool(self.tree_forest))
             held_out_trees = self.tree_head_.decision_of(states[valid_rows], raw[valid_rows])
         data = LabelledSmiles(canonical, labels, features,
                               states if self.head_first else None)

@@ -9,7 +9,9 @@ An ensemble's member 0 is the estimator's ``model_`` (``model.safetensors``); me
 1..m-1 go beside it as ``member_<i>.safetensors`` in the same directory. The seed, the
 calibration maps and the conformity scores are plain numbers in ``metadata.json``. The
 tree head (:mod:`exlm_chem.model.frozen_trees`) adds its pre-trained encoder
-(``tree_encoder.safetensors``) and its trees as arrays (``tree_head.safetensors``).
+(``tree_encoder.safetensors``) and its trees as arrays (``tree_head.safetensors``), and
+the classifier's forest (``tree_forest=True``) as arrays too (``tree_forest.safetensors``;
+``fitted["tree_head"]["forest"]`` says whether there is one).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from exlm_chem.errors import CheckpointError
 from exlm_chem.model.checkpoint_format import ESTIMATOR_FORMAT, METADATA_FILE, read_metadata
 from exlm_chem.model.frozen_trees import DEFAULT_TREE_WEIGHT, FrozenTrees
 from exlm_chem.model.saved_model import load_model, model_from_bytes, model_to_bytes, save_model
-from exlm_chem.model.tree_head import TreeHead
+from exlm_chem.model.tree_head import ForestHead, TreeHead
 from exlm_chem.uncertainty.calibration import Calibrator
 
 __all__ = ["load_estimator", "pickled_state", "read_finetuned_metadata", "save_estimator",
@@ -146,16 +148,25 @@ def save_estimator(est: Any, path: str | os.PathLike[str]) -> Path:
 
 
 _TREE_ENCODER, _TREE_ARRAYS = "tree_encoder.safetensors", "tree_head.safetensors"
+_TREE_FOREST = "tree_forest.safetensors"
 
 
 def tree_head_metadata(trees: FrozenTrees) -> dict[str, Any]:
     return {"net": trees.model.settings(), "features": trees.features.to_dict(),
-            "task": trees.trees.task}
+            "task": trees.trees.task, "forest": trees.forest is not None}
 
 
 def tree_head_files(trees: FrozenTrees) -> dict[str, bytes]:
-    return {_TREE_ENCODER: model_to_bytes(trees.model),
-            _TREE_ARRAYS: safetensors.numpy.save(trees.trees.arrays())}
+    files = {_TREE_ENCODER: model_to_bytes(trees.model),
+             _TREE_ARRAYS: safetensors.numpy.save(trees.trees.arrays())}
+    if trees.forest is not None:
+        files[_TREE_FOREST] = safetensors.numpy.save(trees.forest.arrays())
+    return files
+
+
+def tree_head_file_names(meta: dict[str, Any]) -> tuple[str, ...]:
+    """The files the tree head of ``meta`` (:func:`tree_head_metadata`) is read from."""
+    return (_TREE_ENCODER, _TREE_ARRAYS, *((_TREE_FOREST,) if _has_forest(meta) else ()))
 
 
 def tree_head_from(meta: dict[str, Any], files: dict[str, bytes], config: Any,
@@ -163,7 +174,23 @@ def tree_head_from(meta: dict[str, Any], files: dict[str, bytes], config: Any,
     """Inverse of :func:`tree_head_metadata` and :func:`tree_head_files`."""
     model = model_from_bytes(files[_TREE_ENCODER], config, tokenizer, 0, None, **meta["net"])
     trees = TreeHead.from_arrays(meta["task"], safetensors.numpy.load(files[_TREE_ARRAYS]))
-    return FrozenTrees(model, FeatureSpec.from_dict(meta["features"]), trees)
+    features, forest = FeatureSpec.from_dict(meta["features"]), None
+    if _has_forest(meta):
+        forest = ForestHead.from_arrays(safetensors.numpy.load(files[_TREE_FOREST]))
+        # checked here, not at the first prediction: the forest reads the scaled features
+        if (forest.n_tasks, forest.n_features) != (trees.n_tasks, features.n_features):
+            raise ValueError(f"the forest has {forest.n_tasks} task(s) of "
+                             f"{forest.n_features} features, the head {trees.n_tasks} of "
+                             f"{features.n_features}")
+    return FrozenTrees(model, features, trees, forest)
+
+
+def _has_forest(meta: dict[str, Any]) -> bool:
+    """Whether the tree head of ``meta`` has a forest (saves from before forests: no)."""
+    forest = meta.get("forest", False)
+    if not isinstance(forest, bool):
+        raise ValueError(f"the tree head's 'forest' must be true or false, got {forest!r}")
+    return forest
 
 
 def load_estimator(cls: type, path: str | os.PathLike[str]) -> Any:
@@ -201,7 +228,12 @@ def load_estimator(cls: type, path: str | os.PathLike[str]) -> Any:
     est.tree_head_, est.tree_weight_ = None, DEFAULT_TREE_WEIGHT
     if fitted.get("tree_head") is not None:  # absent in saves from before the tree head
         files = {}
-        for name in (_TREE_ENCODER, _TREE_ARRAYS):
+        try:
+            names = tree_head_file_names(fitted["tree_head"])
+        except (AttributeError, ValueError) as err:
+            raise CheckpointError(f"{Path(path) / METADATA_FILE}: the tree head's entry "
+                                  f"is malformed ({err})") from err
+        for name in names:
             where = Path(path) / name
             if not where.is_file():
                 raise CheckpointError(f"{where} is missing: the model has a tree head")

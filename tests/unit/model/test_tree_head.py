@@ -9,9 +9,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from safetensors.numpy import load, save
-from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
+from scipy.special import expit
+from sklearn.ensemble import (
+    HistGradientBoostingClassifier,
+    HistGradientBoostingRegressor,
+    RandomForestClassifier,
+)
 
-from exlm_chem.model.tree_head import TaskTrees, TreeHead
+from exlm_chem.model.tree_head import FOREST_SETTINGS, ForestHead, TaskTrees, TreeHead
 
 N_ROWS, N_FEATURES, SEED = 300, 12, 7
 
@@ -201,3 +206,114 @@ def test_categorical_splits_are_refused():
     model = HistGradientBoostingClassifier(categorical_features=[0], max_iter=3).fit(x, y)
     with pytest.raises(ValueError, match="categorical"):
         TaskTrees.from_estimator(model, 2)
+
+
+# ---- the random forest head ----------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def forest(data) -> ForestHead:
+    return ForestHead.fit(data["x"], data["labels"], SEED)
+
+
+def _sklearn_forest(data, t: int) -> RandomForestClassifier:
+    """Task ``t``'s forest, fitted as ForestHead.fit documents."""
+    known = ~np.isnan(data["labels"][:, t])
+    model = RandomForestClassifier(random_state=SEED + 1000 * t, **FOREST_SETTINGS)
+    return model.fit(data["x"][known], data["labels"][known, t].astype(np.int64))
+
+
+def _tie_rows(data, model: RandomForestClassifier, n_trees: int = 3) -> np.ndarray:
+    """Rows that meet split thresholds exactly: per split node of the first trees, a
+    training row reaching it with the node's feature set to its threshold (a float64
+    midpoint between float32 values), or to that threshold rounded to float32."""
+    x = data["x"]  # every node is reached by some training row
+    rows = []
+    for estimator in model.estimators_[:n_trees]:
+        tree = estimator.tree_
+        paths = estimator.decision_path(x.astype(np.float32)).toarray().astype(bool)
+        # a split of NaNs from numbers has threshold +inf, and sklearn refuses inf rows
+        for node in np.flatnonzero((tree.children_left != -1) & np.isfinite(tree.threshold)):
+            row = x[np.flatnonzero(paths[:, node])[0]].copy()
+            for value in (tree.threshold[node], np.float32(tree.threshold[node])):
+                row[tree.feature[node]] = value
+                rows.append(row.copy())
+    return np.array(rows)  # [n_ties, F]
+
+
+def test_forest_probabilities_are_sklearn_predict_proba(data, forest):
+    assert (forest.n_tasks, forest.n_features) == (3, N_FEATURES)
+    fresh = data["fresh"][~np.isinf(data["fresh"]).any(axis=1)]  # sklearn refuses inf
+    for t in (0, 1):
+        model = _sklearn_forest(data, t)
+        ties = _tie_rows(data, model)
+        rows = np.concatenate([fresh, ties])  # [n, F]: NaNs, rows of NaN only, exact ties
+        proba = forest.proba(rows)
+        assert proba.shape == (len(rows), 3) and proba.dtype == np.float64
+        np.testing.assert_allclose(proba[:, t], model.predict_proba(rows)[:, 1],
+                                   rtol=0, atol=1e-12)
+        # the comparison can fail: walked on unrounded float64 rows, ties go the other way
+        trees = forest.trees[t]
+        assert not np.allclose(trees.decision(ties),
+                               trees.decision(ties.astype(np.float32).astype(np.float64)),
+                               rtol=0, atol=1e-12)
+
+
+def test_the_forest_walk_covers_both_missing_directions(forest):
+    # guards the comparison above: NaN rows meet splits sending them either way
+    split = forest.trees[1].is_leaf == 0
+    assert set(np.unique(forest.trees[1].missing_left[split])) == {0, 1}
+    assert forest.trees[0].baseline[0] == 0.0
+
+
+def test_forest_leaves_are_class_weighted_shares(data, forest):
+    # scikit-learn keeps balanced-weighted class fractions per leaf (not counts): summed
+    # over the 100 trees, each leaf's value is a share in [0, 1] over 100
+    model = _sklearn_forest(data, 0)
+    value = model.estimators_[0].tree_.value[:, 0, :]  # [M, 2]
+    np.testing.assert_allclose(value.sum(axis=1), 1.0, rtol=0, atol=1e-12)
+    trees = forest.trees[0]
+    leaf = trees.is_leaf == 1
+    n_trees = FOREST_SETTINGS["n_estimators"]
+    assert trees.tree_start.size - 1 == n_trees
+    assert np.all((trees.value[leaf] >= 0) & (trees.value[leaf] <= 1 / n_trees + 1e-15))
+    assert np.all(trees.value[~leaf] == 0)
+
+
+def test_single_class_forest_tasks_score_the_boosted_trees_constant():
+    x = np.random.default_rng(2).normal(size=(20, 3))
+    labels = np.full((20, 4), np.nan)
+    labels[:, 0] = 1.0  # all positive
+    labels[:5, 1] = 0.0  # all negative, mostly unlabelled
+    # column 2: no labels at all
+    labels[:, 3] = np.arange(20) % 2  # two classes: gets a forest
+    forest = ForestHead.fit(x, labels, 0)
+    proba = forest.proba(x)
+    np.testing.assert_array_equal(proba[:, :3], np.tile([0.999, 0.001, 0.5], (20, 1)))
+    assert [t.tree_start.size - 1 for t in forest.trees] == [0, 0, 0, 100]
+    boosted = TreeHead.fit(x, labels, "classification", 0).decision(x)
+    np.testing.assert_allclose(proba[:, :3], expit(boosted[:, :3]), rtol=0, atol=1e-15)
+    with pytest.raises(ValueError, match="labels must be 0 or 1"):
+        ForestHead.fit(x, np.where(np.isnan(labels), labels, 2.0), 0)
+
+
+def test_forest_arrays_round_trip_and_are_not_boosted_trees(data, forest, classifier):
+    arrays = forest.arrays()
+    assert arrays["forest"] == 1 and "classification" not in arrays
+    for name, array in arrays.items():
+        assert array.flags.c_contiguous, name
+        assert array.dtype in (np.int64, np.float64, np.uint8), name
+    loaded = ForestHead.from_arrays(load(save(arrays)))
+    np.testing.assert_array_equal(loaded.proba(data["fresh"]), forest.proba(data["fresh"]))
+    with pytest.raises(ValueError, match="lack 'forest'"):
+        ForestHead.from_arrays(classifier.arrays())
+    with pytest.raises(ValueError, match="lack 'classification'"):
+        TreeHead.from_arrays("classification", arrays)
+    with pytest.raises(ValueError, match="x has 11 features"):
+        forest.proba(data["fresh"][:, :-1])
+
+
+def test_the_forest_settings_are_the_benchmark_runners():
+    from exlm_chem.benchmark.rf import RandomForestSettings
+
+    runner = RandomForestSettings()
+    assert FOREST_SETTINGS == {name: getattr(runner, name) for name in FOREST_SETTINGS}

@@ -8,16 +8,19 @@ fits the head on the frozen states before the encoder moves.
 
 from __future__ import annotations
 
+import json
 import pickle
 
 import numpy as np
 import pytest
 import torch
 from scipy.special import expit, logit
+from sklearn.base import clone
 
 from exlm_chem.errors import CheckpointError
 from exlm_chem.model.molecule_model import EMBED, PREDICT
-from exlm_chem.sklearn.base import TREE_WEIGHTS, held_out_tree_weight
+from exlm_chem.model.tree_head import FOREST_SETTINGS
+from exlm_chem.sklearn.base import TREE_WEIGHTS, held_out_split, held_out_tree_weight
 from exlm_chem.sklearn.estimator import ExLMMoleculeClassifier, ExLMMoleculeRegressor
 
 
@@ -162,7 +165,7 @@ def test_the_tree_weight_is_a_share(params, data, bad):
 @pytest.mark.parametrize("bad", ["yes", 1, None])
 def test_the_switches_are_booleans(params, data, bad):
     X, y = data
-    for name in ("tree_head", "head_first"):
+    for name in ("tree_head", "tree_forest", "head_first"):
         with pytest.raises(ValueError, match=f"{name} must be True or False"):
             ExLMMoleculeClassifier(**params, **{name: bad}).fit(X, y)
 
@@ -198,3 +201,100 @@ def test_head_first_trains_the_head_on_frozen_states_before_the_encoder_moves(
     with pytest.raises(ValueError, match="head_first needs the pooled states"):
         fit_head(net, train._replace(states=None), targets, "classification", None,
                  "last_epoch", torch.zeros(1), torch.ones(1), seed=0)
+
+
+# ---- the random forest beside the boosted trees (tree_forest) -------------------------------
+
+@pytest.fixture(scope="module")
+def with_forest(params, data):
+    X, y = data
+    return ExLMMoleculeClassifier(**params, tree_forest=True, tree_weight=0.5).fit(X, y)
+
+
+def _members(est, X):
+    """The network's logits, the boosted trees' logits and the forest's probabilities
+    [n, T] of X, each computed from its own inputs."""
+    inputs = est._prepared(X, "raise")
+    head = est.tree_head_
+    states = head.model.run(inputs.smiles, EMBED, 32)  # [n, d]: the pre-trained encoder
+    scaled = head.features.values(inputs.smiles)  # [n, F]: scaled RDKit 2D
+    boosted = head.trees.decision(np.concatenate([states, scaled], axis=1))
+    net = est.model_.run(inputs.smiles, PREDICT, 32, inputs.features)
+    return net, boosted, head.forest.proba(scaled)
+
+
+def test_the_forest_is_half_of_the_tree_member(with_forest, data):
+    X, _ = data
+    net, boosted, forest = _members(with_forest, X[:20])
+    expected = (expit(net) + (expit(boosted) + forest) / 2) / 2  # [n, 1]: tree_weight 0.5
+    np.testing.assert_allclose(with_forest.predict_proba(X[:20])[:, 1], expected[:, 0],
+                               atol=1e-6)
+    assert np.ptp(forest) > 0.1 and not np.allclose(forest, expit(boosted), atol=0.05)
+
+
+def test_the_forest_is_the_runners_forest_on_the_training_molecules(with_forest, data):
+    from sklearn.ensemble import RandomForestClassifier
+
+    X, y = data
+    # the training molecules in the order fit drew them: the order moves the bootstrap
+    train = held_out_split(len(X), with_forest.random_state,
+                           with_forest.validation_fraction).train_rows
+    np.testing.assert_array_equal(np.sort(train), np.flatnonzero(~with_forest.held_out_mask_))
+    head = with_forest.tree_head_
+    scaled = head.features.values(with_forest._prepared([X[i] for i in train], "raise").smiles)
+    runner = RandomForestClassifier(random_state=with_forest.seed_, **FOREST_SETTINGS)
+    runner.fit(scaled, y[train])
+    rows = head.features.values(with_forest._prepared(X, "raise").smiles)  # every molecule
+    np.testing.assert_allclose(head.forest.proba(rows)[:, 0],
+                               runner.predict_proba(rows)[:, 1], rtol=0, atol=1e-12)
+
+
+def test_the_forest_is_saved_as_arrays_and_pickled(with_forest, data, tmp_path):
+    X, _ = data
+    rows = [*X[:15], "not a smiles"]
+    expected = with_forest.predict_proba(rows)
+    with_forest.save(tmp_path / "m")
+    meta = json.loads((tmp_path / "m" / "metadata.json").read_text())
+    assert meta["fitted"]["tree_head"]["forest"] is True
+    assert meta["params"]["tree_forest"] is True
+    loaded = ExLMMoleculeClassifier.load(tmp_path / "m")
+    assert loaded.tree_head_.forest is not None
+    np.testing.assert_allclose(loaded.predict_proba(rows), expected, atol=1e-6)
+    np.testing.assert_allclose(pickle.loads(pickle.dumps(with_forest)).predict_proba(rows),
+                               expected, atol=1e-6)
+    assert clone(with_forest).get_params()["tree_forest"] is True
+    (tmp_path / "m" / "tree_forest.safetensors").unlink()
+    with pytest.raises(CheckpointError, match=r"tree_forest\.safetensors is missing"):
+        ExLMMoleculeClassifier.load(tmp_path / "m")
+
+
+def test_a_save_without_a_forest_loads_as_before_forests(fitted, data, tmp_path):
+    X, _ = data
+    assert fitted.tree_forest is False and fitted.tree_head_.forest is None
+    fitted.save(tmp_path / "m")
+    assert not (tmp_path / "m" / "tree_forest.safetensors").exists()
+    where = tmp_path / "m" / "metadata.json"
+    meta = json.loads(where.read_text())
+    assert meta["fitted"]["tree_head"]["forest"] is False
+    # a save from before forests: neither the entry nor the parameter
+    del meta["fitted"]["tree_head"]["forest"], meta["params"]["tree_forest"]
+    where.write_text(json.dumps(meta))
+    loaded = ExLMMoleculeClassifier.load(tmp_path / "m")
+    assert loaded.tree_head_.forest is None and loaded.tree_forest is False
+    np.testing.assert_allclose(loaded.predict_proba(X[:10]), fitted.predict_proba(X[:10]),
+                               atol=1e-6)
+    meta["fitted"]["tree_head"]["forest"] = "yes"
+    where.write_text(json.dumps(meta))
+    with pytest.raises(CheckpointError, match="'forest' must be true or false"):
+        ExLMMoleculeClassifier.load(tmp_path / "m")
+
+
+def test_tree_forest_needs_the_classifiers_tree_head(params, data):
+    X, y = data
+    with pytest.raises(ValueError, match="tree_forest=True needs the tree head"):
+        ExLMMoleculeClassifier(**params, tree_head=False, tree_forest=True).fit(X, y)
+    with pytest.raises(ValueError, match="tree_forest applies to classifiers only"):
+        ExLMMoleculeRegressor(**params, tree_forest=True).fit(X, y.astype(float))
+    # the defaults: no forest, in either estimator
+    assert ExLMMoleculeClassifier().tree_forest is False
+    assert ExLMMoleculeRegressor().tree_forest is False
