@@ -1,7 +1,9 @@
 """Gather a GPU session's results into one small folder, and unpack it on the CPU side.
 
-The device tool brings back at most 8 files of at most 16 MiB, at most two folders deep.
-``gather`` writes one weights file per arm, two more, and as many snapshots as fit:
+The device tool brings back at most 8 files of at most 16 MiB, 64 MiB together, at most two
+folders deep. ``gather`` writes one weights file per arm, two more, and as many snapshots as
+fit; an arm's weights that would pass the 64 MiB are left for a further call (``gather
+--arms NAME ...``, which brings only those arms' weights):
 
     <arm>-<preset>/model.safetensors  each arm's weights in fp16 (the latest checkpoint)
     <arm>-<preset>-s<step>/model.safetensors   snapshots (``pretrain --snapshot-every``),
@@ -31,7 +33,16 @@ MAX_FILE_BYTES = 16 * 2**20
 WEIGHTS = "model.safetensors"
 SMALL_FILES = ("config.json", "vocab.txt", "metadata.json")
 MAX_FILES = 8  # what the device tool brings back
+MAX_TOTAL_BYTES = 64 * 2**20  # all files together
 OTHER_FILES = 2  # details.tar.gz and manifest.json
+# room kept for details.tar.gz and manifest.json (logs of many arms stay well under it)
+OTHER_BYTES = 2 * 2**20
+
+
+def fits(taken: int, size: int) -> bool:
+    """Whether a weights file of ``size`` bytes still fits beside ``taken`` bytes of weights
+    and the two other files, within one call's return."""
+    return size <= MAX_FILE_BYTES and taken + size <= MAX_TOTAL_BYTES - OTHER_BYTES
 
 
 def _sha256(path: Path) -> str:
@@ -111,40 +122,54 @@ def _spread(snapshots: dict[str, list[Path]], room: int) -> list[tuple[str, Path
     return picks
 
 
-def gather(work: Work, out: Path, preset: str, report: str, curves) -> dict:
-    """Write the result folder; returns the manifest (also written as manifest.json)."""
+def gather(work: Work, out: Path, preset: str, report: str, curves,
+           only: list[str] | None = None) -> dict:
+    """Write the result folder; returns the manifest (also written as manifest.json).
+    ``only``: these arms' weights alone (no snapshots), for a call after one whose return
+    had no room for them."""
     out.mkdir(parents=True, exist_ok=True)
     manifest = {"commit": read_json(work.env, {}).get("commit"), "files": {}, "missing": []}
+    taken = 0  # bytes of weights in out
     env = read_json(work.env, {})
     extra = {"gpu_env": env, "source": "scripts/gpu/gpu_pretrain.py"}
     with tempfile.TemporaryDirectory() as tmp:
         details = tarfile.open(out / "details.tar.gz", "w:gz")
 
-        def bring(source: Path, name: str) -> None:
+        def bring(source: Path, name: str, arm: str) -> None:
+            nonlocal taken
             staged = Path(tmp) / name
             why = _fp16_checkpoint(source, staged, extra)
             if why is not None:
                 manifest["missing"].append(f"{name}: no checkpoint ({why})")
                 return
             size = (staged / WEIGHTS).stat().st_size
-            if size <= MAX_FILE_BYTES:
+            if fits(taken, size):
                 (out / name).mkdir(exist_ok=True)
                 shutil.copyfile(staged / WEIGHTS, out / name / WEIGHTS)
-            else:
+                taken += size
+            elif size > MAX_FILE_BYTES:
                 manifest["missing"].append(f"{name}/{WEIGHTS}: {size} bytes in fp16 > 16 MiB")
+            else:
+                manifest["missing"].append(f"{name}/{WEIGHTS}: no room in 64 MiB (gather "
+                                           f"--arms {arm} brings it)")
             for small in SMALL_FILES:
                 _add_file(details, staged / small, f"{name}/checkpoint/{small}")
 
         arms = arm_names(work)
+        unknown = sorted(set(only or ()) - set(arms))
+        if unknown:
+            raise SystemExit(f"gather --arms: no such arm {unknown}; arms: {arms}")
         for objective in arms:
             name = f"{objective}-{preset}"
-            bring(work.run(objective) / "checkpoint", name)
+            if only is None or objective in only:
+                bring(work.run(objective) / "checkpoint", name, objective)
             _add_file(details, work.run(objective) / "log.jsonl", f"{name}/log.jsonl")
             _add_file(details, work.logs / f"{objective}.log", f"logs/{objective}.log", 3000)
         snapshots = {arm: _snapshots_before_checkpoint(work.run(arm)) for arm in arms}
-        picks = _spread(snapshots, MAX_FILES - OTHER_FILES - len(arms))
+        room = 0 if only is not None else MAX_FILES - OTHER_FILES - len(arms)
+        picks = _spread(snapshots, room)
         for arm, path in picks:
-            bring(path, f"{arm}-{preset}-s{_step(path)}")
+            bring(path, f"{arm}-{preset}-s{_step(path)}", arm)
         left = sum(len(p) for p in snapshots.values()) - len(picks)
         if left:
             manifest["missing"].append(f"{left} snapshots: no room in {MAX_FILES} files")

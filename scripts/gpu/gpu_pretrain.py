@@ -52,7 +52,7 @@ def gather(args: argparse.Namespace) -> int:
     )
     plan = read_json(work.plan, {})
     manifest = gpu_gather.gather(
-        work, out, plan.get("preset", "small"), report, gpu_gather.plot_curves
+        work, out, plan.get("preset", "small"), report, gpu_gather.plot_curves, args.arms
     )
     print(report)
     for name, entry in manifest["files"].items():
@@ -136,6 +136,9 @@ def parser() -> argparse.ArgumentParser:
             q.add_argument("--wait", type=float, default=0.0, help="seconds to wait first")
         if name == "gather":
             q.add_argument("--out", type=Path, help="result folder (default $OUT)")
+            q.add_argument("--arms", nargs="+", metavar="ARM",
+                           help="these arms' weights alone (a further call, for what the "
+                                "first gather had no room for)")
     p.add_argument("--work", type=Path, default=DEFAULT_WORK)
     u = sub.add_parser("unpack", help="check a gathered folder, rebuild checkpoints")
     u.add_argument("source", type=Path)

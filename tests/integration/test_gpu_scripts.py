@@ -70,6 +70,16 @@ def test_dry_run_start_poll_gather_unpack(prepared, tmp_path):
 
         gather = _run("gather", "--work", str(work), "--out", str(out))
         assert gather.returncode == 0, gather.stdout[-3000:] + gather.stderr[-3000:]
+        # a further call for what had no room: those arms' weights alone
+        again = _run("gather", "--work", str(work), "--out", str(tmp_path / "again"),
+                     "--arms", "mlm-d1")
+        assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+        assert {str(p.relative_to(tmp_path / "again")) for p in (tmp_path / "again").rglob("*")
+                if p.is_file()} == {"mlm-d1-tiny/model.safetensors", "details.tar.gz",
+                                    "manifest.json"}
+        wrong = _run("gather", "--work", str(work), "--out", str(tmp_path / "wrong"),
+                     "--arms", "nope")
+        assert wrong.returncode != 0 and "no such arm ['nope']" in wrong.stderr
     finally:
         _run("stop", "--work", str(work))
 
@@ -119,6 +129,15 @@ def test_dry_run_start_poll_gather_unpack(prepared, tmp_path):
     assert snapshot["steps"] == 4 and snapshot["snapshot"]
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["missing"] == []
+
+
+def test_weights_past_one_calls_64_mib_are_left_for_a_further_call():
+    import gpu_gather
+
+    small = 15_686_012  # a `small` ExLM checkpoint in fp16
+    assert gpu_gather.fits(3 * small, small)  # four come back in one call
+    assert not gpu_gather.fits(4 * small, small)  # a fifth would pass 64 MiB with the rest
+    assert not gpu_gather.fits(0, MAX_FILE + 1)
 
 
 def test_unpack_refuses_a_corrupt_folder(tmp_path):
