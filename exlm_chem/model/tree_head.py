@@ -229,7 +229,23 @@ class TaskTrees(NamedTuple):
         return out
 
 
-class TreeHead:
+class _TasksHead:
+    """What both heads are: one :class:`TaskTrees` per task, all on F features."""
+
+    trees: list[TaskTrees]
+
+    @property
+    def n_tasks(self) -> int:
+        """Tasks T (the heads' output columns)."""
+        return len(self.trees)
+
+    @property
+    def n_features(self) -> int:
+        """Features F each row must have."""
+        return self.trees[0].n_features
+
+
+class TreeHead(_TasksHead):
     """Gradient-boosted trees per task, predicted from plain arrays.
 
     Parameters
@@ -245,16 +261,6 @@ class TreeHead:
             raise ValueError(f"tree head task must be one of {TASKS}, got {task!r}")
         self.task = task
         self.trees = _checked_tasks(trees)
-
-    @property
-    def n_tasks(self) -> int:
-        """Tasks T (columns of :meth:`decision`)."""
-        return len(self.trees)
-
-    @property
-    def n_features(self) -> int:
-        """Features F each row must have."""
-        return self.trees[0].n_features
 
     @classmethod
     def fit(cls, x: np.ndarray, labels: np.ndarray, task: str, seed: int) -> TreeHead:
@@ -341,7 +347,7 @@ class TreeHead:
         return cls(task, _tasks_from(arrays, "classification"))
 
 
-class ForestHead:
+class ForestHead(_TasksHead):
     """A random forest per classification task, predicted from plain arrays.
 
     Each task's trees are a :class:`TaskTrees` whose raw score is the forest's
@@ -355,16 +361,6 @@ class ForestHead:
 
     def __init__(self, trees: list[TaskTrees]) -> None:
         self.trees = _checked_tasks(trees)
-
-    @property
-    def n_tasks(self) -> int:
-        """Tasks T (columns of :meth:`proba`)."""
-        return len(self.trees)
-
-    @property
-    def n_features(self) -> int:
-        """Features F each row must have."""
-        return self.trees[0].n_features
 
     @classmethod
     def fit(cls, x: np.ndarray, labels: np.ndarray, seed: int) -> ForestHead:
