@@ -142,7 +142,7 @@ class ExLMEstimatorBase(BaseEstimator):
         n_jobs: int | None = None,
         tree_head: bool = True,
         tree_weight: float | None = None,
-        tree_forest: bool = False,
+        tree_forest: bool | None = None,
         head_first: bool = True,
         train_layers: int | None = 3,
     ) -> None:
@@ -222,8 +222,11 @@ class ExLMEstimatorBase(BaseEstimator):
                                or nj == 0):
             problems.append(f"n_jobs must be None or a non-zero integer, got {nj!r}")
         problems += [f"{name} must be True or False, got {getattr(self, name)!r}"
-                     for name in ("tree_head", "tree_forest", "head_first")
+                     for name in ("tree_head", "head_first")
                      if not isinstance(getattr(self, name), bool | np.bool_)]
+        if self.tree_forest is not None and not isinstance(self.tree_forest, bool | np.bool_):
+            problems.append(f"tree_forest must be None, True or False, got "
+                            f"{self.tree_forest!r}")
         problems += self._tree_forest_problems()
         tw = self.tree_weight
         if tw is not None and (not isinstance(tw, int | float | np.floating)
@@ -237,15 +240,22 @@ class ExLMEstimatorBase(BaseEstimator):
             raise ValueError("; ".join(problems))
         return settings
 
+    def _uses_forest(self) -> bool:
+        """Whether fit adds the forest to the tree head: ``tree_forest``, where None is
+        the measured default (the classifier's tree head has one, the regressor's not)."""
+        if self.tree_forest is None:
+            return self._task == "classification" and bool(self.tree_head)
+        return bool(self.tree_forest)
+
     def _tree_forest_problems(self) -> list[str]:
         """What is wrong with ``tree_forest=True`` beside the other parameters (a value
-        that is not a boolean is reported with the other switches)."""
+        that is not None or a boolean is reported on its own)."""
         switches = (bool, np.bool_)
         if not isinstance(self.tree_forest, switches) or not self.tree_forest:
             return []
         if self._task != "classification":
             return ["tree_forest applies to classifiers only (a forest beside the "
-                    "regressor's trees was not measured); use tree_forest=False"]
+                    "regressor's trees was not measured); use tree_forest=None or False"]
         if isinstance(self.tree_head, switches) and not self.tree_head:
             return ["tree_forest=True needs the tree head it joins the forest to: set "
                     "tree_head=True, or tree_forest=False"]
@@ -313,7 +323,7 @@ class ExLMEstimatorBase(BaseEstimator):
         if self.tree_head:
             raw = raw_features(TREE_KINDS, canonical, None, self.n_jobs, computed)  # [n, F]
             self.tree_head_ = FrozenTrees.fit(frozen, states, raw, labels, train_rows,
-                                              self._task, seed, forest=bool(self.tree_forest))
+                                              self._task, seed, forest=self._uses_forest())
             held_out_trees = self.tree_head_.decision_of(states[valid_rows], raw[valid_rows])
         data = LabelledSmiles(canonical, labels, features,
                               states if self.head_first else None)

@@ -104,14 +104,14 @@ _PARAMETERS = """
         None: one half for the classifier; for the regressor the weight of 0, 0.25, 0.5,
         0.75 and 1 with the lowest squared error on the held-out molecules (one half
         without held-out molecules). The weight used is ``tree_weight_``.
-    tree_forest : bool, default False
-        Classifier only, with ``tree_head``: the tree head adds a random forest per task
-        on the scaled RDKit 2D descriptors alone (the benchmark's ``rf_rdkit2d``: 100
-        trees, balanced class weights, fitted on the training molecules labelled for the
-        task), and its probability is the mean of the boosted trees' and the forest's
-        (benchmarks/results/tree_weight_cpu: +1.4 test ROC-AUC on four MoleculeNet
-        tasks; not the default until confirmed on validation data). Saved as arrays,
-        like the boosted trees.
+    tree_forest : bool or None, default None
+        With ``tree_head``, the tree head adds a random forest per task on the scaled
+        RDKit 2D descriptors alone (the benchmark's ``rf_rdkit2d``: 100 trees, balanced
+        class weights, fitted on the training molecules labelled for the task), and its
+        probability is the mean of the boosted trees' and the forest's. None: on for the
+        classifier (chosen on the validation parts of the scaffold splits,
+        benchmarks/results/tree_weight_cpu), off for the regressor, where True is refused
+        (not measured there). Saved as arrays, like the boosted trees.
     head_first : bool, default True
         LP-FT: before fine-tuning, train the head alone on the pre-trained encoder's
         pooled states (its best step on the held-out molecules is kept), so the encoder

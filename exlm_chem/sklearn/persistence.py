@@ -198,7 +198,9 @@ def load_estimator(cls: type, path: str | os.PathLike[str]) -> Any:
     meta = read_finetuned_metadata(path, cls.__name__)
     fitted = meta["fitted"]
     try:  # every entry read here comes from a file that may have been edited
-        est = cls(**meta["params"])
+        # saves from before the forest (0.2.x) were fitted without one, whatever today's
+        # default: a refit of a loaded model repeats the model
+        est = cls(**{"tree_forest": False, **meta["params"]})
         _restore_fitted(est, fitted)
         n_members = restore_uncertainty(est, fitted.get("uncertainty"))
         features = fitted.get("features")  # absent in saves from before features

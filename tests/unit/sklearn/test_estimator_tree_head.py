@@ -37,8 +37,8 @@ def data(moleculenet_dir):
 
 @pytest.fixture(scope="module")
 def fitted(params, data):
-    X, y = data
-    return ExLMMoleculeClassifier(**params).fit(X, y)
+    X, y = data  # the boosted trees alone: the forest has its fixture below
+    return ExLMMoleculeClassifier(**params, tree_forest=False).fit(X, y)
 
 
 def _net_and_trees(est, X):
@@ -165,9 +165,12 @@ def test_the_tree_weight_is_a_share(params, data, bad):
 @pytest.mark.parametrize("bad", ["yes", 1, None])
 def test_the_switches_are_booleans(params, data, bad):
     X, y = data
-    for name in ("tree_head", "tree_forest", "head_first"):
+    for name in ("tree_head", "head_first"):
         with pytest.raises(ValueError, match=f"{name} must be True or False"):
             ExLMMoleculeClassifier(**params, **{name: bad}).fit(X, y)
+    if bad is not None:  # None is tree_forest's default: the estimator decides
+        with pytest.raises(ValueError, match="tree_forest must be None, True or False"):
+            ExLMMoleculeClassifier(**params, tree_forest=bad).fit(X, y)
 
 
 def test_head_first_trains_the_head_on_frozen_states_before_the_encoder_moves(
@@ -208,7 +211,7 @@ def test_head_first_trains_the_head_on_frozen_states_before_the_encoder_moves(
 @pytest.fixture(scope="module")
 def with_forest(params, data):
     X, y = data
-    return ExLMMoleculeClassifier(**params, tree_forest=True, tree_weight=0.5).fit(X, y)
+    return ExLMMoleculeClassifier(**params, tree_weight=0.5).fit(X, y)  # the default forest
 
 
 def _members(est, X):
@@ -256,13 +259,13 @@ def test_the_forest_is_saved_as_arrays_and_pickled(with_forest, data, tmp_path):
     with_forest.save(tmp_path / "m")
     meta = json.loads((tmp_path / "m" / "metadata.json").read_text())
     assert meta["fitted"]["tree_head"]["forest"] is True
-    assert meta["params"]["tree_forest"] is True
+    assert meta["params"]["tree_forest"] is None
     loaded = ExLMMoleculeClassifier.load(tmp_path / "m")
     assert loaded.tree_head_.forest is not None
     np.testing.assert_allclose(loaded.predict_proba(rows), expected, atol=1e-6)
     np.testing.assert_allclose(pickle.loads(pickle.dumps(with_forest)).predict_proba(rows),
                                expected, atol=1e-6)
-    assert clone(with_forest).get_params()["tree_forest"] is True
+    assert clone(with_forest).get_params()["tree_forest"] is None
     (tmp_path / "m" / "tree_forest.safetensors").unlink()
     with pytest.raises(CheckpointError, match=r"tree_forest\.safetensors is missing"):
         ExLMMoleculeClassifier.load(tmp_path / "m")
@@ -295,6 +298,9 @@ def test_tree_forest_needs_the_classifiers_tree_head(params, data):
         ExLMMoleculeClassifier(**params, tree_head=False, tree_forest=True).fit(X, y)
     with pytest.raises(ValueError, match="tree_forest applies to classifiers only"):
         ExLMMoleculeRegressor(**params, tree_forest=True).fit(X, y.astype(float))
-    # the defaults: no forest, in either estimator
-    assert ExLMMoleculeClassifier().tree_forest is False
-    assert ExLMMoleculeRegressor().tree_forest is False
+    # the default (None): the classifier's tree head has the forest, the regressor's not,
+    # and neither has one without a tree head
+    assert ExLMMoleculeClassifier()._uses_forest()
+    assert not ExLMMoleculeRegressor()._uses_forest()
+    assert not ExLMMoleculeClassifier(tree_head=False)._uses_forest()
+    assert not ExLMMoleculeClassifier(tree_forest=False)._uses_forest()
