@@ -14,17 +14,18 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def git_commit() -> str:
-    """Short HEAD of the source checkout, ``+dirty`` when tracked files differ from it;
-    outside a checkout ``$EXLM_GIT_COMMIT`` (a copy without .git, e.g. on the GPU machine),
-    else ``exlm_chem <version>``."""
+    """``$EXLM_GIT_COMMIT`` when set (a copy of a checkout, e.g. on a GPU machine, whose
+    own .git, if any, is not the commit it was copied from); else the short HEAD of the
+    source checkout, ``+dirty`` when tracked files differ from it; else
+    ``exlm_chem <version>``."""
+    if os.environ.get("EXLM_GIT_COMMIT"):
+        return os.environ["EXLM_GIT_COMMIT"]
     try:
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO,
                               capture_output=True, text=True, check=True).stdout.strip()
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
                                cwd=REPO, capture_output=True, text=True, check=True).stdout
     except (OSError, subprocess.CalledProcessError):
-        if os.environ.get("EXLM_GIT_COMMIT"):
-            return os.environ["EXLM_GIT_COMMIT"]
         from exlm_chem import __version__
 
         return f"exlm_chem {__version__}"

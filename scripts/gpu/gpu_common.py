@@ -147,7 +147,7 @@ def run_logged(name: str, cmd: list[str], log: Path, timeout: float) -> int:
 
 
 def git_commit() -> str:
-    """HEAD of the checkout, else ``$EXLM_GIT_COMMIT`` (the device copy has no .git)."""
+    """``$EXLM_GIT_COMMIT`` when set, else HEAD of the checkout (``provenance.git_commit``)."""
     from exlm_chem.provenance import git_commit as commit
 
     found = commit()
