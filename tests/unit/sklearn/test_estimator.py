@@ -227,7 +227,7 @@ def test_save_and_load_without_unpickling(tmp_path, monkeypatch, data, fitted):
     path = fitted.save(tmp_path / "clf")
     assert sorted(p.name for p in path.iterdir()) == [
         "config.json", "metadata.json", "model.safetensors", "tree_encoder.safetensors",
-        "tree_head.safetensors", "vocab.txt"]
+        "tree_forest.safetensors", "tree_head.safetensors", "vocab.txt"]
 
     def no_unpickling(*args, **kwargs):
         raise AssertionError("load must not unpickle")

@@ -139,7 +139,8 @@ def test_ensemble_save_load_and_pickle(tmp_path, monkeypatch, ensemble, data):
     path = ensemble.save(tmp_path / "ens")
     assert sorted(p.name for p in path.iterdir()) == [
         "config.json", "member_1.safetensors", "member_2.safetensors", "metadata.json",
-        "model.safetensors", "tree_encoder.safetensors", "tree_head.safetensors", "vocab.txt"]
+        "model.safetensors", "tree_encoder.safetensors", "tree_forest.safetensors",
+        "tree_head.safetensors", "vocab.txt"]
     assert ensemble.save(path) == path  # again over it: the member files are the model's own
     monkeypatch.setattr(pickle, "loads", lambda *a, **k: pytest.fail("load unpickled"))
     loaded = ExLMMoleculeClassifier.load(path)
