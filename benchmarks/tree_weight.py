@@ -127,7 +127,10 @@ def fit_and_score(task: str, seed: int, model: str,
     from exlm_chem.model.frozen_trees import TREE_KINDS
 
     data = scored_split(task, seed, part)
+    # the boosted trees alone in the head: the study fits the forest member itself
+    # (``--rescore-rf``) and weighs each member apart
     est = _default_estimator("classification", Path(model), seed, Budget(), "cpu", ())
+    est.set_params(tree_forest=False)
     if not est.tree_head:
         raise ValueError("the classifier's defaults have no tree head: nothing to weigh")
     rows = np.concatenate([data.train, data.valid])

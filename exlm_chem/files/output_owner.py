@@ -26,7 +26,7 @@ from exlm_chem.files.debris import temp_prefix
 MODEL_FILES = frozenset({
     "config.json", "model.safetensors", "vocab.txt", "metadata.json",
     "training_state.json", "training_state.safetensors", "tokenizer.json", "MODEL_CARD.md",
-    "tree_encoder.safetensors", "tree_head.safetensors",
+    "tree_encoder.safetensors", "tree_head.safetensors", "tree_forest.safetensors",
 })  # fmt: skip
 #: An ensemble's other members (``sklearn/persistence.py``): ``member_<i>.safetensors``.
 MEMBER_FILE = re.compile(r"member_[1-9][0-9]*\.safetensors")

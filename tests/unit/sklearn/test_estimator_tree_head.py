@@ -257,6 +257,7 @@ def test_the_forest_is_saved_as_arrays_and_pickled(with_forest, data, tmp_path):
     rows = [*X[:15], "not a smiles"]
     expected = with_forest.predict_proba(rows)
     with_forest.save(tmp_path / "m")
+    with_forest.save(tmp_path / "m")  # again over it: the forest's file is the model's own
     meta = json.loads((tmp_path / "m" / "metadata.json").read_text())
     assert meta["fitted"]["tree_head"]["forest"] is True
     assert meta["params"]["tree_forest"] is None

@@ -38,7 +38,7 @@ def fitted(params, moleculenet_dir):
                                    np.flatnonzero(label == 1)[:30]]))
     smiles = [ds.smiles[i] for i in rows]
     y = label[rows].astype(int)
-    return ExLMMoleculeClassifier(**params).fit(smiles, y), smiles, y
+    return ExLMMoleculeClassifier(**params, tree_forest=False).fit(smiles, y), smiles, y
 
 
 def test_each_weight_averages_the_network_and_the_trees(study, fitted):
