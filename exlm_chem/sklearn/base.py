@@ -224,9 +224,6 @@ class ExLMEstimatorBase(BaseEstimator):
         problems += [f"{name} must be True or False, got {getattr(self, name)!r}"
                      for name in ("tree_head", "head_first")
                      if not isinstance(getattr(self, name), bool | np.bool_)]
-        if self.tree_forest is not None and not isinstance(self.tree_forest, bool | np.bool_):
-            problems.append(f"tree_forest must be None, True or False, got "
-                            f"{self.tree_forest!r}")
         problems += self._tree_forest_problems()
         tw = self.tree_weight
         if tw is not None and (not isinstance(tw, int | float | np.floating)
@@ -248,11 +245,14 @@ class ExLMEstimatorBase(BaseEstimator):
         return bool(self.tree_forest)
 
     def _tree_forest_problems(self) -> list[str]:
-        """What is wrong with ``tree_forest=True`` beside the other parameters (a value
-        that is not None or a boolean is reported on its own)."""
+        """What is wrong with ``tree_forest``: a value other than None or a boolean, or
+        True beside the other parameters."""
         switches = (bool, np.bool_)
-        if not isinstance(self.tree_forest, switches) or not self.tree_forest:
+        if self.tree_forest is None or (isinstance(self.tree_forest, switches)
+                                        and not self.tree_forest):
             return []
+        if not isinstance(self.tree_forest, switches):
+            return [f"tree_forest must be None, True or False, got {self.tree_forest!r}"]
         if self._task != "classification":
             return ["tree_forest applies to classifiers only (a forest beside the "
                     "regressor's trees was not measured); use tree_forest=None or False"]
