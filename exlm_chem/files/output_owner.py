@@ -21,15 +21,27 @@ from typing import Any
 from exlm_chem.errors import OutputPathError
 from exlm_chem.files.debris import temp_prefix
 
+#: A fitted estimator's tree head (``sklearn/persistence.py``): its frozen encoder, its
+#: boosted trees and, for the classifier's forest member, the forest, each as arrays.
+TREE_ENCODER_FILE = "tree_encoder.safetensors"
+TREE_ARRAYS_FILE = "tree_head.safetensors"
+TREE_FOREST_FILE = "tree_forest.safetensors"
 #: Files an exlm_chem save (checkpoint, fitted estimator, pre-training run checkpoint,
 #: shipped model card) may write into a model directory.
 MODEL_FILES = frozenset({
     "config.json", "model.safetensors", "vocab.txt", "metadata.json",
     "training_state.json", "training_state.safetensors", "tokenizer.json", "MODEL_CARD.md",
-    "tree_encoder.safetensors", "tree_head.safetensors", "tree_forest.safetensors",
+    TREE_ENCODER_FILE, TREE_ARRAYS_FILE, TREE_FOREST_FILE,
 })  # fmt: skip
 #: An ensemble's other members (``sklearn/persistence.py``): ``member_<i>.safetensors``.
 MEMBER_FILE = re.compile(r"member_[1-9][0-9]*\.safetensors")
+
+
+def member_file(i: int) -> str:
+    """The file of an ensemble's member ``i`` (1, 2, ...; member 0 is ``model.safetensors``)."""
+    if i < 1:
+        raise ValueError(f"member files are numbered from 1, not {i}")
+    return f"member_{i}.safetensors"
 
 #: Kind tags of ``metadata.json`` "format"; the "-1" is part of the name, not a version
 #: (see :mod:`exlm_chem.model.checkpoint_format` for the format version).

@@ -29,6 +29,12 @@ from sklearn.utils.validation import check_is_fitted
 from exlm_chem.data.descriptors import FeatureSpec
 from exlm_chem.device import resolve_device
 from exlm_chem.errors import CheckpointError
+from exlm_chem.files.output_owner import (
+    TREE_ARRAYS_FILE,
+    TREE_ENCODER_FILE,
+    TREE_FOREST_FILE,
+    member_file,
+)
 from exlm_chem.model.checkpoint_format import ESTIMATOR_FORMAT, METADATA_FILE, read_metadata
 from exlm_chem.model.frozen_trees import DEFAULT_TREE_WEIGHT, FrozenTrees
 from exlm_chem.model.saved_model import load_model, model_from_bytes, model_to_bytes, save_model
@@ -75,10 +81,6 @@ def _json_param(value: Any) -> Any:
     if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
         return list(value)  # e.g. features=["rdkit2d", "columns"]
     return None  # e.g. a RandomState: not reproducible from JSON anyway
-
-
-def member_file(i: int) -> str:
-    return f"member_{i}.safetensors"
 
 
 def uncertainty_metadata(est: Any) -> dict[str, Any]:
@@ -147,36 +149,33 @@ def save_estimator(est: Any, path: str | os.PathLike[str]) -> Path:
     return save_model(path, est.model_, meta, members)
 
 
-_TREE_ENCODER, _TREE_ARRAYS = "tree_encoder.safetensors", "tree_head.safetensors"
-_TREE_FOREST = "tree_forest.safetensors"
-
-
 def tree_head_metadata(trees: FrozenTrees) -> dict[str, Any]:
     return {"net": trees.model.settings(), "features": trees.features.to_dict(),
             "task": trees.trees.task, "forest": trees.forest is not None}
 
 
 def tree_head_files(trees: FrozenTrees) -> dict[str, bytes]:
-    files = {_TREE_ENCODER: model_to_bytes(trees.model),
-             _TREE_ARRAYS: safetensors.numpy.save(trees.trees.arrays())}
+    files = {TREE_ENCODER_FILE: model_to_bytes(trees.model),
+             TREE_ARRAYS_FILE: safetensors.numpy.save(trees.trees.arrays())}
     if trees.forest is not None:
-        files[_TREE_FOREST] = safetensors.numpy.save(trees.forest.arrays())
+        files[TREE_FOREST_FILE] = safetensors.numpy.save(trees.forest.arrays())
     return files
 
 
 def tree_head_file_names(meta: dict[str, Any]) -> tuple[str, ...]:
     """The files the tree head of ``meta`` (:func:`tree_head_metadata`) is read from."""
-    return (_TREE_ENCODER, _TREE_ARRAYS, *((_TREE_FOREST,) if _has_forest(meta) else ()))
+    forest = (TREE_FOREST_FILE,) if _has_forest(meta) else ()
+    return (TREE_ENCODER_FILE, TREE_ARRAYS_FILE, *forest)
 
 
 def tree_head_from(meta: dict[str, Any], files: dict[str, bytes], config: Any,
                    tokenizer: Any) -> FrozenTrees:
     """Inverse of :func:`tree_head_metadata` and :func:`tree_head_files`."""
-    model = model_from_bytes(files[_TREE_ENCODER], config, tokenizer, 0, None, **meta["net"])
-    trees = TreeHead.from_arrays(meta["task"], safetensors.numpy.load(files[_TREE_ARRAYS]))
+    model = model_from_bytes(files[TREE_ENCODER_FILE], config, tokenizer, 0, None, **meta["net"])
+    trees = TreeHead.from_arrays(meta["task"], safetensors.numpy.load(files[TREE_ARRAYS_FILE]))
     features, forest = FeatureSpec.from_dict(meta["features"]), None
     if _has_forest(meta):
-        forest = ForestHead.from_arrays(safetensors.numpy.load(files[_TREE_FOREST]))
+        forest = ForestHead.from_arrays(safetensors.numpy.load(files[TREE_FOREST_FILE]))
         # checked here, not at the first prediction: the forest reads the scaled features
         if (forest.n_tasks, forest.n_features) != (trees.n_tasks, features.n_features):
             raise ValueError(f"the forest has {forest.n_tasks} task(s) of "
