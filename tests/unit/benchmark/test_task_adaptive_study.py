@@ -2,23 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-from types import ModuleType
-
 import pytest
-
-REPO = Path(__file__).resolve().parents[3]
+from repo_scripts import load_script
 
 
 @pytest.fixture(scope="module")
-def study() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("task_adaptive",
-                                                  REPO / "benchmarks" / "task_adaptive.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def study():
+    return load_script("benchmarks/task_adaptive.py")
 
 
 def test_export_writes_the_fit_rows_and_no_test_molecule(study, moleculenet_dir, tmp_path,

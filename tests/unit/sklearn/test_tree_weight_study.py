@@ -3,29 +3,21 @@ held-out molecules would choose, read from one fit."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 import pytest
+from repo_scripts import load_script
 from scipy.special import expit
 
 from exlm_chem.model.molecule_model import PREDICT
 from exlm_chem.sklearn.base import TREE_WEIGHTS
 from exlm_chem.sklearn.estimator import ExLMMoleculeClassifier
 
-REPO = Path(__file__).resolve().parents[3]
-
 
 @pytest.fixture(scope="module")
 def study() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("tree_weight",
-                                                  REPO / "benchmarks" / "tree_weight.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/tree_weight.py")
 
 
 @pytest.fixture(scope="module")
