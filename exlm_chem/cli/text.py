@@ -22,7 +22,7 @@ class TextPretrainCommand(Subcommand):
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        from exlm_chem.text.pretrain import TextPretrainArgs
+        from exlm_chem.text.pretrain_args import TextPretrainArgs
 
         parser.add_argument("--corpus", nargs="+", required=True,
                             help="text files (.txt[.gz]); each non-blank line is running text")
@@ -46,7 +46,8 @@ class TextPretrainCommand(Subcommand):
 
     @classmethod
     def run(cls, args: argparse.Namespace) -> int:
-        from exlm_chem.text.pretrain import TextPretrainArgs, text_pretrain
+        from exlm_chem.text.pretrain import text_pretrain
+        from exlm_chem.text.pretrain_args import TextPretrainArgs
 
         values = {f.name: getattr(args, f.name) for f in fields(TextPretrainArgs)
                   if hasattr(args, f.name)}

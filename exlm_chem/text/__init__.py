@@ -16,7 +16,8 @@ from exlm_chem._lazy import lazy_attributes
 # defining module -> its public names
 _MODULES = {
     "exlm_chem.text.tokenizer": "TextTokenizer TOKENIZER_FILE",
-    "exlm_chem.text.pretrain": "TextPretrainArgs TextPretrainer pack_documents text_pretrain",
+    "exlm_chem.text.pretrain_args": "TextPretrainArgs",
+    "exlm_chem.text.pretrain": "TextPretrainer pack_documents text_pretrain",
     "exlm_chem.text.glue": (
         "GLUE_TASKS GlueTask GlueSplit GlueFormatError BadRow get_task read_glue_split "
         "read_glue_tsv glue_metrics"

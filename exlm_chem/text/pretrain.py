@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -35,47 +34,14 @@ from exlm_chem.data.corpus import (
     split_validation,
 )
 from exlm_chem.files.checksums import file_sha256
+from exlm_chem.text.pretrain_args import TextPretrainArgs
 from exlm_chem.text.tokenizer import TOKENIZER_FILE, TextTokenizer
 from exlm_chem.train.pretrain import Pretrainer, setup_distributed
-from exlm_chem.train.pretrain_args import PretrainArgs
 
-__all__ = ["TextPretrainArgs", "TextPretrainer", "pack_documents", "read_text_lines",
-           "resolve_tokenizer", "text_pretrain"]
+__all__ = ["TextPretrainer", "pack_documents", "read_text_lines", "resolve_tokenizer",
+           "text_pretrain"]
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class TextPretrainArgs(PretrainArgs):
-    """:class:`~exlm_chem.train.pretrain_args.PretrainArgs` with text defaults and tokenizer
-    options.
-
-    ``corpus`` holds text files; ``max_length`` is the packed sample length (word pieces
-    with ``[CLS]`` and ``[SEP]``); ``corpus_limit`` reads only the first N lines of each
-    file. ``hygiene`` and ``masking="fragment"`` do not apply to text.
-    """
-
-    k_states: int | None = 4  # the paper's text setting (Table 10)
-    max_length: int = 128
-    hygiene: bool = False
-    tokenizer: str | None = None  # tokenizer.json (or a directory holding one) to load
-    train_tokenizer: bool = False  # learn a WordPiece vocabulary on the corpus instead
-    vocab_size: int = 30000  # of the trained tokenizer, special tokens included
-    min_frequency: int = 2  # pieces rarer than this are not learnt
-    lowercase: bool = True  # of the trained tokenizer (BERT "uncased")
-
-    def __post_init__(self) -> None:
-        problems = []
-        if self.hygiene:
-            problems.append("hygiene (benchmark-molecule removal) does not apply to text")
-        if self.masking != "token":
-            problems.append(f"masking={self.masking!r}: text supports only 'token'")
-        if (self.tokenizer is None) == (not self.train_tokenizer):
-            problems.append("give exactly one of tokenizer=PATH or train_tokenizer=True")
-        if self.max_length < 3:
-            problems.append(f"max_length must be >= 3, got {self.max_length}")
-        if problems:
-            raise ValueError("invalid text pre-training arguments: " + "; ".join(problems))
 
 
 def read_text_lines(path: str | Path, limit: int | None = None) -> Iterator[str]:

@@ -18,7 +18,8 @@ from safetensors.torch import load_file
 
 from exlm_chem.cli import main
 from exlm_chem.text.glue import GlueFormatError
-from exlm_chem.text.pretrain import TextPretrainArgs, pack_documents, text_pretrain
+from exlm_chem.text.pretrain import pack_documents, text_pretrain
+from exlm_chem.text.pretrain_args import TextPretrainArgs
 from exlm_chem.text.tokenizer import TextTokenizer
 
 SUBJECTS = ["the cat", "a dog", "my friend", "the teacher", "a small bird", "the old man",
