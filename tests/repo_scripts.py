@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -10,10 +11,18 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def load_script(relative: str) -> ModuleType:
-    """The module in ``REPO / relative`` (e.g. ``"benchmarks/tree_weight.py"``), executed."""
+    """The module in ``REPO / relative`` (e.g. ``"benchmarks/tree_weight.py"``), executed.
+
+    Its folder is on ``sys.path`` while it executes, as when it runs as ``python
+    benchmarks/NAME.py`` (the benchmarks import ``_provenance`` from there).
+    """
     path = REPO / relative
     spec = importlib.util.spec_from_file_location(path.stem, path)
     assert spec is not None and spec.loader is not None, path
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    sys.path.insert(0, str(path.parent))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(path.parent))
     return module

@@ -21,7 +21,6 @@ minutes on 2 CPU cores; the CLI examples use the shipped checkpoint (fewer epoch
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import shlex
@@ -32,13 +31,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from repo_scripts import load_script
 
 from exlm_chem.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("readme_blocks", REPO / "scripts/readme_blocks.py")
-readme_blocks = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(readme_blocks)
+readme_blocks = load_script("scripts/readme_blocks.py")
 
 BLOCKS = readme_blocks.readme_blocks(REPO / "README.md")
 TINY_PRETRAIN = ["--preset", "tiny", "--max-steps", "3", "--corpus-limit", "300",

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pandas as pd
+from repo_scripts import load_script
 
-REPO = Path(__file__).resolve().parents[3]
-_spec = importlib.util.spec_from_file_location("readme_table",
-                                               REPO / "scripts" / "readme_table.py")
-readme_table = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(readme_table)
+readme_table = load_script("scripts/readme_table.py")
 
 
 def _summary(folder: Path, cells: dict[str, list[str]]) -> Path:

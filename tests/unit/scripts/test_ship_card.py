@@ -6,28 +6,15 @@ Tiny probes.jsonl / results.jsonl files in the formats the study
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from repo_scripts import load_script
 
-REPO = Path(__file__).resolve().parents[3]
 SHA = "a" * 64  # the "shipped" weights' sha256
 TASKS = ("bbbp", "bace", "clintox", "sider", "tox21")
-
-
-def _load(name: str, path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-ship = _load("ship_checkpoint", REPO / "scripts" / "ship_checkpoint.py")
+ship = load_script("scripts/ship_checkpoint.py")
 
 
 def _auc(**values: float) -> dict[str, float]:
@@ -253,11 +240,7 @@ def test_recipe_names_the_targets_and_their_handling() -> None:
 
 def test_constants_match_the_study_script() -> None:
     """The card reads what the study writes: same tasks, same descriptor arm."""
-    sys.path.insert(0, str(REPO / "benchmarks"))  # the study imports _provenance from there
-    try:
-        study = _load("pretrain_cpu_study", REPO / "benchmarks" / "pretrain_cpu_study.py")
-    finally:
-        sys.path.remove(str(REPO / "benchmarks"))
+    study = load_script("benchmarks/pretrain_cpu_study.py")
     assert ship.STUDY_TASKS == study.TASKS
     assert ship.DESCRIPTOR_ARM == study.DESCRIPTOR_ARM
     assert set(ship.POOLINGS) == set(study.POOLINGS)

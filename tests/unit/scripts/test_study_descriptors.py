@@ -6,34 +6,16 @@ Tiny tasks of a few dozen molecules stand in for the five MoleculeNet tasks; no 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import pytest
+from repo_scripts import load_script
 
 from exlm_chem.benchmark.tasks import TaskData
 
-REPO = Path(__file__).resolve().parents[3]
-
-
-def _load_study() -> ModuleType:
-    sys.path.insert(0, str(REPO / "benchmarks"))  # the study imports _provenance from there
-    try:
-        spec = importlib.util.spec_from_file_location(
-            "pretrain_cpu_study", REPO / "benchmarks" / "pretrain_cpu_study.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(REPO / "benchmarks"))
-    return module
-
-
-study = _load_study()
+study = load_script("benchmarks/pretrain_cpu_study.py")
 
 
 def _tiny_task(name: str) -> TaskData:
