@@ -328,7 +328,8 @@ class Pretrainer:
         return self._loop(progress)
 
     def _start_from(self, directory: Path, progress: dict) -> dict:
-        """Load a milestone's weights; carry its tokens, CPU time and data position."""
+        """Load a milestone's weights; carry its tokens, CPU time and, when it read the same
+        corpus, its data position (another corpus is read from its start)."""
         from exlm_chem.model.checkpoint import load_checkpoint
 
         saved, config, meta = load_checkpoint(directory, map_location=self.device)
@@ -340,6 +341,11 @@ class Pretrainer:
         self.model.load_state_dict(saved.state_dict())
         carried = meta.get("progress") or {"tokens_seen": meta.get("tokens_seen", 0),
                                            "cpu_seconds": meta.get("cpu_seconds") or 0.0}
+        # paths differ between machines; the files' checksums say whether it is one corpus
+        if sorted(meta.get("corpus_sha256", {}).values()) != sorted(self.corpus_checksums.values()):
+            carried = {k: v for k, v in carried.items() if k not in ("epoch", "position")}
+            logger.info("%s was trained on another corpus: reading this one from its start",
+                        directory)
         progress = {**progress, **carried}
         self.lineage = [*meta.get("lineage", []),
                         {"init_from": str(directory), "steps": meta.get("steps"),

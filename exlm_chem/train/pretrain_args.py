@@ -80,7 +80,7 @@ class PretrainArgs:
     max_cpu_minutes: float | None = _help(
         None, "stop (with a checkpoint) after this process CPU time")
     # start from a milestone's weights (a checkpoint directory): fresh optimizer that warms up
-    # again; the milestone's tokens, CPU time and data position carry on
+    # again; the milestone's tokens and CPU time carry on, its data position too on its corpus
     init_from: str | None = None
     snapshot_cpu_minutes: float | None = _help(
         None, "keep the weights every N CPU-minutes (snapshots/)")

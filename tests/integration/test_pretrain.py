@@ -470,3 +470,22 @@ def test_init_from_a_milestone_carries_tokens_and_data_position(prepared_dir, tm
     with pytest.raises(ValueError, match="another model shape"):
         pretrain(_prepared_args(prepared_dir, tmp_path / "third", max_steps=2,
                                 d_model=128, init_from=str(milestone)))
+
+
+def test_init_from_a_milestone_of_another_corpus_reads_this_one_from_its_start(
+        corpus, prepared_dir, tmp_path):
+    from exlm_chem.data.corpus_prepare import PreparationSettings, prepare_corpus
+
+    first = tmp_path / "first"
+    pretrain(_prepared_args(prepared_dir, first, max_steps=6, warmup_steps=2))
+    other = tmp_path / "other"  # e.g. a task's own molecules, for task-adaptive pre-training
+    prepare_corpus([corpus], other, PreparationSettings(limit=200, valid_size=20,
+                                                        hygiene=False), n_jobs=1)
+    second = tmp_path / "second"
+    pretrain(_prepared_args(other, second, max_steps=4, warmup_steps=2,
+                            init_from=str(first / "checkpoint")))
+    before = json.loads((first / "checkpoint" / "metadata.json").read_text())
+    after = json.loads((second / "checkpoint" / "metadata.json").read_text())
+    assert before["progress"]["position"] == 6
+    assert after["progress"]["epoch"] == 0 and after["progress"]["position"] == 4
+    assert after["tokens_seen"] > before["tokens_seen"]
