@@ -79,9 +79,9 @@ class PretrainArgs:
     stop_at_step: int | None = _help(None, "pause (with a checkpoint) here; --resume continues")
     max_cpu_minutes: float | None = _help(
         None, "stop (with a checkpoint) after this process CPU time")
-    # start from a milestone's weights (a checkpoint directory): fresh optimizer that warms up
-    # again; the milestone's tokens and CPU time carry on, its data position too on its corpus
-    init_from: str | None = None
+    init_from: str | None = _help(
+        None, "start from this checkpoint's weights with a fresh optimizer (warm-up again); "
+        "its tokens and CPU time carry on, and its data position on the same corpus")
     snapshot_cpu_minutes: float | None = _help(
         None, "keep the weights every N CPU-minutes (snapshots/)")
     snapshot_every: int | None = _help(None, "... or every N optimizer steps (GPU runs)")
