@@ -43,6 +43,7 @@ def member_file(i: int) -> str:
         raise ValueError(f"member files are numbered from 1, not {i}")
     return f"member_{i}.safetensors"
 
+
 #: Kind tags of ``metadata.json`` "format"; the "-1" is part of the name, not a version
 #: (see :mod:`exlm_chem.model.checkpoint_format` for the format version).
 CHECKPOINT_FORMAT = "exlm_chem-checkpoint-1"
