@@ -146,6 +146,12 @@ def run_logged(name: str, cmd: list[str], log: Path, timeout: float) -> int:
     return code
 
 
+def verdict(code: int) -> str:
+    """What a :func:`run_logged` exit code says about the check it ran: only "failed" is a
+    verdict against the code; "timed out" and "not run" say the call ran short of time."""
+    return {0: "passed", 124: "timed out", 125: "not run (no time left)"}.get(code, "failed")
+
+
 def git_commit() -> str:
     """``$EXLM_GIT_COMMIT`` when set, else HEAD of the checkout (``provenance.git_commit``)."""
     from exlm_chem.provenance import git_commit as commit

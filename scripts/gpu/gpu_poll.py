@@ -122,6 +122,8 @@ def training_table(work: Work) -> str:
         f"Training: preset {plan.get('preset')}, steps {plan.get('steps', {}).get('reason')};"
         f" {plan.get('max_tokens')} padded tokens per step; all runs side by side on one "
         "device",
+        "Checks before training: "
+        + ", ".join(f"{k} {v}" for k, v in plan.get("checks", {}).items()),
         "",
         "| run | state | steps done / planned | tokens seen | last loss (mean of 10 logs) "
         "| valid loss | valid accuracy | valid descriptor MSE | median tokens/s | minutes |",

@@ -25,6 +25,7 @@ from gpu_common import (
     read_json,
     read_run_log,
     run_logged,
+    verdict,
     write_json,
 )
 
@@ -194,6 +195,7 @@ def start(args: argparse.Namespace) -> int:
             print("   install failed: going on with PYTHONPATH (set by pretrain.sh)")
     # CPU work beside the GPU checks below; joined before the timed step benchmark
     descriptors = start_descriptors(args, work) if args.descriptors else None
+    checks = {"kernel": "not run (no CUDA device)", "step": "not run (no CUDA device)"}
     if torch.cuda.is_available():
         # compiled kernels everywhere: tests/conftest.py would turn the interpreter on where
         # it finds no /dev/nvidiactl, and the check must not pass on the interpreter
@@ -210,12 +212,17 @@ def start(args: argparse.Namespace) -> int:
             "tests/unit/dag/test_dag_triton.py",
         ]
         left = clock.left() - LAUNCH_RESERVE
-        if run_logged("pytest -m gpu", cmd, work.logs / "pytest_gpu.log", timeout=min(300, left)):
-            if not args.allow_check_failure:
-                raise SystemExit(
-                    "the Triton kernel differs from the reference on this GPU: "
-                    "not training (see logs/pytest_gpu.log)"
-                )
+        code = run_logged("pytest -m gpu", cmd, work.logs / "pytest_gpu.log",
+                          timeout=min(300, left))
+        checks["kernel"] = verdict(code)
+        if checks["kernel"] == "failed" and not args.allow_check_failure:
+            raise SystemExit(
+                "the Triton kernel differs from the reference on this GPU: "
+                "not training (see logs/pytest_gpu.log)"
+            )
+        if checks["kernel"] != "passed":
+            print(f"   the Triton kernel was not checked in this call ({checks['kernel']}); "
+                  "training goes on, and the plan and report say so")
         # the training step must not wait for the GPU; it reads the corpus the runs will
         # read, so the GPU machine needs no RDKit. A failure is reported, not fatal: the
         # runs stay correct, only slower.
@@ -223,9 +230,13 @@ def start(args: argparse.Namespace) -> int:
         cmd = [*cmd[:-1], "tests/integration/test_pretrain.py::"
                "test_a_training_step_does_not_wait_for_the_gpu"]
         left = clock.left() - LAUNCH_RESERVE
-        if run_logged("pytest -m gpu (step)", cmd, work.logs / "pytest_gpu_step.log",
-                      timeout=min(120, left)):
+        code = run_logged("pytest -m gpu (step)", cmd, work.logs / "pytest_gpu_step.log",
+                          timeout=min(120, left))
+        checks["step"] = verdict(code)
+        if checks["step"] == "failed":
             print("   the training step synchronises with the GPU (logs/pytest_gpu_step.log)")
+        elif checks["step"] != "passed":
+            print(f"   the no-sync check of the training step: {checks['step']}, no verdict")
     else:
         print("\n== pytest -m gpu: skipped, no CUDA device (dry run)")
 
@@ -248,6 +259,7 @@ def start(args: argparse.Namespace) -> int:
         "train_start": now,
         "hard_deadline": now + 60 * (args.minutes + GRACE_MINUTES),
         "device": env["device"],
+        "checks": checks,
         "runs": {
             a.name: {"dir": str(work.run(a.name)), "objective": a.objective,
                      "cmd": run_command(args, work, a, arms, steps)}

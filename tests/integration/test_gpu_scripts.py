@@ -58,6 +58,8 @@ def test_dry_run_start_poll_gather_unpack(prepared, tmp_path):
         assert "install: skipped (dry run)" in start.stdout
         assert re.search(r"== descriptors: exit 0", start.stdout), start.stdout[-3000:]
         assert "pytest -m gpu: skipped, no CUDA device" in start.stdout
+        checks = json.loads((work / "plan.json").read_text())["checks"]
+        assert checks == {"kernel": "not run (no CUDA device)", "step": "not run (no CUDA device)"}
         assert re.search(r"\| smiles k=2 T=5 .* \| fp32 \| .* \| ok \(", start.stdout)
         assert re.search(r"\| text-like .* \| bf16 \| .* \| ok \(", start.stdout)
         assert re.search(r"\| tiny \| exlm \| [\d.]+ \| [\d,]+ \|", start.stdout)
@@ -138,6 +140,20 @@ def test_weights_past_one_calls_64_mib_are_left_for_a_further_call():
     assert gpu_gather.fits(3 * small, small)  # four come back in one call
     assert not gpu_gather.fits(4 * small, small)  # a fifth would pass 64 MiB with the rest
     assert not gpu_gather.fits(0, MAX_FILE + 1)
+
+
+def test_a_check_cut_short_by_the_call_is_no_verdict(tmp_path):
+    # a kernel check skipped or timed out for lack of call time once stopped the lease's
+    # training as "the Triton kernel differs from the reference"
+    from gpu_common import run_logged, verdict
+
+    assert verdict(run_logged("no time", ["true"], tmp_path / "a.log", timeout=5)) == (
+        "not run (no time left)"
+    )
+    assert verdict(run_logged("fails", [sys.executable, "-c", "raise SystemExit(1)"],
+                              tmp_path / "b.log", timeout=60)) == "failed"  # fmt: skip
+    assert verdict(run_logged("passes", ["true"], tmp_path / "c.log", timeout=60)) == "passed"
+    assert verdict(124) == "timed out"
 
 
 def test_unpack_refuses_a_corrupt_folder(tmp_path):
