@@ -125,6 +125,9 @@ def _recipe(meta: dict) -> str:
         aux = (f"descriptor auxiliary loss x{recipe['aux_weight']} ({targets.get('count')} "
                f"{_TARGET_TITLES.get(targets.get('kind', 'rdkit2d'), targets.get('kind'))}"
                f"{handling}; scaler in metadata.json)")
+    if recipe.get("contrast_weight"):  # recipes before the option: none
+        aux += (f", SMILES-equivalence loss x{recipe['contrast_weight']:g} (temperature "
+                f"{recipe['contrast_temperature']:g})")
     objective = recipe["objective"]
     if recipe.get("token_weight", 1.0) != 1.0:  # recipes before the option: weight 1
         objective += f" x{recipe['token_weight']:g}"

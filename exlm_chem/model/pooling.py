@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
     from exlm_chem.model.token_layout import TokenLayout
 
-__all__ = ["DEFAULT_POOLING", "POOLINGS", "Pooling"]
+__all__ = ["DEFAULT_POOLING", "POOLINGS", "Pooling", "masked_mean"]
 
 POOLINGS = ("bos", "mean")
 # mean over the trained encoder's states beat the BOS state in the frozen-feature probe of
@@ -76,8 +76,14 @@ class Pooling:
         :meth:`query_rows` of ``bos``) or ``[N, d]`` (``mean``)."""
         if self.states == "bos":
             return layout.first_states(x)  # [B, d]
-        hidden = layout.unflatten(x)  # [B, X, d]
-        if padding_mask is None:
-            return hidden.mean(1)
-        weights = padding_mask.unsqueeze(-1).to(hidden.dtype)  # [B, X, 1]
-        return (hidden * weights).sum(1) / weights.sum(1).clamp_min(1.0)
+        return masked_mean(layout.unflatten(x), padding_mask)  # [B, X, d] -> [B, d]
+
+
+def masked_mean(hidden: torch.Tensor, padding_mask: torch.Tensor | None) -> torch.Tensor:
+    """The mean of ``hidden`` [B, X, d] over the real tokens of each row (``padding_mask``
+    [B, X], True on them; None: all): [B, d]. The ``mean`` pooling, and the pooled views of
+    the pre-training's SMILES-equivalence loss."""
+    if padding_mask is None:
+        return hidden.mean(1)
+    weights = padding_mask.unsqueeze(-1).to(hidden.dtype)  # [B, X, 1]
+    return (hidden * weights).sum(1) / weights.sum(1).clamp_min(1.0)

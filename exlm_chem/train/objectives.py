@@ -1,4 +1,5 @@
-"""Pre-training objectives: the ExLM states-alignment NLL and the plain-MLM twin.
+"""Pre-training objectives: the ExLM states-alignment NLL and the plain-MLM twin, and the
+molecule-level losses beside them (descriptor regression, SMILES equivalence).
 
 Both take a model and a batch from :mod:`exlm_chem.data.collate` and return an
 :class:`ObjectiveOutput`. Samples whose DAG has no valid path are excluded from the
@@ -14,6 +15,7 @@ import torch.nn.functional as F
 
 from exlm_chem.dag import dag_best_alignment, dag_logprob
 from exlm_chem.data.collate import IGNORE_INDEX, ExLMBatch, MLMBatch
+from exlm_chem.model.pooling import masked_mean
 
 
 class ObjectiveOutput(NamedTuple):
@@ -26,6 +28,7 @@ class ObjectiveOutput(NamedTuple):
     n_predicted: int  # masked tokens scored for accuracy (0 when not computed)
     n_correct: int  # of those, predicted exactly (argmax)
     aux_loss: torch.Tensor | None = None  # descriptor regression (MSE), when targets are given
+    contrast_loss: torch.Tensor | None = None  # SMILES equivalence (InfoNCE), when views are given
 
 
 def state_emissions(model, hidden: torch.Tensor,
@@ -77,6 +80,41 @@ def descriptor_loss(model, hidden: torch.Tensor, targets: torch.Tensor, *,
         targets = targets.clamp(-clip, clip)  # NaN stays NaN, still left out by `known`
     error = torch.where(known, predicted - torch.nan_to_num(targets), 0.0)
     return error.square().sum() / known.sum().clamp(min=1)
+
+
+def equivalence_loss(hidden: torch.Tensor, padding_mask: torch.Tensor, view_hidden: torch.Tensor,
+                     view_mask: torch.Tensor, temperature: float) -> torch.Tensor:
+    """InfoNCE between two views of each molecule of a batch (SMILES equivalence).
+
+    Each molecule's mean-pooled states must be closer (cosine) to those of its own other
+    view than to any other molecule's, both ways: a molecule-level target that needs no
+    labels. The pooling is the package's default ``mean``, so the loss shapes the vector
+    that ``embed`` and the estimators read.
+
+    Parameters
+    ----------
+    hidden : Tensor [B, X, d]
+        States of the first view (the masked training input).
+    padding_mask : bool Tensor [B, X]
+        True on its real tokens.
+    view_hidden : Tensor [B, Y, d]
+        States of the second view (a randomised SMILES of the same molecules, same order).
+    view_mask : bool Tensor [B, Y]
+        True on its real tokens.
+    temperature : float
+        Divides the cosine similarities (> 0).
+
+    Returns
+    -------
+    Tensor
+        0-dim float32: the mean of the two directions' cross-entropies over the B x B
+        similarities, the matching pairs on the diagonal (0 for a batch of one).
+    """
+    a = F.normalize(masked_mean(hidden, padding_mask).float(), dim=-1)  # [B, d]
+    b = F.normalize(masked_mean(view_hidden, view_mask).float(), dim=-1)  # [B, d]
+    logits = a @ b.T / temperature  # [B, B]: row i, column j = molecule i against view j
+    match = torch.arange(len(logits), device=logits.device)
+    return (F.cross_entropy(logits, match) + F.cross_entropy(logits.T, match)) / 2
 
 
 def exlm_loss(model, batch: ExLMBatch, with_accuracy: bool = False,

@@ -60,6 +60,14 @@ class PretrainArgs:
         1.0, "share of the descriptor columns that count in each training step's "
              "descriptor loss, drawn afresh every step from (seed, step) (CheMeleon: about "
              "0.15); validation always scores all columns (default 1: all)")
+    # MolBERT's SMILES-equivalence task and CDDD's randomised inputs, as a contrastive loss:
+    # a molecule-level target that no descriptor set spells out
+    contrast_weight: float = _help(
+        0.0, "weight of the SMILES-equivalence loss: each molecule's masked input and one "
+             "randomised SMILES of it, mean-pooled, are matched against the batch's other "
+             "molecules (InfoNCE; the randomised views need RDKit; 0: off)")
+    contrast_temperature: float = _help(
+        0.1, "temperature of the SMILES-equivalence loss's cosine similarities")
     d_model: int | None = _help(None, "width override: heads d/64, FFN 4d (default: the preset's)")
     dropout: float | None = _help(
         None, "override of every dropout (paper 0.1; CPU runs see < 1 epoch)")
@@ -132,10 +140,17 @@ def check_args(args: PretrainArgs) -> PretrainArgs:
         problems.append(f"aux_weight must be >= 0, got {args.aux_weight}")
     if not args.token_weight >= 0:
         problems.append(f"token_weight must be >= 0, got {args.token_weight}")
-    elif args.token_weight == 0 and not args.aux_weight > 0:
-        problems.append("token_weight 0 needs aux_weight > 0 (else no loss is left to train)")
+    elif args.token_weight == 0 and not (args.aux_weight > 0 or args.contrast_weight > 0):
+        problems.append("token_weight 0 needs aux_weight > 0 or contrast_weight > 0 (else no "
+                        "loss is left to train)")
     if args.aux_weight > 0 and args.repeat_k > 1:
         problems.append("aux_weight does not combine with repeat_k > 1")
+    if not args.contrast_weight >= 0:
+        problems.append(f"contrast_weight must be >= 0, got {args.contrast_weight}")
+    elif args.contrast_weight > 0 and args.repeat_k > 1:
+        problems.append("contrast_weight does not combine with repeat_k > 1")
+    if not args.contrast_temperature > 0:
+        problems.append(f"contrast_temperature must be > 0, got {args.contrast_temperature}")
     # each only shapes the descriptor loss: without it (aux_weight 0) a setting would be
     # recorded in the checkpoint while changing nothing
     if args.aux_clip is not None and not args.aux_clip > 0:

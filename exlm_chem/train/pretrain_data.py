@@ -26,7 +26,7 @@ import torch
 
 from exlm_chem.data.batching import BatchStream
 from exlm_chem.data.collate import SpecialIds, collate_exlm, collate_mlm, mask_tokens
-from exlm_chem.data.collate_flat import collate_exlm_flat, collate_mlm_flat, mask_flat
+from exlm_chem.data.collate_flat import MaskedFlat, collate_exlm_flat, collate_mlm_flat, mask_flat
 from exlm_chem.data.corpus import TokenizedCorpus
 
 logger = logging.getLogger(__name__)
@@ -39,6 +39,7 @@ class StepBatch(NamedTuple):
     batch: Any  # ExLMBatch | MLMBatch of this rank, CPU tensors
     targets: torch.Tensor | None = None  # [B, D] standardised descriptors of this rank's rows
     columns: torch.Tensor | None = None  # [D] bool: the targets' columns this step counts
+    views: Any = None  # MLMBatch: an unmasked randomised SMILES of each of this rank's rows
 
 
 class BatchMaker:
@@ -51,7 +52,10 @@ class BatchMaker:
         self.objective, self.ratio = args.objective, args.mask_ratio
         self.masking, self.repeat_k = args.masking, args.repeat_k
         self.aux_share = args.aux_share
-        self.tokenizer = tokenizer  # only fragment masking needs it: ids -> SMILES (RDKit)
+        self.contrast = args.contrast_weight > 0
+        self.max_length = args.max_length
+        # fragment masking and the SMILES views need it: ids -> SMILES (RDKit) -> ids
+        self.tokenizer = tokenizer
 
     def __call__(self, indices: np.ndarray, rng: np.random.Generator):
         if self.repeat_k > 1:  # Repeated MLM: per-copy Bernoulli masking
@@ -67,6 +71,27 @@ class BatchMaker:
         if self.objective == "exlm":
             return collate_exlm_flat(flat, self.k_states, self.special)
         return collate_mlm_flat(flat, self.special)
+
+    def views(self, indices: np.ndarray, rng: np.random.Generator):
+        """An unmasked randomised SMILES of each molecule of a batch, as an
+        :class:`~exlm_chem.data.collate.MLMBatch` (rows in ``indices`` order); None without
+        the SMILES-equivalence loss. Drawn from ``rng`` after the masks, so a batch's views
+        are as reproducible as its masks."""
+        if not self.contrast:
+            return None
+        from exlm_chem.data.augment import randomized_smiles
+        from exlm_chem.data.rdkit_reasons import quiet_mol
+
+        ids = []
+        for i in indices:
+            # a molecule that does not parse back (truncated, [UNK]) is its own second view
+            smiles = self.tokenizer.decode(self.corpus.get(int(i)))
+            view = randomized_smiles(quiet_mol(smiles), rng, smiles)
+            ids.append(self.tokenizer.encode(view, max_length=self.max_length))
+        lengths = np.array([len(x) for x in ids], dtype=np.int64)
+        flat = np.concatenate(ids).astype(np.int64)
+        unmasked = MaskedFlat(flat, flat, np.zeros(flat.size, dtype=bool), lengths)
+        return collate_mlm_flat(unmasked, self.special)
 
     def targets(self, indices: np.ndarray) -> torch.Tensor | None:
         """Descriptor targets [len(indices), D] of the molecules of a batch, if any."""
@@ -154,8 +179,10 @@ class PretrainBatches(torch.utils.data.IterableDataset):
             mine = indices[self.rank :: self.world]
             # j counts every batch of the stream, the other workers' too: batch j is the
             # j-th the training loop takes, one per optimizer step
-            yield StepBatch(epoch, position, n_tokens, self.maker(mine, rng),
-                            self.maker.targets(mine), self.maker.columns(self.seed, self.step + j))
+            batch = self.maker(mine, rng)
+            yield StepBatch(epoch, position, n_tokens, batch, self.maker.targets(mine),
+                            self.maker.columns(self.seed, self.step + j),
+                            self.maker.views(mine, rng))
 
 
 def _worker_init(_: int) -> None:

@@ -306,7 +306,8 @@ def test_auxiliary_descriptor_objective_trains_and_ships_its_scaler(prepared_wit
     assert config.n_descriptors == meta["descriptors"]["count"] > 200
     assert meta["recipe"] == {"objective": "exlm", "mask_ratio": 0.3, "token_weight": 1.0,
                               "aux_weight": 1.0,
-                              "aux_clip": None, "aux_share": 1.0, "d_model": 128,
+                              "aux_clip": None, "aux_share": 1.0, "contrast_weight": 0.0,
+                              "contrast_temperature": 0.1, "d_model": 128,
                               "k_states": 2, "dropout": 0.0}
     assert set(meta["descriptors"]["scaler"]) == {"center", "scale", "clip"}
     assert meta["cpu_seconds"] > 0
@@ -340,6 +341,36 @@ def test_descriptor_clip_and_share_train_resume_exactly_and_are_recorded(
     meta = json.loads((tmp_path / "resumed" / "checkpoint" / "metadata.json").read_text())
     assert (meta["recipe"]["aux_clip"], meta["recipe"]["aux_share"]) == (3.0, 0.15)
     assert (meta["pretrain_args"]["aux_clip"], meta["pretrain_args"]["aux_share"]) == (3.0, 0.15)
+
+
+def test_smiles_equivalence_loss_trains_resumes_exactly_and_is_recorded(prepared_dir, tmp_path):
+    n, k = 6, 3
+    kw = dict(max_steps=n, warmup_steps=2, log_every=1, checkpoint_every=k, valid_every=n,
+              max_tokens=512, contrast_weight=1.0, contrast_temperature=0.2)
+    pretrain(_prepared_args(prepared_dir, tmp_path / "straight", **kw))
+    # interrupted at k, the second half's views drawn in worker processes
+    pretrain(_prepared_args(prepared_dir, tmp_path / "resumed", **kw, stop_at_step=k))
+    pretrain(_prepared_args(prepared_dir, tmp_path / "resumed", **kw, num_workers=2),
+             resume=True)
+    straight = load_file(str(tmp_path / "straight" / "checkpoint" / "model.safetensors"))
+    resumed = load_file(str(tmp_path / "resumed" / "checkpoint" / "model.safetensors"))
+    for name in straight:
+        assert torch.equal(straight[name], resumed[name]), name
+    log = _log(tmp_path / "straight")
+    contrast = [r["contrast_loss"] for r in log if "contrast_loss" in r]
+    # 0 only for a batch of one molecule (the stream's longest come alone at 512 tokens)
+    assert len(contrast) == n and min(contrast) >= 0 and sum(c > 0 for c in contrast) >= n - 1
+    assert "valid_contrast_loss" in log[-1] and "valid_aux_loss" not in log[-1]
+    meta = json.loads((tmp_path / "resumed" / "checkpoint" / "metadata.json").read_text())
+    assert (meta["recipe"]["contrast_weight"], meta["recipe"]["contrast_temperature"]) == (1.0, 0.2)
+    # the loss moves the weights: the same two steps without it end elsewhere
+    pretrain(_prepared_args(prepared_dir, tmp_path / "one", **dict(kw, max_steps=2)))
+    pretrain(_prepared_args(prepared_dir, tmp_path / "plain",
+                            **dict(kw, max_steps=2, contrast_weight=0.0)))
+    one = load_file(str(tmp_path / "one" / "checkpoint" / "model.safetensors"))
+    plain = load_file(str(tmp_path / "plain" / "checkpoint" / "model.safetensors"))
+    assert any(not torch.equal(one[name], plain[name]) for name in one)
+    assert "contrast_loss" not in _log(tmp_path / "plain")[0]
 
 
 def test_validation_scores_every_descriptor_column_whatever_the_share(

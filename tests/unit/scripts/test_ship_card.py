@@ -236,6 +236,10 @@ def test_recipe_names_the_targets_and_their_handling() -> None:
     assert "no auxiliary loss" in ship._recipe({"recipe": {**recipe, "aux_weight": 0.0}})
     assert "objective exlm, " in line  # recipes from before token_weight: weight 1
     assert "objective exlm x0, " in ship._recipe({"recipe": {**recipe, "token_weight": 0.0}})
+    assert "equivalence" not in line  # recipes from before contrast_weight: none
+    both = {**plain, "contrast_weight": 1.0, "contrast_temperature": 0.1}
+    assert ("scaler in metadata.json), SMILES-equivalence loss x1 (temperature 0.1), "
+            in ship._recipe({"recipe": both, "descriptors": {"kind": "rdkit2d", "count": 217}}))
 
 
 def test_constants_match_the_study_script() -> None:

@@ -8,7 +8,7 @@ import torch
 from exlm_chem.data.collate import IGNORE_INDEX, SpecialIds
 from exlm_chem.data.collate_flat import collate_exlm_flat, collate_mlm_flat, mask_flat
 from exlm_chem.model import ExLMConfig, ExLMModel
-from exlm_chem.train.objectives import descriptor_loss, exlm_loss, mlm_loss
+from exlm_chem.train.objectives import descriptor_loss, equivalence_loss, exlm_loss, mlm_loss
 
 SPECIAL = SpecialIds(bos=0, pad=1, eos=2, mask=4)
 
@@ -144,3 +144,32 @@ def test_columns_left_out_get_no_gradient():
     out = model.descriptor_head.out  # its last layer: one row (and bias) per column
     rows = out.weight.grad.abs().sum(dim=1) + out.bias.grad.abs()
     assert (rows[~columns] == 0).all() and (rows[columns] > 0).all()
+
+
+def test_equivalence_loss_is_the_two_way_infonce_of_the_mean_pooled_views():
+    torch.manual_seed(0)
+    a, b = torch.randn(4, 7, 16), torch.randn(4, 5, 16)
+    mask_a = torch.arange(7) < torch.tensor([7, 3, 5, 2]).unsqueeze(1)  # [4, 7]
+    mask_b = torch.arange(5) < torch.tensor([5, 4, 1, 2]).unsqueeze(1)  # [4, 5]
+    got = equivalence_loss(a, mask_a, b, mask_b, temperature=0.5)
+    # by hand: each row's mean over its real tokens, cosine similarities, both directions
+    pa = torch.stack([a[i, mask_a[i]].mean(0) for i in range(4)])
+    pb = torch.stack([b[i, mask_b[i]].mean(0) for i in range(4)])
+    sim = torch.tensor([[float(torch.cosine_similarity(pa[i], pb[j], dim=0)) for j in range(4)]
+                        for i in range(4)]) / 0.5
+    rows = -torch.stack([sim[i, i] - torch.logsumexp(sim[i], 0) for i in range(4)]).mean()
+    cols = -torch.stack([sim[j, j] - torch.logsumexp(sim[:, j], 0) for j in range(4)]).mean()
+    torch.testing.assert_close(got, (rows + cols) / 2, rtol=1e-5, atol=1e-6)
+    # padding states change nothing
+    noisy = a.masked_fill(~mask_a.unsqueeze(-1), 1e3)
+    torch.testing.assert_close(equivalence_loss(noisy, mask_a, b, mask_b, 0.5), got)
+
+
+def test_equivalence_loss_rewards_views_that_agree_and_is_zero_for_one_molecule():
+    torch.manual_seed(0)
+    a = torch.randn(8, 6, 32)
+    mask = torch.ones(8, 6, dtype=torch.bool)
+    agree = equivalence_loss(a, mask, a + 0.01 * torch.randn_like(a), mask, 0.1)
+    shuffled = equivalence_loss(a, mask, a[torch.randperm(8)], mask, 0.1)
+    assert float(agree) < 0.01 < float(shuffled)
+    assert float(equivalence_loss(a[:1], mask[:1], a[:1], mask[:1], 0.1)) == 0.0

@@ -37,10 +37,27 @@ def test_the_defaults_leave_the_descriptor_loss_as_it_was():
     ({"token_weight": float("nan")}, "token_weight must be >= 0, got nan"),
     ({"token_weight": 0.0}, r"token_weight 0 needs aux_weight > 0"),
     ({"aux_targets": "mordred"}, "aux_targets must be one of rdkit2d, rdkit2d_fast, morgan"),
+    ({"contrast_weight": -1.0}, "contrast_weight must be >= 0, got -1.0"),
+    ({"contrast_weight": float("nan")}, "contrast_weight must be >= 0, got nan"),
+    ({"contrast_weight": 1.0, "repeat_k": 2}, "contrast_weight does not combine with repeat_k"),
+    ({"contrast_temperature": 0.0}, "contrast_temperature must be > 0, got 0.0"),
 ])
 def test_bad_descriptor_options_are_rejected(kw, message):
     with pytest.raises(ValueError, match=message):
         check_args(_args(**kw))
+
+
+def test_the_equivalence_loss_alone_is_a_loss_to_train():
+    args = check_args(_args(token_weight=0.0, contrast_weight=1.0))
+    assert (args.token_weight, args.contrast_weight, args.contrast_temperature) == (0.0, 1.0, 0.1)
+    assert check_args(_args()).contrast_weight == 0.0  # off unless asked for
+
+
+def test_text_pretraining_refuses_smiles_views():
+    from exlm_chem.text.pretrain_args import TextPretrainArgs
+
+    with pytest.raises(ValueError, match=r"contrast_weight .* does not apply to text"):
+        TextPretrainArgs(corpus=["c"], out="o", train_tokenizer=True, contrast_weight=1.0)
 
 
 def test_both_problems_are_named_at_once():

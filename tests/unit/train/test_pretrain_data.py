@@ -88,6 +88,33 @@ def test_fragment_masking_reads_the_smiles_back_from_the_ids():
         assert a.equal(b)
 
 
+def test_views_are_randomised_smiles_of_the_same_molecules_unmasked_and_reproducible():
+    from rdkit import Chem
+
+    tok = SmilesTokenizer()
+    special = SpecialIds(tok.bos_id, tok.pad_id, tok.eos_id, tok.mask_id)
+    smiles = ["CC(=O)Nc1ccc(O)cc1", "O=C(O)c1ccccc1OC(C)=O", "CCN(CC)CCOC(=O)c1ccc(N)cc1", "CO"]
+    corpus = tokenize_corpus(smiles, tok)
+    index = np.array([2, 0, 3, 1])
+    off = BatchMaker(corpus, special, PretrainArgs(corpus=["-"], out="-"), 2, tok)
+    assert off.views(index, np.random.default_rng(0)) is None
+    maker = BatchMaker(corpus, special, PretrainArgs(corpus=["-"], out="-", contrast_weight=1.0),
+                       2, tok)
+    views = maker.views(index, np.random.default_rng(0))
+    assert views.labels.eq(-100).all() and not views.input_ids.eq(tok.mask_id).any()
+    strings = [tok.decode(row[mask].tolist()) for row, mask in
+               zip(views.input_ids, views.padding_mask, strict=True)]
+    # each row is its own molecule, in the batch's order, mostly written another way
+    for got, i in zip(strings, index, strict=True):
+        assert Chem.CanonSmiles(got) == Chem.CanonSmiles(smiles[i])
+    assert sum(got != smiles[i] for got, i in zip(strings, index, strict=True)) >= 2
+    again = maker.views(index, np.random.default_rng(0))
+    assert all(a.equal(b) for a, b in zip(views, again, strict=True))
+    other = maker.views(index, np.random.default_rng(1))
+    assert not other.input_ids.equal(views.input_ids) if other.input_ids.shape == \
+        views.input_ids.shape else True
+
+
 def test_descriptor_columns_are_a_share_drawn_from_the_seed_and_step():
     first = descriptor_columns(217, 0.15, seed=0, step=7)
     assert first.dtype == torch.bool and first.shape == (217,)
