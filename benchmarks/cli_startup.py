@@ -66,7 +66,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="also write the table to this file")
     args = parser.parse_args(argv)
 
-    sys.path.insert(0, str(REPO))
     from exlm_chem.cli import COMMANDS
 
     cases = [["--help"]]
