@@ -39,6 +39,19 @@ def _args(corpus, out, **kw) -> PretrainArgs:
     return PretrainArgs(**base)
 
 
+def _weights(run: Path) -> dict[str, torch.Tensor]:
+    return load_file(str(run / "checkpoint" / "model.safetensors"))
+
+
+def _assert_same_weights(run_a: Path, run_b: Path) -> None:
+    """Two runs' checkpoints hold bit-identical weights (a resumed run against one run
+    straight through)."""
+    a, b = _weights(run_a), _weights(run_b)
+    assert a.keys() == b.keys()
+    for name in a:
+        assert torch.equal(a[name], b[name]), name
+
+
 def _log(out):
     return [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
 
@@ -94,11 +107,7 @@ def test_resume_continues_exactly(corpus, tmp_path, objective):
     # a run stopped after k steps (its checkpoint at k), then resumed to n
     pretrain(_args(corpus, tmp_path / "resumed", **kw, stop_at_step=k))
     pretrain(_args(corpus, tmp_path / "resumed", **kw), resume=True)
-    straight = load_file(str(tmp_path / "straight" / "checkpoint" / "model.safetensors"))
-    resumed = load_file(str(tmp_path / "resumed" / "checkpoint" / "model.safetensors"))
-    assert straight.keys() == resumed.keys()
-    for name in straight:
-        assert torch.equal(straight[name], resumed[name]), name
+    _assert_same_weights(tmp_path / "straight", tmp_path / "resumed")
     tail = [r["loss"] for r in _log(tmp_path / "resumed") if "loss" in r][-(n - k) :]
     assert tail == [r["loss"] for r in _log(tmp_path / "straight") if "loss" in r][k:]
 
@@ -199,10 +208,7 @@ def test_resume_from_prepared_in_workers_continues_exactly(prepared_dir, tmp_pat
                             num_workers=2))
     pretrain(_prepared_args(prepared_dir, tmp_path / "resumed", **kw, num_workers=2),
              resume=True)
-    straight = load_file(str(tmp_path / "straight" / "checkpoint" / "model.safetensors"))
-    resumed = load_file(str(tmp_path / "resumed" / "checkpoint" / "model.safetensors"))
-    for name in straight:
-        assert torch.equal(straight[name], resumed[name]), name
+    _assert_same_weights(tmp_path / "straight", tmp_path / "resumed")
     losses = [r["loss"] for r in _log(tmp_path / "resumed") if "loss" in r]
     assert losses == [r["loss"] for r in _log(tmp_path / "straight") if "loss" in r]
 
@@ -326,10 +332,7 @@ def test_descriptor_clip_and_share_train_resume_exactly_and_are_recorded(
                             stop_at_step=k, num_workers=2))
     pretrain(_prepared_args(prepared_with_descriptors, tmp_path / "resumed", **kw,
                             num_workers=2), resume=True)
-    straight = load_file(str(tmp_path / "straight" / "checkpoint" / "model.safetensors"))
-    resumed = load_file(str(tmp_path / "resumed" / "checkpoint" / "model.safetensors"))
-    for name in straight:
-        assert torch.equal(straight[name], resumed[name]), name
+    _assert_same_weights(tmp_path / "straight", tmp_path / "resumed")
     log = _log(tmp_path / "straight")
     aux = [r["aux_loss"] for r in log if "aux_loss" in r]
     assert aux == [r["aux_loss"] for r in _log(tmp_path / "resumed") if "aux_loss" in r]
@@ -352,10 +355,7 @@ def test_smiles_equivalence_loss_trains_resumes_exactly_and_is_recorded(prepared
     pretrain(_prepared_args(prepared_dir, tmp_path / "resumed", **kw, stop_at_step=k))
     pretrain(_prepared_args(prepared_dir, tmp_path / "resumed", **kw, num_workers=2),
              resume=True)
-    straight = load_file(str(tmp_path / "straight" / "checkpoint" / "model.safetensors"))
-    resumed = load_file(str(tmp_path / "resumed" / "checkpoint" / "model.safetensors"))
-    for name in straight:
-        assert torch.equal(straight[name], resumed[name]), name
+    _assert_same_weights(tmp_path / "straight", tmp_path / "resumed")
     log = _log(tmp_path / "straight")
     contrast = [r["contrast_loss"] for r in log if "contrast_loss" in r]
     # 0 only for a batch of one molecule (the stream's longest come alone at 512 tokens)
@@ -367,8 +367,7 @@ def test_smiles_equivalence_loss_trains_resumes_exactly_and_is_recorded(prepared
     pretrain(_prepared_args(prepared_dir, tmp_path / "one", **dict(kw, max_steps=2)))
     pretrain(_prepared_args(prepared_dir, tmp_path / "plain",
                             **dict(kw, max_steps=2, contrast_weight=0.0)))
-    one = load_file(str(tmp_path / "one" / "checkpoint" / "model.safetensors"))
-    plain = load_file(str(tmp_path / "plain" / "checkpoint" / "model.safetensors"))
+    one, plain = _weights(tmp_path / "one"), _weights(tmp_path / "plain")
     assert any(not torch.equal(one[name], plain[name]) for name in one)
     assert "contrast_loss" not in _log(tmp_path / "plain")[0]
 
