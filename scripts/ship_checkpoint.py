@@ -128,6 +128,9 @@ def _recipe(meta: dict) -> str:
     if recipe.get("contrast_weight"):  # recipes before the option: none
         aux += (f", SMILES-equivalence loss x{recipe['contrast_weight']:g} (temperature "
                 f"{recipe['contrast_temperature']:g})")
+    if recipe.get("translate_weight"):  # recipes before the option: none
+        aux += (f", translation to the canonical SMILES x{recipe['translate_weight']:g} (GRU "
+                "decoder from the pooled states of a randomised SMILES)")
     objective = recipe["objective"]
     if recipe.get("token_weight", 1.0) != 1.0:  # recipes before the option: weight 1
         objective += f" x{recipe['token_weight']:g}"

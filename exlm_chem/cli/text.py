@@ -18,7 +18,7 @@ class TextPretrainCommand(Subcommand):
     _SKIP: ClassVar[set[str]] = {
         "corpus", "out", "progress", "betas", "extra", "hygiene", "masking", "tokenizer",
         "train_tokenizer", "lowercase", "prepared", "budget_from", "compile",
-        "contrast_weight", "contrast_temperature",
+        "contrast_weight", "contrast_temperature", "translate_weight",
     }
 
     @classmethod

@@ -44,6 +44,9 @@ class ExLMConfig:
     objective: str = "exlm"  # "exlm" (DAG states alignment) or "mlm" (no transition head)
     layer_norm_eps: float = 1e-5  # epsilon of every LayerNorm
     n_descriptors: int = 0  # outputs of the physico-chemical head on the BOS state (0: none)
+    # pre-training's translation head (CDDD): a GRU, d_model wide, that writes the
+    # canonical SMILES from the mean-pooled states of a randomised SMILES
+    smiles_decoder: bool = False
 
     def __post_init__(self) -> None:
         problems = []
@@ -64,6 +67,8 @@ class ExLMConfig:
             elif isinstance(self.vocab_size, int) and value >= self.vocab_size:
                 problems.append(f"{name}={value} is outside the vocabulary "
                                 f"(vocab_size={self.vocab_size})")
+        if not isinstance(self.smiles_decoder, bool):
+            problems.append(f"smiles_decoder must be true or false, got {self.smiles_decoder!r}")
         if self.objective not in OBJECTIVES:
             problems.append(f"objective must be one of {OBJECTIVES}, got {self.objective!r}")
         if not self.rope_base > 1.0:

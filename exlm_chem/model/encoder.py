@@ -19,7 +19,7 @@ from torch import nn
 from exlm_chem.model.attention import SelfAttention
 from exlm_chem.model.config import ExLMConfig
 from exlm_chem.model.feedforward import FeedForward
-from exlm_chem.model.heads import DescriptorHead, LMHead, TransitionHead
+from exlm_chem.model.heads import DescriptorHead, LMHead, SmilesDecoder, TransitionHead
 from exlm_chem.model.pooling import Pooling
 from exlm_chem.model.rope import rope_rotation
 from exlm_chem.model.token_layout import TokenLayout, token_layout
@@ -154,6 +154,8 @@ class ExLMModel(nn.Module):
         self.transition_head = TransitionHead(config) if config.objective == "exlm" else None
         self.descriptor_head = (DescriptorHead(config.d_model, config.n_descriptors)
                                 if config.n_descriptors else None)
+        self.smiles_decoder = (SmilesDecoder(config.d_model, config.vocab_size, config.pad_id)
+                               if config.smiles_decoder else None)
         init_weights(self)
         # init_weights re-drew the embedding in place, so the tie still holds
         assert self.lm_head.weight is self.encoder.embed_tokens.weight

@@ -1,8 +1,8 @@
-"""Output heads: tied LM head, the DAG transition head, the descriptor head and the
-prediction head of fine-tuned models.
+"""Output heads: tied LM head, the DAG transition head, the descriptor head, the SMILES
+decoder of pre-training and the prediction head of fine-tuned models.
 
 Shapes: B batch, X expanded tokens, S expanded states (DAG nodes), d model dim, H heads,
-V vocabulary.
+V vocabulary, L tokens of a SMILES.
 """
 
 from __future__ import annotations
@@ -133,6 +133,31 @@ class DescriptorHead(nn.Module):
     def forward(self, pooled: torch.Tensor) -> torch.Tensor:
         """Predicted standardised descriptors [B, n_out] from pooled states [B, d]."""
         return self.out(F.gelu(self.dense(pooled)))
+
+
+class SmilesDecoder(nn.Module):
+    """Pre-training's translation head: a GRU writes a molecule's canonical SMILES from
+    one pooled state.
+
+    CDDD's target: the encoder reads a randomised SMILES, and everything the decoder knows
+    of the molecule passes through the pooled vector [d], so that vector has to hold the
+    whole molecule, written in no particular order. Teacher-forced: the decoder reads
+    the target's tokens up to each position.
+    """
+
+    def __init__(self, d_model: int, vocab_size: int, pad_id: int) -> None:
+        super().__init__()
+        self.start = nn.Linear(d_model, d_model)
+        self.embed = nn.Embedding(vocab_size, d_model, padding_idx=pad_id)
+        self.gru = nn.GRU(d_model, d_model, batch_first=True)
+        self.out = nn.Linear(d_model, vocab_size)
+
+    def forward(self, pooled: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+        """Logits [B, L, V] of the token after each of ``tokens`` [B, L], given the pooled
+        states [B, d]."""
+        h0 = torch.tanh(self.start(pooled)).unsqueeze(0)  # [1, B, d]: the GRU's first state
+        states, _ = self.gru(self.embed(tokens), h0)  # [B, L, d]
+        return self.out(states)
 
 
 class PredictionHead(nn.Module):

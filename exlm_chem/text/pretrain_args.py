@@ -40,6 +40,8 @@ class TextPretrainArgs(PretrainArgs):
             problems.append(f"masking={self.masking!r}: text supports only 'token'")
         if self.contrast_weight:
             problems.append("contrast_weight (randomised SMILES views) does not apply to text")
+        if self.translate_weight:
+            problems.append("translate_weight (randomised SMILES views) does not apply to text")
         if (self.tokenizer is None) == (not self.train_tokenizer):
             problems.append("give exactly one of tokenizer=PATH or train_tokenizer=True")
         if self.max_length < 3:

@@ -1,5 +1,6 @@
 """Pre-training objectives: the ExLM states-alignment NLL and the plain-MLM twin, and the
-molecule-level losses beside them (descriptor regression, SMILES equivalence).
+molecule-level losses beside them (descriptor regression, SMILES equivalence, translation
+to the canonical SMILES).
 
 Both take a model and a batch from :mod:`exlm_chem.data.collate` and return an
 :class:`ObjectiveOutput`. Samples whose DAG has no valid path are excluded from the
@@ -29,6 +30,7 @@ class ObjectiveOutput(NamedTuple):
     n_correct: int  # of those, predicted exactly (argmax)
     aux_loss: torch.Tensor | None = None  # descriptor regression (MSE), when targets are given
     contrast_loss: torch.Tensor | None = None  # SMILES equivalence (InfoNCE), when views are given
+    translate_loss: torch.Tensor | None = None  # canonical SMILES from the views (cross-entropy)
 
 
 def state_emissions(model, hidden: torch.Tensor,
@@ -115,6 +117,38 @@ def equivalence_loss(hidden: torch.Tensor, padding_mask: torch.Tensor, view_hidd
     logits = a @ b.T / temperature  # [B, B]: row i, column j = molecule i against view j
     match = torch.arange(len(logits), device=logits.device)
     return (F.cross_entropy(logits, match) + F.cross_entropy(logits.T, match)) / 2
+
+
+def translation_loss(model, view_hidden: torch.Tensor, view_mask: torch.Tensor,
+                     canonical: torch.Tensor, pad_id: int) -> torch.Tensor:
+    """Cross-entropy per token of the canonical SMILES written from a randomised one (CDDD).
+
+    The randomised SMILES's states are mean-pooled (the package's default pooling) and
+    the model's ``smiles_decoder`` writes the canonical tokens from that one vector,
+    teacher-forced: it reads BOS .. token t-1 and is scored on token t, up to EOS.
+
+    Parameters
+    ----------
+    model : ExLMModel
+        With a ``smiles_decoder``.
+    view_hidden : Tensor [B, Y, d]
+        States of the randomised SMILES.
+    view_mask : bool Tensor [B, Y]
+        True on its real tokens.
+    canonical : LongTensor [B, L]
+        The canonical token ids, BOS to EOS, padded with ``pad_id``.
+    pad_id : int
+        The padding id (left out of the loss).
+
+    Returns
+    -------
+    Tensor
+        0-dim float32: the mean over the scored tokens (every token after BOS).
+    """
+    pooled = masked_mean(view_hidden, view_mask)  # [B, d]
+    logits = model.smiles_decoder(pooled, canonical[:, :-1]).float()  # [B, L-1, V]
+    target = canonical[:, 1:].masked_fill(canonical[:, 1:] == pad_id, IGNORE_INDEX)  # [B, L-1]
+    return F.cross_entropy(logits.flatten(0, 1), target.flatten(), ignore_index=IGNORE_INDEX)
 
 
 def exlm_loss(model, batch: ExLMBatch, with_accuracy: bool = False,

@@ -38,6 +38,7 @@ from exlm_chem.train.objectives import (
     equivalence_loss,
     exlm_loss,
     mlm_loss,
+    translation_loss,
 )
 from exlm_chem.train.pretrain_args import PretrainArgs, check_args, learning_rate
 from exlm_chem.train.pretrain_data import (
@@ -58,28 +59,37 @@ class ObjectiveModule(torch.nn.Module):
     """The model plus its objective as one ``forward``, so DDP sees the heads' work too."""
 
     def __init__(self, model: ExLMModel, objective: str, aux_clip: float | None = None,
-                 contrast_temperature: float = 0.1) -> None:
+                 contrast_temperature: float | None = None) -> None:
         super().__init__()
         self.model = model
         self.loss_fn = exlm_loss if objective == "exlm" else mlm_loss
         self.aux_clip = aux_clip  # of the descriptor targets (PretrainArgs.aux_clip)
-        self.contrast_temperature = contrast_temperature  # PretrainArgs.contrast_temperature
+        # PretrainArgs.contrast_temperature; None: no SMILES-equivalence loss
+        self.contrast_temperature = contrast_temperature
 
     def forward(self, batch, targets: torch.Tensor | None = None, with_accuracy: bool = False,
-                columns: torch.Tensor | None = None, views: MLMBatch | None = None):
+                columns: torch.Tensor | None = None, views: MLMBatch | None = None,
+                canonical: torch.Tensor | None = None):
         """The objective's output; with descriptor ``targets`` [B, D] also its ``aux_loss``,
         over the ``columns`` [D] (bool) that count this step (None: all); with ``views``
-        (unmasked randomised SMILES of the batch's molecules) also its ``contrast_loss``."""
+        (unmasked randomised SMILES of the batch's molecules) also its ``contrast_loss``
+        (when the module has a temperature) and, with their ``canonical`` ids [B, L], its
+        ``translate_loss``."""
         hidden = encode(self.model, batch)  # [B, X, d], shared by every loss
         out = self.loss_fn(self.model, batch, with_accuracy, hidden=hidden)
         if targets is not None:
             out = out._replace(aux_loss=descriptor_loss(self.model, hidden, targets,
                                                         clip=self.aux_clip, columns=columns))
         if views is not None:
-            view_hidden = encode(self.model, views)  # [B, Y, d]
-            out = out._replace(contrast_loss=equivalence_loss(
-                hidden, batch.padding_mask, view_hidden, views.padding_mask,
-                self.contrast_temperature))
+            view_hidden = encode(self.model, views)  # [B, Y, d], shared by both view losses
+            if self.contrast_temperature is not None:
+                out = out._replace(contrast_loss=equivalence_loss(
+                    hidden, batch.padding_mask, view_hidden, views.padding_mask,
+                    self.contrast_temperature))
+            if canonical is not None:
+                out = out._replace(translate_loss=translation_loss(
+                    self.model, view_hidden, views.padding_mask, canonical,
+                    self.model.config.pad_id))
         return out
 
 
@@ -161,6 +171,8 @@ class Pretrainer:
             overrides.update(dropout=args.dropout, attention_dropout=args.dropout)
         if self.descriptors is not None:
             overrides["n_descriptors"] = self.descriptors["train"].shape[1]
+        if args.translate_weight > 0:
+            overrides["smiles_decoder"] = True
         self.config = ExLMConfig.preset(model_preset(args.preset), vocab_size=len(self.tokenizer),
                                         **overrides)
         torch.manual_seed(args.seed)
@@ -170,8 +182,9 @@ class Pretrainer:
             torch.backends.cudnn.allow_tf32 = True
         if args.compile:  # in place: parameter names (and checkpoints) stay the same
             self.model.encoder.compile(dynamic=True)
-        self.objective = ObjectiveModule(self.model, args.objective, args.aux_clip,
-                                         args.contrast_temperature)
+        self.objective = ObjectiveModule(
+            self.model, args.objective, args.aux_clip,
+            args.contrast_temperature if args.contrast_weight > 0 else None)
         self.train_step_module = self.objective
         if self.world > 1:
             from torch.nn.parallel import DistributedDataParallel
@@ -190,35 +203,41 @@ class Pretrainer:
                                        enabled=self.device.type == "cuda")
 
     def train_step(self, batch, step: int, targets: torch.Tensor | None = None,
-                   columns: torch.Tensor | None = None, views: MLMBatch | None = None):
+                   columns: torch.Tensor | None = None, views: MLMBatch | None = None,
+                   canonical: torch.Tensor | None = None):
         """One optimizer step; returns the objective's output and the gradient norm, both
         left on the device. ``targets``: the batch's descriptors (auxiliary objective);
         ``columns``: those of its columns the step counts (``aux_share``; None: all);
-        ``views``: randomised SMILES of its molecules (SMILES-equivalence loss)."""
+        ``views``: randomised SMILES of its molecules (SMILES-equivalence and translation
+        losses); ``canonical``: their canonical ids (translation loss)."""
         for group in self.optimizer.param_groups:
             group["lr"] = learning_rate(step, self.args)
         with self.autocast:
-            out = self.train_step_module(batch, targets, columns=columns, views=views)
+            out = self.train_step_module(batch, targets, columns=columns, views=views,
+                                         canonical=canonical)
         self.optimizer.zero_grad(set_to_none=True)
         loss = self.args.token_weight * out.loss
         if out.aux_loss is not None:
             loss = loss + self.args.aux_weight * out.aux_loss
         if out.contrast_loss is not None:
             loss = loss + self.args.contrast_weight * out.contrast_loss
+        if out.translate_loss is not None:
+            loss = loss + self.args.translate_weight * out.translate_loss
         loss.backward()
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.args.clip_norm)
         self.optimizer.step()
         return out, grad_norm
 
     def train_item(self, item: StepBatch, step: int):
-        """:meth:`train_step` on a batch of the stream, its descriptor targets, columns and
-        SMILES views included (the pace probe times the same step the run takes)."""
+        """:meth:`train_step` on a batch of the stream, its descriptor targets, columns,
+        SMILES views and canonical ids included (the pace probe times the same step the
+        run takes)."""
         # non_blocking, as to_device: a plain copy to a GPU waits for its queued work
-        targets, columns = (None if t is None else t.to(self.device, non_blocking=True)
-                            for t in (item.targets, item.columns))
+        targets, columns, canonical = (None if t is None else t.to(self.device, non_blocking=True)
+                                       for t in (item.targets, item.columns, item.canonical))
         views = None if item.views is None else to_device(item.views, self.device)
         return self.train_step(to_device(item.batch, self.device), step, targets, columns,
-                               views)
+                               views, canonical)
 
     # ----- checkpoints ------------------------------------------------------------
     def checkpoint_dir(self) -> Path:
@@ -254,6 +273,7 @@ class Pretrainer:
                        "aux_share": self.args.aux_share,
                        "contrast_weight": self.args.contrast_weight,
                        "contrast_temperature": self.args.contrast_temperature,
+                       "translate_weight": self.args.translate_weight,
                        "d_model": self.config.d_model,
                        "k_states": self.config.k_states, "dropout": self.config.dropout},
             "descriptors": self.descriptor_info,  # the head's targets and their scaler
@@ -286,11 +306,12 @@ class Pretrainer:
         maker = BatchMaker(self.valid, self.special, self.args, self.config.k_states,
                            self.tokenizer, self._targets("valid"))
         batches = BatchStream(self.valid.lengths(), self.args.max_tokens, self.args.seed)
-        losses, invalid, predicted, correct, n, aux, contrast = 0.0, 0, 0, 0, 0, 0.0, 0.0
+        losses, invalid, predicted, correct, n = 0.0, 0, 0, 0, 0
+        aux = contrast = translate = 0.0
         for _, _, idx in batches.iterate():
             if n >= len(self.valid):
                 break
-            targets = maker.targets(idx)
+            targets, canonical = maker.targets(idx), maker.canonical(idx)
             batch = maker(idx, rng)
             views = maker.views(idx, rng)
             with self.autocast, self._eager():
@@ -298,11 +319,15 @@ class Pretrainer:
                                      None if targets is None else targets.to(self.device),
                                      with_accuracy=True,
                                      views=None if views is None else to_device(views,
-                                                                                self.device))
+                                                                                self.device),
+                                     canonical=None if canonical is None else canonical.to(
+                                         self.device))
             if out.aux_loss is not None:
                 aux += float(out.aux_loss) * out.n_samples
             if out.contrast_loss is not None:
                 contrast += float(out.contrast_loss) * out.n_samples
+            if out.translate_loss is not None:
+                translate += float(out.translate_loss) * out.n_samples
             n_invalid = int(out.n_invalid)
             losses += float(out.loss) * (out.n_samples - n_invalid)
             invalid += n_invalid
@@ -313,6 +338,8 @@ class Pretrainer:
         record = {} if self.descriptors is None else {"valid_aux_loss": aux / max(1, n)}
         if self.args.contrast_weight > 0:  # batch-size dependent: compare runs of one size
             record["valid_contrast_loss"] = contrast / max(1, n)
+        if self.args.translate_weight > 0:
+            record["valid_translate_loss"] = translate / max(1, n)
         return {
             **record,
             "valid_loss": losses / max(1, n - invalid),
@@ -407,6 +434,7 @@ class Pretrainer:
         loss_sum = torch.zeros((), device=self.device)
         aux_sum = torch.zeros((), device=self.device)
         contrast_sum = torch.zeros((), device=self.device)
+        translate_sum = torch.zeros((), device=self.device)
         window_tokens, window_steps, window_start = 0, 0, time.monotonic()
         while progress["step"] < args.max_steps:
             item = next(batches)
@@ -416,6 +444,8 @@ class Pretrainer:
                 aux_sum += out.aux_loss.detach()
             if out.contrast_loss is not None:
                 contrast_sum += out.contrast_loss.detach()
+            if out.translate_loss is not None:
+                translate_sum += out.translate_loss.detach()
             invalid += out.n_invalid
             progress.update(step=progress["step"] + 1, epoch=item.epoch,
                             position=item.position + 1)
@@ -451,8 +481,10 @@ class Pretrainer:
                 }
                 if item.targets is not None:
                     record["aux_loss"] = float(aux_sum) / window_steps
-                if item.views is not None:
+                if out.contrast_loss is not None:
                     record["contrast_loss"] = float(contrast_sum) / window_steps
+                if out.translate_loss is not None:
+                    record["translate_loss"] = float(translate_sum) / window_steps
                 log.write(json.dumps(record) + "\n")
                 log.flush()
                 bar.set_postfix(loss=f"{record['loss']:.3f}", tok_s=f"{rate:.0f}",
@@ -461,6 +493,7 @@ class Pretrainer:
                 loss_sum.zero_()
                 aux_sum.zero_()
                 contrast_sum.zero_()
+                translate_sum.zero_()
                 window_tokens, window_steps, window_start = 0, 0, time.monotonic()
             bar.update(1)
             if validating:

@@ -68,6 +68,11 @@ class PretrainArgs:
              "molecules (InfoNCE; the randomised views need RDKit; 0: off)")
     contrast_temperature: float = _help(
         0.1, "temperature of the SMILES-equivalence loss's cosine similarities")
+    # CDDD's own form of the randomised-input target: translation through one vector
+    translate_weight: float = _help(
+        0.0, "weight of the translation loss: a GRU decoder writes each molecule's "
+             "canonical SMILES from the mean-pooled states of a randomised SMILES of it "
+             "(cross-entropy per token; the randomised SMILES need RDKit; 0: off)")
     d_model: int | None = _help(None, "width override: heads d/64, FFN 4d (default: the preset's)")
     dropout: float | None = _help(
         None, "override of every dropout (paper 0.1; CPU runs see < 1 epoch)")
@@ -140,15 +145,20 @@ def check_args(args: PretrainArgs) -> PretrainArgs:
         problems.append(f"aux_weight must be >= 0, got {args.aux_weight}")
     if not args.token_weight >= 0:
         problems.append(f"token_weight must be >= 0, got {args.token_weight}")
-    elif args.token_weight == 0 and not (args.aux_weight > 0 or args.contrast_weight > 0):
-        problems.append("token_weight 0 needs aux_weight > 0 or contrast_weight > 0 (else no "
-                        "loss is left to train)")
+    elif args.token_weight == 0 and not (args.aux_weight > 0 or args.contrast_weight > 0
+                                         or args.translate_weight > 0):
+        problems.append("token_weight 0 needs aux_weight, contrast_weight or translate_weight "
+                        "> 0 (else no loss is left to train)")
     if args.aux_weight > 0 and args.repeat_k > 1:
         problems.append("aux_weight does not combine with repeat_k > 1")
     if not args.contrast_weight >= 0:
         problems.append(f"contrast_weight must be >= 0, got {args.contrast_weight}")
     elif args.contrast_weight > 0 and args.repeat_k > 1:
         problems.append("contrast_weight does not combine with repeat_k > 1")
+    if not args.translate_weight >= 0:
+        problems.append(f"translate_weight must be >= 0, got {args.translate_weight}")
+    elif args.translate_weight > 0 and args.repeat_k > 1:
+        problems.append("translate_weight does not combine with repeat_k > 1")
     if not args.contrast_temperature > 0:
         problems.append(f"contrast_temperature must be > 0, got {args.contrast_temperature}")
     # each only shapes the descriptor loss: without it (aux_weight 0) a setting would be

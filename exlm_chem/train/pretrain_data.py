@@ -25,7 +25,14 @@ import numpy as np
 import torch
 
 from exlm_chem.data.batching import BatchStream
-from exlm_chem.data.collate import SpecialIds, collate_exlm, collate_mlm, mask_tokens
+from exlm_chem.data.collate import (
+    SpecialIds,
+    collate_exlm,
+    collate_mlm,
+    mask_tokens,
+    scatter_padded,
+    segments,
+)
 from exlm_chem.data.collate_flat import MaskedFlat, collate_exlm_flat, collate_mlm_flat, mask_flat
 from exlm_chem.data.corpus import TokenizedCorpus
 
@@ -40,6 +47,7 @@ class StepBatch(NamedTuple):
     targets: torch.Tensor | None = None  # [B, D] standardised descriptors of this rank's rows
     columns: torch.Tensor | None = None  # [D] bool: the targets' columns this step counts
     views: Any = None  # MLMBatch: an unmasked randomised SMILES of each of this rank's rows
+    canonical: torch.Tensor | None = None  # [B, L] their canonical token ids, padded
 
 
 class BatchMaker:
@@ -52,7 +60,9 @@ class BatchMaker:
         self.objective, self.ratio = args.objective, args.mask_ratio
         self.masking, self.repeat_k = args.masking, args.repeat_k
         self.aux_share = args.aux_share
-        self.contrast = args.contrast_weight > 0
+        # both the SMILES-equivalence and the translation loss read randomised SMILES
+        self.randomised = args.contrast_weight > 0 or args.translate_weight > 0
+        self.translate = args.translate_weight > 0
         self.max_length = args.max_length
         # fragment masking and the SMILES views need it: ids -> SMILES (RDKit) -> ids
         self.tokenizer = tokenizer
@@ -75,9 +85,9 @@ class BatchMaker:
     def views(self, indices: np.ndarray, rng: np.random.Generator):
         """An unmasked randomised SMILES of each molecule of a batch, as an
         :class:`~exlm_chem.data.collate.MLMBatch` (rows in ``indices`` order); None without
-        the SMILES-equivalence loss. Drawn from ``rng`` after the masks, so a batch's views
-        are as reproducible as its masks."""
-        if not self.contrast:
+        the SMILES-equivalence and translation losses. Drawn from ``rng`` after the masks, so
+        a batch's views are as reproducible as its masks."""
+        if not self.randomised:
             return None
         from exlm_chem.data.augment import randomized_smiles
         from exlm_chem.data.rdkit_reasons import quiet_mol
@@ -92,6 +102,16 @@ class BatchMaker:
         flat = np.concatenate(ids).astype(np.int64)
         unmasked = MaskedFlat(flat, flat, np.zeros(flat.size, dtype=bool), lengths)
         return collate_mlm_flat(unmasked, self.special)
+
+    def canonical(self, indices: np.ndarray) -> torch.Tensor | None:
+        """The corpus's (canonical) token ids of the molecules of a batch, BOS to EOS,
+        padded [len(indices), L]: what the translation loss writes; None without it."""
+        if not self.translate:
+            return None
+        ids, lengths = self.corpus.tokens(indices)
+        row, col = segments(lengths)
+        width = int(lengths.max())
+        return scatter_padded(row * width + col, ids, (lengths.size, width), self.special.pad)
 
     def targets(self, indices: np.ndarray) -> torch.Tensor | None:
         """Descriptor targets [len(indices), D] of the molecules of a batch, if any."""
@@ -182,7 +202,7 @@ class PretrainBatches(torch.utils.data.IterableDataset):
             batch = self.maker(mine, rng)
             yield StepBatch(epoch, position, n_tokens, batch, self.maker.targets(mine),
                             self.maker.columns(self.seed, self.step + j),
-                            self.maker.views(mine, rng))
+                            self.maker.views(mine, rng), self.maker.canonical(mine))
 
 
 def _worker_init(_: int) -> None:

@@ -313,7 +313,8 @@ def test_auxiliary_descriptor_objective_trains_and_ships_its_scaler(prepared_wit
     assert meta["recipe"] == {"objective": "exlm", "mask_ratio": 0.3, "token_weight": 1.0,
                               "aux_weight": 1.0,
                               "aux_clip": None, "aux_share": 1.0, "contrast_weight": 0.0,
-                              "contrast_temperature": 0.1, "d_model": 128,
+                              "contrast_temperature": 0.1, "translate_weight": 0.0,
+                              "d_model": 128,
                               "k_states": 2, "dropout": 0.0}
     assert set(meta["descriptors"]["scaler"]) == {"center", "scale", "clip"}
     assert meta["cpu_seconds"] > 0
@@ -370,6 +371,38 @@ def test_smiles_equivalence_loss_trains_resumes_exactly_and_is_recorded(prepared
     one, plain = _weights(tmp_path / "one"), _weights(tmp_path / "plain")
     assert any(not torch.equal(one[name], plain[name]) for name in one)
     assert "contrast_loss" not in _log(tmp_path / "plain")[0]
+
+
+def test_translation_loss_trains_resumes_exactly_and_ships_its_decoder(prepared_dir, tmp_path):
+    from exlm_chem.embedding import embed
+    from exlm_chem.model.checkpoint import load_checkpoint
+
+    n, k = 6, 3
+    kw = dict(max_steps=n, warmup_steps=2, log_every=1, checkpoint_every=k, valid_every=n,
+              max_tokens=512, translate_weight=1.0)
+    pretrain(_prepared_args(prepared_dir, tmp_path / "straight", **kw))
+    # interrupted at k, the second half's views and ids built in worker processes
+    pretrain(_prepared_args(prepared_dir, tmp_path / "resumed", **kw, stop_at_step=k))
+    pretrain(_prepared_args(prepared_dir, tmp_path / "resumed", **kw, num_workers=2),
+             resume=True)
+    _assert_same_weights(tmp_path / "straight", tmp_path / "resumed")
+    log = _log(tmp_path / "straight")
+    translate = [r["translate_loss"] for r in log if "translate_loss" in r]
+    assert len(translate) == n and all(t > 0 for t in translate)
+    assert "valid_translate_loss" in log[-1] and "valid_contrast_loss" not in log[-1]
+    assert "contrast_loss" not in log[0]
+    model, config, meta = load_checkpoint(tmp_path / "resumed" / "checkpoint")
+    assert config.smiles_decoder and model.smiles_decoder is not None
+    assert any(name.startswith("smiles_decoder.") for name in _weights(tmp_path / "resumed"))
+    assert meta["recipe"]["translate_weight"] == 1.0
+    vectors, valid = embed(["CCO", "c1ccccc1"], tmp_path / "resumed" / "checkpoint",
+                           device="cpu")
+    assert vectors.shape == (2, config.d_model) and valid.all()
+    # with the SMILES-equivalence loss beside it, both are scored on the same views
+    both = dict(kw, max_steps=2, contrast_weight=1.0)
+    pretrain(_prepared_args(prepared_dir, tmp_path / "both", **both))
+    first = _log(tmp_path / "both")[0]
+    assert first["translate_loss"] > 0 and "contrast_loss" in first
 
 
 def test_validation_scores_every_descriptor_column_whatever_the_share(

@@ -75,6 +75,7 @@ def test_exact_parameter_count_tiny():
     ({"objective": "bert"}, "objective"),
     ({"dropout": 1.5}, "dropout"),
     ({"mask_id": 400}, "mask_id"),
+    ({"smiles_decoder": 1}, "smiles_decoder must be true or false"),
 ])
 def test_config_validation(overrides, message):
     with pytest.raises(ValueError, match=message):

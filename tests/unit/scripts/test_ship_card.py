@@ -240,6 +240,11 @@ def test_recipe_names_the_targets_and_their_handling() -> None:
     both = {**plain, "contrast_weight": 1.0, "contrast_temperature": 0.1}
     assert ("scaler in metadata.json), SMILES-equivalence loss x1 (temperature 0.1), "
             in ship._recipe({"recipe": both, "descriptors": {"kind": "rdkit2d", "count": 217}}))
+    assert "translation" not in line  # recipes from before translate_weight: none
+    translated = ship._recipe({"recipe": {**plain, "translate_weight": 0.5},
+                               "descriptors": {"kind": "rdkit2d", "count": 217}})
+    assert ("scaler in metadata.json), translation to the canonical SMILES x0.5 (GRU decoder "
+            "from the pooled states of a randomised SMILES)") in translated
 
 
 def test_constants_match_the_study_script() -> None:

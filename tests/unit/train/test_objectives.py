@@ -8,7 +8,13 @@ import torch
 from exlm_chem.data.collate import IGNORE_INDEX, SpecialIds
 from exlm_chem.data.collate_flat import collate_exlm_flat, collate_mlm_flat, mask_flat
 from exlm_chem.model import ExLMConfig, ExLMModel
-from exlm_chem.train.objectives import descriptor_loss, equivalence_loss, exlm_loss, mlm_loss
+from exlm_chem.train.objectives import (
+    descriptor_loss,
+    equivalence_loss,
+    exlm_loss,
+    mlm_loss,
+    translation_loss,
+)
 
 SPECIAL = SpecialIds(bos=0, pad=1, eos=2, mask=4)
 
@@ -173,3 +179,53 @@ def test_equivalence_loss_rewards_views_that_agree_and_is_zero_for_one_molecule(
     shuffled = equivalence_loss(a, mask, a[torch.randperm(8)], mask, 0.1)
     assert float(agree) < 0.01 < float(shuffled)
     assert float(equivalence_loss(a[:1], mask[:1], a[:1], mask[:1], 0.1)) == 0.0
+
+
+def _decoder_model() -> ExLMModel:
+    torch.manual_seed(0)
+    config = ExLMConfig.preset("tiny", vocab_size=30, dropout=0.0, attention_dropout=0.0,
+                               smiles_decoder=True)
+    return ExLMModel(config).eval()
+
+
+def test_translation_loss_is_the_teacher_forced_cross_entropy_from_the_pooled_view():
+    model = _decoder_model()
+    torch.manual_seed(1)
+    hidden = torch.randn(3, 6, 64, requires_grad=True)
+    mask = torch.arange(6) < torch.tensor([6, 4, 2]).unsqueeze(1)  # [3, 6]
+    canonical = torch.tensor([[0, 7, 8, 9, 2], [0, 11, 2, 1, 1], [0, 5, 6, 2, 1]])  # pad 1
+    got = translation_loss(model, hidden, mask, canonical, pad_id=1)
+    # by hand: each molecule on its own, its real tokens only, every token after BOS scored
+    scores, n = [], 0
+    for i, length in enumerate([5, 3, 4]):
+        pooled = hidden[i, mask[i]].mean(0, keepdim=True)  # [1, d]
+        row = canonical[i : i + 1, :length]
+        logits = model.smiles_decoder(pooled, row[:, :-1])[0]  # [length - 1, V]
+        scores.append(torch.nn.functional.cross_entropy(logits, row[0, 1:], reduction="sum"))
+        n += length - 1
+    torch.testing.assert_close(got, torch.stack(scores).sum() / n, rtol=1e-5, atol=1e-6)
+    # more padding, and anything in the view's padding, change nothing
+    wider = torch.cat([canonical, torch.ones(3, 2, dtype=torch.long)], dim=1)
+    noisy = hidden.detach().masked_fill(~mask.unsqueeze(-1), 1e3)
+    torch.testing.assert_close(translation_loss(model, noisy, mask, wider, pad_id=1), got)
+    # the loss reaches the encoder's states through the pooled vector, real tokens only
+    got.backward()
+    assert (hidden.grad[mask].abs().sum(-1) > 0).all() and (hidden.grad[~mask] == 0).all()
+
+
+def test_the_decoder_learns_a_molecule_back_from_its_pooled_state():
+    model = _decoder_model().train()
+    torch.manual_seed(2)
+    hidden = torch.randn(4, 5, 64)
+    mask = torch.ones(4, 5, dtype=torch.bool)
+    canonical = torch.tensor([[0, 7, 8, 9, 2], [0, 9, 8, 7, 2], [0, 7, 7, 7, 2], [0, 8, 9, 8, 2]])
+    optimizer = torch.optim.Adam(model.smiles_decoder.parameters(), lr=1e-2)
+    with torch.no_grad():
+        first = float(translation_loss(model, hidden, mask, canonical, pad_id=1))
+    for _ in range(60):
+        optimizer.zero_grad()
+        translation_loss(model, hidden, mask, canonical, pad_id=1).backward()
+        optimizer.step()
+    # four strings that differ only in their middle tokens: only the pooled state tells
+    # them apart, so a loss near 0 says the decoder reads it
+    assert first > 2.0 and float(translation_loss(model, hidden, mask, canonical, 1)) < 0.05

@@ -35,12 +35,15 @@ def test_the_defaults_leave_the_descriptor_loss_as_it_was():
     ({"aux_share": 0.15}, r"aux_share < 1 needs aux_weight > 0"),
     ({"token_weight": -1.0}, "token_weight must be >= 0, got -1.0"),
     ({"token_weight": float("nan")}, "token_weight must be >= 0, got nan"),
-    ({"token_weight": 0.0}, r"token_weight 0 needs aux_weight > 0"),
+    ({"token_weight": 0.0}, r"token_weight 0 needs aux_weight, contrast_weight or translate_w"),
     ({"aux_targets": "mordred"}, "aux_targets must be one of rdkit2d, rdkit2d_fast, morgan"),
     ({"contrast_weight": -1.0}, "contrast_weight must be >= 0, got -1.0"),
     ({"contrast_weight": float("nan")}, "contrast_weight must be >= 0, got nan"),
     ({"contrast_weight": 1.0, "repeat_k": 2}, "contrast_weight does not combine with repeat_k"),
     ({"contrast_temperature": 0.0}, "contrast_temperature must be > 0, got 0.0"),
+    ({"translate_weight": -1.0}, "translate_weight must be >= 0, got -1.0"),
+    ({"translate_weight": float("nan")}, "translate_weight must be >= 0, got nan"),
+    ({"translate_weight": 1.0, "repeat_k": 2}, "translate_weight does not combine with repeat_k"),
 ])
 def test_bad_descriptor_options_are_rejected(kw, message):
     with pytest.raises(ValueError, match=message):
@@ -53,11 +56,19 @@ def test_the_equivalence_loss_alone_is_a_loss_to_train():
     assert check_args(_args()).contrast_weight == 0.0  # off unless asked for
 
 
+def test_the_translation_loss_alone_is_a_loss_to_train():
+    args = check_args(_args(token_weight=0.0, translate_weight=1.0))
+    assert (args.token_weight, args.translate_weight) == (0.0, 1.0)
+    assert check_args(_args()).translate_weight == 0.0  # off unless asked for
+
+
 def test_text_pretraining_refuses_smiles_views():
     from exlm_chem.text.pretrain_args import TextPretrainArgs
 
     with pytest.raises(ValueError, match=r"contrast_weight .* does not apply to text"):
         TextPretrainArgs(corpus=["c"], out="o", train_tokenizer=True, contrast_weight=1.0)
+    with pytest.raises(ValueError, match=r"translate_weight .* does not apply to text"):
+        TextPretrainArgs(corpus=["c"], out="o", train_tokenizer=True, translate_weight=1.0)
 
 
 def test_both_problems_are_named_at_once():

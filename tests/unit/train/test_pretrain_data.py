@@ -115,6 +115,26 @@ def test_views_are_randomised_smiles_of_the_same_molecules_unmasked_and_reproduc
         views.input_ids.shape else True
 
 
+def test_the_translation_loss_gets_views_and_the_canonical_ids_padded():
+    tok = SmilesTokenizer()
+    special = SpecialIds(tok.bos_id, tok.pad_id, tok.eos_id, tok.mask_id)
+    smiles = ["CC(=O)Nc1ccc(O)cc1", "CO", "c1ccccc1"]
+    corpus = tokenize_corpus(smiles, tok)
+    index = np.array([1, 0, 2])
+    off = BatchMaker(corpus, special, PretrainArgs(corpus=["-"], out="-", contrast_weight=1.0),
+                     2, tok)
+    assert off.canonical(index) is None  # the SMILES-equivalence loss alone needs no ids
+    maker = BatchMaker(corpus, special, PretrainArgs(corpus=["-"], out="-",
+                                                     translate_weight=1.0), 2, tok)
+    assert maker.views(index, np.random.default_rng(0)) is not None
+    canonical = maker.canonical(index)
+    assert canonical.dtype == torch.long and canonical.shape == (3, len(corpus.get(0)))
+    for row, i in zip(canonical, index, strict=True):
+        ids = corpus.get(int(i))
+        assert row[: len(ids)].tolist() == ids.tolist() and (row[len(ids):] == tok.pad_id).all()
+        assert ids[0] == tok.bos_id and ids[-1] == tok.eos_id
+
+
 def test_descriptor_columns_are_a_share_drawn_from_the_seed_and_step():
     first = descriptor_columns(217, 0.15, seed=0, step=7)
     assert first.dtype == torch.bool and first.shape == (217,)
