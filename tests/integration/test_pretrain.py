@@ -170,6 +170,19 @@ def _prepared_args(prepared, out, **kw) -> PretrainArgs:
     return _args(corpus, out, **{"prepared": str(prepared), "corpus_limit": None, **kw})
 
 
+def _straight_and_resumed(prepared, tmp_path: Path, k: int, first_workers: int = 0,
+                          **kw) -> None:
+    """Run ``kw`` straight through (``tmp_path/straight``) and again interrupted at step
+    ``k`` and resumed (``tmp_path/resumed``): the first half's batches built by
+    ``first_workers`` worker processes, the second half's by two; both end with the same
+    weights."""
+    pretrain(_prepared_args(prepared, tmp_path / "straight", **kw))
+    pretrain(_prepared_args(prepared, tmp_path / "resumed", **kw, stop_at_step=k,
+                            num_workers=first_workers))
+    pretrain(_prepared_args(prepared, tmp_path / "resumed", **kw, num_workers=2), resume=True)
+    _assert_same_weights(tmp_path / "straight", tmp_path / "resumed")
+
+
 def test_pretrain_from_prepared_runs_with_rdkit_blocked(prepared_dir, tmp_path):
     import subprocess
     import sys
@@ -202,13 +215,8 @@ sys.exit(code or bool(loaded))
 def test_resume_from_prepared_in_workers_continues_exactly(prepared_dir, tmp_path):
     n, k = 12, 5
     kw = dict(max_steps=n, log_every=1, checkpoint_every=k, lr=1e-3, max_tokens=512)
-    pretrain(_prepared_args(prepared_dir, tmp_path / "straight", **kw))
     # the interrupted run builds its batches in two worker processes, before and after
-    pretrain(_prepared_args(prepared_dir, tmp_path / "resumed", **kw, stop_at_step=k,
-                            num_workers=2))
-    pretrain(_prepared_args(prepared_dir, tmp_path / "resumed", **kw, num_workers=2),
-             resume=True)
-    _assert_same_weights(tmp_path / "straight", tmp_path / "resumed")
+    _straight_and_resumed(prepared_dir, tmp_path, k, first_workers=2, **kw)
     losses = [r["loss"] for r in _log(tmp_path / "resumed") if "loss" in r]
     assert losses == [r["loss"] for r in _log(tmp_path / "straight") if "loss" in r]
 
@@ -327,13 +335,8 @@ def test_descriptor_clip_and_share_train_resume_exactly_and_are_recorded(
     n, k = 8, 3
     kw = dict(max_steps=n, warmup_steps=2, log_every=1, checkpoint_every=k, valid_every=n,
               max_tokens=512, aux_weight=1.0, aux_clip=3.0, aux_share=0.15)
-    pretrain(_prepared_args(prepared_with_descriptors, tmp_path / "straight", **kw))
     # interrupted at k, both halves with their batches (and column draws) built in workers
-    pretrain(_prepared_args(prepared_with_descriptors, tmp_path / "resumed", **kw,
-                            stop_at_step=k, num_workers=2))
-    pretrain(_prepared_args(prepared_with_descriptors, tmp_path / "resumed", **kw,
-                            num_workers=2), resume=True)
-    _assert_same_weights(tmp_path / "straight", tmp_path / "resumed")
+    _straight_and_resumed(prepared_with_descriptors, tmp_path, k, first_workers=2, **kw)
     log = _log(tmp_path / "straight")
     aux = [r["aux_loss"] for r in log if "aux_loss" in r]
     assert aux == [r["aux_loss"] for r in _log(tmp_path / "resumed") if "aux_loss" in r]
@@ -351,12 +354,8 @@ def test_smiles_equivalence_loss_trains_resumes_exactly_and_is_recorded(prepared
     n, k = 6, 3
     kw = dict(max_steps=n, warmup_steps=2, log_every=1, checkpoint_every=k, valid_every=n,
               max_tokens=512, contrast_weight=1.0, contrast_temperature=0.2)
-    pretrain(_prepared_args(prepared_dir, tmp_path / "straight", **kw))
     # interrupted at k, the second half's views drawn in worker processes
-    pretrain(_prepared_args(prepared_dir, tmp_path / "resumed", **kw, stop_at_step=k))
-    pretrain(_prepared_args(prepared_dir, tmp_path / "resumed", **kw, num_workers=2),
-             resume=True)
-    _assert_same_weights(tmp_path / "straight", tmp_path / "resumed")
+    _straight_and_resumed(prepared_dir, tmp_path, k, **kw)
     log = _log(tmp_path / "straight")
     contrast = [r["contrast_loss"] for r in log if "contrast_loss" in r]
     # 0 only for a batch of one molecule (the stream's longest come alone at 512 tokens)
@@ -380,12 +379,8 @@ def test_translation_loss_trains_resumes_exactly_and_ships_its_decoder(prepared_
     n, k = 6, 3
     kw = dict(max_steps=n, warmup_steps=2, log_every=1, checkpoint_every=k, valid_every=n,
               max_tokens=512, translate_weight=1.0)
-    pretrain(_prepared_args(prepared_dir, tmp_path / "straight", **kw))
     # interrupted at k, the second half's views and ids built in worker processes
-    pretrain(_prepared_args(prepared_dir, tmp_path / "resumed", **kw, stop_at_step=k))
-    pretrain(_prepared_args(prepared_dir, tmp_path / "resumed", **kw, num_workers=2),
-             resume=True)
-    _assert_same_weights(tmp_path / "straight", tmp_path / "resumed")
+    _straight_and_resumed(prepared_dir, tmp_path, k, **kw)
     log = _log(tmp_path / "straight")
     translate = [r["translate_loss"] for r in log if "translate_loss" in r]
     assert len(translate) == n and all(t > 0 for t in translate)
