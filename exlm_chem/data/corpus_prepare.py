@@ -111,12 +111,9 @@ def _deduplicate(smiles: list[str], n_jobs: int) -> tuple[list[str], dict[str, i
 
 
 def _hygiene(
-    canon: list[str], tasks: Sequence[str] | None, split_seeds: Sequence[int], n_jobs: int
+    canon: list[str], heldout: dict[str, set[str]], modes: Sequence[tuple[str, int]]
 ) -> tuple[np.ndarray, dict[str, Any]]:
-    from exlm_chem.data.hygiene import benchmark_heldout_molecules, runner_split_modes
-
-    modes = runner_split_modes(split_seeds)
-    heldout = benchmark_heldout_molecules(tasks, n_jobs=n_jobs, splits=modes)
+    """Which corpus molecules to keep (not held out by any task) and the summary."""
     union = set().union(*heldout.values()) if heldout else set()
     keep = np.fromiter((c not in union for c in canon), dtype=bool, count=len(canon))
     present = {c for c, k in zip(canon, keep, strict=True) if not k}
@@ -158,6 +155,13 @@ def prepare_corpus(
 
     if settings.descriptors is not None:
         _check_descriptor_kind(settings.descriptors)  # before the long canonicalisation
+    if settings.hygiene:
+        # the benchmark files are located (or downloaded) before the long canonicalisation,
+        # so a missing one fails in seconds, not after minutes of RDKit work
+        from exlm_chem.data.hygiene import benchmark_heldout_molecules, runner_split_modes
+
+        modes = runner_split_modes(settings.split_seeds)
+        heldout = benchmark_heldout_molecules(settings.tasks, n_jobs=n_jobs, splits=modes)
     tokenizer = SmilesTokenizer()
     sources, smiles = [], []
     for path in files:
@@ -167,7 +171,7 @@ def prepare_corpus(
     canon, counts = _deduplicate(smiles, n_jobs)
     hygiene_summary: dict[str, Any] = {"enabled": settings.hygiene}
     if settings.hygiene:
-        keep, details = _hygiene(canon, settings.tasks, settings.split_seeds, n_jobs)
+        keep, details = _hygiene(canon, heldout, modes)
         canon = [c for c, k in zip(canon, keep, strict=True) if k]
         hygiene_summary.update(details, removed=int((~keep).sum()))
     # the models read canonical SMILES everywhere, so the corpus holds that form

@@ -154,6 +154,25 @@ def test_preparation_differences_name_what_another_preparation_would_change(prep
         preparation_differences(tmp_path, [source[0]])
 
 
+def test_a_missing_benchmark_file_fails_before_the_corpus_is_canonicalised(source, tmp_path,
+                                                                            monkeypatch):
+    import exlm_chem.data.corpus_prepare as corpus_prepare
+    import exlm_chem.data.moleculenet as moleculenet
+
+    def missing(name, *args, **kwargs):
+        raise FileNotFoundError(f"MoleculeNet dataset {name!r} not found")
+
+    def canonicalised(*args, **kwargs):
+        raise AssertionError("the corpus was canonicalised before the benchmark files were read")
+
+    monkeypatch.setattr(moleculenet, "load_moleculenet", missing)
+    monkeypatch.setattr(corpus_prepare, "_deduplicate", canonicalised)
+    settings = PreparationSettings(valid_size=10, tasks=["bace"], split_seeds=(0,))
+    with pytest.raises(FileNotFoundError, match="'bace' not found"):
+        prepare_corpus([source[0]], tmp_path / "p", settings, n_jobs=1)
+    assert not (tmp_path / "p").exists()
+
+
 def test_cli_prepares_without_hygiene(source, tmp_path, capsys):
     from exlm_chem.cli import main
 
