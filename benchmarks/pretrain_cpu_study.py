@@ -443,10 +443,13 @@ def _plot(arms: dict[str, list], path: str) -> None:
     scores = {"mean of 5 tasks": lambda r: 100 * r["roc_auc"]["mean"],
               "mean w/o ClinTox (4)": lambda r: 100 * _without_clintox(r)}
     fig, axes = plt.subplots(2, 2, figsize=(13, 8), sharex=True)
-    # one colour per curve (the default cycle has 10, the study more arms); MLM arms square
+    # one style per curve: tab20's colours, then the same colours dashed (the study has more
+    # than 20 arms); MLM arms square
     curves = [arm for arm, rows in sorted(arms.items())
               if not arm.startswith("random-init") and not all(_is_reference(r) for r in rows)]
-    colours = dict(zip(curves, plt.get_cmap("tab20").colors, strict=False))
+    palette = plt.get_cmap("tab20").colors
+    styles = {arm: (palette[i % len(palette)], "-" if i < len(palette) else "--")
+              for i, arm in enumerate(curves)}
     for row, (label, score) in enumerate(scores.items()):
         for col, pooling in enumerate(POOLINGS):
             ax = axes[row, col]
@@ -463,17 +466,19 @@ def _plot(arms: dict[str, list], path: str) -> None:
                     ax.axhline(value, linestyle="--", linewidth=1, label=f"{arm} ({value:.1f})",
                                color="grey" if "d256" in arm else "black")
                     continue
+                colour, linestyle = styles[arm]
                 ax.plot([r["tokens_seen"] / 1e6 for r in rows], [score(r) for r in rows],
                         marker="s" if rows and rows[0].get("objective") == "mlm" else "o",
-                        color=colours.get(arm), label=arm)
+                        color=colour, linestyle=linestyle, label=arm)
             ax.set_title(f"{pooling} pooling")
             ax.set_ylabel(f"probe ROC-AUC x100, {label}")
             ax.grid(alpha=0.3)
     for ax in axes[1]:
         ax.set_xlabel("pre-training tokens seen (M)")
-    axes[0, 1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    # the legend outside the axes: inside tight_layout it would squeeze the plots
+    axes[0, 1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.savefig(path, dpi=110, bbox_inches="tight")
     print(f"curves in {path}")
 
 
