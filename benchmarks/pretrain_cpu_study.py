@@ -443,12 +443,13 @@ def _plot(arms: dict[str, list], path: str) -> None:
     scores = {"mean of 5 tasks": lambda r: 100 * r["roc_auc"]["mean"],
               "mean w/o ClinTox (4)": lambda r: 100 * _without_clintox(r)}
     fig, axes = plt.subplots(2, 2, figsize=(13, 8), sharex=True)
-    # one style per curve: tab20's colours, then the same colours dashed (the study has more
-    # than 20 arms); MLM arms square
+    # one style per curve: tab20's colours, solid, then dashed, then dotted (the study has
+    # more than 40 arms); MLM arms square
     curves = [arm for arm, rows in sorted(arms.items())
               if not arm.startswith("random-init") and not all(_is_reference(r) for r in rows)]
     palette = plt.get_cmap("tab20").colors
-    styles = {arm: (palette[i % len(palette)], "-" if i < len(palette) else "--")
+    dashes = ("-", "--", ":")
+    styles = {arm: (palette[i % len(palette)], dashes[i // len(palette) % len(dashes)])
               for i, arm in enumerate(curves)}
     for row, (label, score) in enumerate(scores.items()):
         for col, pooling in enumerate(POOLINGS):
