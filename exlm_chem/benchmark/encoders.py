@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from exlm_chem.benchmark.records import PROTOCOL_VERSION, Budget, MethodOutput
-from exlm_chem.benchmark.tasks import TaskData
+from exlm_chem.benchmark.tasks import TaskData, held_out_valid, task_type
 from exlm_chem.files.checksums import file_sha256
 from exlm_chem.files.safe_write import atomic_path
 from exlm_chem.model.pooling import DEFAULT_POOLING
@@ -40,16 +40,6 @@ MODES = ("probe", "finetune", "estimator")
 POOLING = DEFAULT_POOLING
 MAX_LENGTH = 256  # tokens per molecule including BOS/EOS before expansion
 PROBE_C = 1.0  # inverse L2 strength of the probe's logistic regressions
-
-
-def task_type(task: str) -> str:
-    """"classification" or "regression" for a registry name (others: classification)."""
-    from exlm_chem.data.moleculenet import get_spec
-
-    try:
-        return get_spec(task).task_type
-    except ValueError:
-        return "classification"
 
 
 def checkpoint_id(path: str | os.PathLike[str]) -> str:
@@ -300,7 +290,8 @@ class EncoderMethod:
 
     def _estimator(self, data: TaskData, seed: int, budget: Budget,
                    progress: bool) -> MethodOutput:
-        """The scikit-learn estimator with its defaults on train + valid; test scored.
+        """The scikit-learn estimator with its defaults on train + valid (a held-out valid
+        part: train alone, valid predicted); test scored.
 
         Labels go in as a 2-D y (NaN = missing) for every task, so a single-task set is
         one column too; descriptors are the estimator's own ``features=``.
@@ -309,16 +300,22 @@ class EncoderMethod:
 
         est = _default_estimator(data.task_type, self.path, seed, budget, self.device,
                                  self.features, progress)
-        rows = np.concatenate([data.train, data.valid])  # the estimator holds out its own
+        # the estimator holds out its own share of what it is given
+        rows = data.train if data.held_out_valid else np.concatenate([data.train, data.valid])
         est.fit([data.smiles[i] for i in rows], data.labels[rows])
-        test = [data.smiles[i] for i in data.test]
-        outputs = (est.predict(test) if data.task_type == "regression"
-                   else est.predict_proba(test)).astype(np.float64)  # [n_test, T]
-        return MethodOutput(outputs, epochs=len(est.history_), best_epoch=est.best_epoch_,
-                            stopped_early=est.stopped_early_,
+
+        def predict(part: np.ndarray) -> np.ndarray:  # [len(part), T]
+            smiles = [data.smiles[i] for i in part]
+            return (est.predict(smiles) if data.task_type == "regression"
+                    else est.predict_proba(smiles)).astype(np.float64)
+
+        valid = predict(data.valid) if data.held_out_valid and len(data.valid) else None
+        return MethodOutput(predict(data.test), epochs=len(est.history_),
+                            best_epoch=est.best_epoch_, stopped_early=est.stopped_early_,
                             settings={**estimator_settings(data.name, budget),
                                       "selection": est.selection_metric_,
-                                      **feature_settings(self._kinds(data.name))})
+                                      **feature_settings(self._kinds(data.name))},
+                            valid_scores=valid)
 
 
 def _default_estimator(kind: str, path: Path, seed: int, budget: Budget, device: str,
@@ -344,5 +341,6 @@ def estimator_settings(task: str, budget: Budget) -> dict[str, Any]:
     est = _default_estimator(task_type(task), Path("."), 0, budget, "cpu", ())
     skip = {"pretrained", "random_state", "device", "progress", "features", "n_jobs",
             "max_minutes"}
-    return {"estimator": type(est).__name__, "fit_rows": "train + valid",
+    return {"estimator": type(est).__name__,
+            "fit_rows": "train" if held_out_valid(task) else "train + valid",
             **{k: v for k, v in est.get_params().items() if k not in skip}}

@@ -181,18 +181,18 @@ def _chemprop_protocol(task: str, budget: Budget,
 
 def _rf_protocol(task: str, budget: Budget, features: str = "ecfp4") -> tuple[None, dict]:
     from exlm_chem.benchmark.rf import RandomForestSettings, rf_settings
-    from exlm_chem.data.moleculenet import get_spec
+    from exlm_chem.benchmark.tasks import task_type
 
-    settings = rf_settings(RandomForestSettings(), get_spec(task).task_type, features)
+    settings = rf_settings(RandomForestSettings(), task_type(task), features)
     settings.pop("n_jobs")  # parallelism does not change the forest
     return None, settings
 
 
 def _gbt_protocol(task: str, budget: Budget) -> tuple[None, dict]:
     from exlm_chem.benchmark.rf import gbt_settings
-    from exlm_chem.data.moleculenet import get_spec
+    from exlm_chem.benchmark.tasks import task_type
 
-    return None, gbt_settings(get_spec(task).task_type)
+    return None, gbt_settings(task_type(task))
 
 
 def _attentivefp_protocol(task: str, budget: Budget) -> tuple[None, dict]:

@@ -101,6 +101,11 @@ class CellRecord(NamedTuple):
     # over tasks of the test coverage and width (2q); None: no validation predictions
     interval_coverage: float | None = None
     interval_width: float | None = None
+    # suites with their own metric (TDC ADMET): its name, its value on the test part and on
+    # the held-out valid part (None: no validation predictions)
+    metric: str | None = None
+    score: float | None = None
+    valid_score: float | None = None
 
     def key(self) -> tuple:
         return cell_key(self.method, self.model, self.mode, self.task, self.seed, self.split,

@@ -127,14 +127,15 @@ def gbt_settings(task_type: str) -> dict:
 
 def _per_task(data: TaskData, x_all: np.ndarray, make: Callable[[bool, int], Any], seed: int,
               progress: str | bool) -> tuple[np.ndarray, np.ndarray | None]:
-    """(test scores, valid scores of a regression task) of one model per task, each fitted
-    on the training rows labelled for it; a classification task whose labelled training
-    rows hold one class gets NaN (the runner skips it)."""
+    """(test scores, valid scores of a regression task or a held-out valid part) of one
+    model per task, each fitted on the training rows labelled for it; a classification
+    task whose labelled training rows hold one class gets NaN (the runner skips it)."""
     regression = data.task_type == "regression"
     x_train, x_valid, x_test = x_all[data.train], x_all[data.valid], x_all[data.test]
     n_tasks = data.labels.shape[1]
     scores = np.full((len(data.test), n_tasks), np.nan)
-    valid_scores = np.full((len(data.valid), n_tasks), np.nan) if regression else None
+    with_valid = regression or data.held_out_valid
+    valid_scores = np.full((len(data.valid), n_tasks), np.nan) if with_valid else None
     tasks = range(n_tasks)
     if progress:
         from tqdm.auto import tqdm
@@ -156,6 +157,8 @@ def _per_task(data: TaskData, x_all: np.ndarray, make: Callable[[bool, int], Any
             continue
         model.fit(x_train[labelled], y[labelled].astype(int))
         scores[:, t] = model.predict_proba(x_test)[:, 1]
+        if with_valid and len(data.valid):
+            valid_scores[:, t] = model.predict_proba(x_valid)[:, 1]
     return scores, valid_scores
 
 

@@ -30,6 +30,7 @@ from exlm_chem.benchmark.records import (
 )
 from exlm_chem.benchmark.scoring import score_cell, score_intervals, score_regression
 from exlm_chem.benchmark.tasks import TaskData, load_task, task_sha256
+from exlm_chem.benchmark.tdc import score_tdc
 from exlm_chem.data.split_modes import split_depends_on_seed
 from exlm_chem.uncertainty.scores import calibration_scores
 
@@ -133,6 +134,9 @@ def run_cell(cell: Cell, data: TaskData, split: str, budget: Budget, commit: str
         roc, prc, per_task = score_cell(data, output)
         calibration = calibration_scores(data.labels[data.test], output.test_scores)
         extra = {"brier": calibration.brier, "ece": calibration.ece}
+    if data.metric:
+        tdc = score_tdc(data, output.test_scores, output.valid_scores)
+        extra.update(metric=tdc.metric, score=tdc.test, valid_score=tdc.valid)
     return CellRecord(
         method=spec.method, label=spec.label, model=spec.model, mode=spec.mode,
         task=cell.task, seed=int(cell.seed), split=split, roc_auc=roc, prc_auc=prc,
@@ -150,7 +154,10 @@ def run_cell(cell: Cell, data: TaskData, split: str, budget: Budget, commit: str
 
 
 def describe(record: CellRecord) -> str:
-    if record.task_type == "regression":
+    if record.metric:
+        valid = "" if record.valid_score is None else f" (valid {record.valid_score:.4f})"
+        scores = f"{record.metric} {record.score:.4f}{valid}"
+    elif record.task_type == "regression":
         scores = f"RMSE {record.rmse:.4f}, MAE {record.mae:.4f}"
     else:
         scores = f"ROC-AUC {record.roc_auc:.4f}, PRC-AUC {record.prc_auc:.4f}"

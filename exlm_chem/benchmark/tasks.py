@@ -22,6 +22,12 @@ class TaskData(NamedTuple):
     test: np.ndarray
     data_sha256: str = ""  # sha256 of the data file's content (the data revision)
     task_type: str = "classification"  # "classification" | "regression"
+    # a suite's own metric ("mae" | "spearman" | "roc_auc" | "prc_auc", TDC's); "": the
+    # MoleculeNet scores (ROC-AUC, PRC-AUC; RMSE, MAE)
+    metric: str = ""
+    # True: ``valid`` is a held-out part that methods score and never fit on (TDC's
+    # protocol); False: estimators fit on train + valid and hold out their own share
+    held_out_valid: bool = False
 
 
 #: How encoders are fed a task's molecules: RDKit canonical SMILES, the form of the
@@ -41,6 +47,28 @@ def with_canonical_smiles(data: TaskData) -> TaskData:
         raise ValueError(f"{data.name}: rows {failed[:10]} passed the loader but RDKit "
                          "cannot write their canonical SMILES")
     return data._replace(smiles=canonical)
+
+
+def task_type(task: str) -> str:
+    """"classification" or "regression" for a MoleculeNet or TDC ADMET task name (other
+    names: classification)."""
+    from exlm_chem.data.moleculenet import get_spec
+    from exlm_chem.data.tdc_admet import TDC_ADMET_TASKS
+
+    if task in TDC_ADMET_TASKS:
+        return TDC_ADMET_TASKS[task].task_type
+    try:
+        return get_spec(task).task_type
+    except ValueError:
+        return "classification"
+
+
+def held_out_valid(task: str) -> bool:
+    """Whether the task's valid part is held out from every fit (:attr:`TaskData.
+    held_out_valid`): true of the TDC ADMET tasks."""
+    from exlm_chem.data.tdc_admet import TDC_ADMET_TASKS
+
+    return task in TDC_ADMET_TASKS
 
 
 def task_sha256(name: str, path: str | os.PathLike[str] | None = None) -> str:

@@ -37,21 +37,33 @@ def parse_budget(text: str):
     return Budget(**values)
 
 
+SUITES = ("moleculenet", "tdc-admet")
+
+
 class BenchmarkCommand(Subcommand):
     name = "benchmark"
-    help = "MoleculeNet benchmark: methods x tasks x seeds, resumable, report with plot"
+    help = ("MoleculeNet or TDC ADMET benchmark: methods x tasks x seeds, resumable, "
+            "report with plot")
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
         from exlm_chem.benchmark.methods import METHODS
         from exlm_chem.data.split_modes import SPLITS
 
+        parser.add_argument("--suite", choices=SUITES, default="moleculenet",
+                            help="moleculenet: the paper's tasks and split; tdc-admet: the 22 "
+                                 "tasks of TDC's ADMET benchmark group, TDC's seeds (1-5), "
+                                 "test parts and metrics, the report placing each row among "
+                                 "the published leaderboard entries")
         parser.add_argument("--tasks", nargs="+", default=["all"],
-                            help="dataset names, 'all' (the 7 classification sets) or "
-                                 "'regression' (esol freesolv lipo: RMSE and MAE)")
-        parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2],
+                            help="dataset names, 'all' (moleculenet: the 7 classification "
+                                 "sets; tdc-admet: the 22 tasks) or 'regression' (esol "
+                                 "freesolv lipo: RMSE and MAE; tdc-admet: its 9 regression "
+                                 "tasks)")
+        parser.add_argument("--seeds", nargs="+", type=int, default=None,
                             help="one cell per seed (initialisation, batch order; the split "
-                                 "too for scaffold_balanced)")
+                                 "too for scaffold_balanced and tdc-admet); default 0 1 2, "
+                                 "tdc-admet 1 2 3 4 5")
         parser.add_argument("--model", default="default",
                             help="ExLM checkpoint directory ('default': the shipped one)")
         parser.add_argument("--twin", default=None,
@@ -68,17 +80,23 @@ class BenchmarkCommand(Subcommand):
                                  "counts + RDKit 2D)")
         parser.add_argument("--mode", choices=("finetune", "probe"), default="finetune",
                             help="how encoders are evaluated (baselines always train)")
-        parser.add_argument("--split", choices=SPLITS, default="scaffold")
+        parser.add_argument("--split", choices=SPLITS, default=None,
+                            help="moleculenet only (default scaffold); tdc-admet re-splits "
+                                 "train_val by scaffold per seed (0.875 / 0.125)")
         parser.add_argument("--budget", default="none",
                             help="per trained cell, e.g. 'epochs=10,minutes=5' (default: "
                                  "the paper's epochs, no time limit)")
         parser.add_argument("--out", required=True, help="results folder (resumes if it exists)")
         parser.add_argument("--data", default=None,
-                            help="MoleculeNet folder (default: $EXLM_CHEM_DATA, data/, cache)")
+                            help="MoleculeNet folder, or for tdc-admet admet_group.zip or its "
+                                 "folder (default: $EXLM_CHEM_DATA, data/, cache)")
         parser.add_argument("--device", default="auto", help="for the encoders: auto, cpu, cuda")
         add_threads_option(parser)
         parser.add_argument("--report-only", action="store_true",
                             help="only rebuild the report from the results file")
+        parser.add_argument("--merge", nargs="+", default=[], metavar="FOLDER",
+                            help="more results folders whose records join the report (runs "
+                                 "split over processes, each with its own --out)")
         parser.add_argument("--no-progress", action="store_true",
                             help="log one line per cell instead of progress bars")
 
@@ -88,31 +106,59 @@ class BenchmarkCommand(Subcommand):
         from pathlib import Path
 
         from exlm_chem.benchmark.records import RESULTS_FILE, ResultsFile
-        from exlm_chem.data.moleculenet import dataset_names, regression_names
 
-        groups = {"all": list(dataset_names()), "regression": list(regression_names())}
-        tasks = [n for t in args.tasks for n in groups.get(t.lower(), [t.lower()])]
-        known = dataset_names() + regression_names()
-        unknown = sorted(set(tasks) - set(known))
-        if unknown:
-            raise ValueError(f"unknown task(s) {unknown}; choose from {list(known)}")
+        tdc = args.suite == "tdc-admet"
+        if tdc and args.split is not None:
+            raise ValueError("--split is for the moleculenet suite; tdc-admet re-splits "
+                             "train_val by scaffold for each seed, as TDC does")
+        if args.seeds is None:
+            from exlm_chem.benchmark.tdc import TDC_SEEDS
+
+            args.seeds = list(TDC_SEEDS) if tdc else [0, 1, 2]
         if any(seed < 0 for seed in args.seeds):
             raise ValueError(f"--seeds must be non-negative, got {args.seeds}")
+        tasks = cls._tasks(args.tasks, tdc)
         budget = parse_budget(args.budget)
         out = Path(args.out)
         command = "exlm-chem " + shlex.join(sys.argv[1:]) if sys.argv[0].endswith(
             "exlm-chem") else None
         if not args.report_only:
             cls._run_cells(args, tasks, budget, out)
-        from exlm_chem.benchmark.report import markdown_report, write_report
-
-        records = ResultsFile(out / RESULTS_FILE).latest()  # reruns supersede older records
+        records = [r for folder in [out, *map(Path, args.merge)]
+                   # reruns supersede older records
+                   for r in ResultsFile(folder / RESULTS_FILE).latest()]
         if not records:
             raise ValueError(f"no results in {out / RESULTS_FILE}")
+        if tdc:
+            from exlm_chem.benchmark.report_tdc import markdown_report, write_report
+        else:
+            from exlm_chem.benchmark.report import markdown_report, write_report
         paths = write_report(records, out, command=command)
         print(markdown_report(records, command=command))
         print("report: " + ", ".join(str(p) for p in paths.values()))
         return 0
+
+    @staticmethod
+    def _tasks(names: list[str], tdc: bool) -> list[str]:
+        """Task names with 'all' and 'regression' expanded; an unknown name is an error
+        listing the suite's tasks."""
+        if tdc:
+            from exlm_chem.data.tdc_admet import TDC_ADMET_TASKS
+
+            known = tuple(TDC_ADMET_TASKS)
+            groups = {"all": list(known),
+                      "regression": [n for n, s in TDC_ADMET_TASKS.items()
+                                     if s.task_type == "regression"]}
+        else:
+            from exlm_chem.data.moleculenet import dataset_names, regression_names
+
+            known = dataset_names() + regression_names()
+            groups = {"all": list(dataset_names()), "regression": list(regression_names())}
+        tasks = [n for t in names for n in groups.get(t.lower(), [t.lower()])]
+        unknown = sorted(set(tasks) - set(known))
+        if unknown:
+            raise ValueError(f"unknown task(s) {unknown}; choose from {list(known)}")
+        return tasks
 
     @classmethod
     def _run_cells(cls, args: argparse.Namespace, tasks: list[str], budget, out) -> None:
@@ -129,5 +175,11 @@ class BenchmarkCommand(Subcommand):
                                 cache_dir=out / "embeddings", device=args.device,
                                 budget=budget, feature_cache=out / "features",
                                 chemprop_state=out / "chemprop_state")
-        run_benchmark(methods, tasks, args.seeds, args.split, budget, out,
-                      data_path=args.data, progress=not args.no_progress)
+        if args.suite == "tdc-admet":
+            from exlm_chem.benchmark.tdc import TDC_SPLIT, TDCSource
+
+            run_benchmark(methods, tasks, args.seeds, TDC_SPLIT, budget, out,
+                          progress=not args.no_progress, source=TDCSource(args.data))
+        else:
+            run_benchmark(methods, tasks, args.seeds, args.split or "scaffold", budget, out,
+                          data_path=args.data, progress=not args.no_progress)

@@ -16,9 +16,14 @@ from exlm_chem.data.splits import SplitIndices, scaffold_balanced_split, scaffol
 SPLITS = ("scaffold", "deepchem_scaffold", "scaffold_balanced")
 
 
+#: Splits drawn anew for each seed: scaffold_balanced, and tdc_scaffold (the TDC ADMET
+#: group's per-seed re-split of train_val, :mod:`exlm_chem.benchmark.tdc`).
+SEEDED_SPLITS = ("scaffold_balanced", "tdc_scaffold")
+
+
 def split_depends_on_seed(split: str) -> bool:
     """Whether ``split`` moves with its seed (the scaffold splits are deterministic)."""
-    return split == "scaffold_balanced"
+    return split in SEEDED_SPLITS
 
 
 def check_split(split: str) -> str:

@@ -1,0 +1,119 @@
+"""The TDC ADMET benchmark group as a benchmark suite: its tasks as :class:`TaskData` and
+its metrics.
+
+TDC's protocol, as its leaderboard runs it: for each seed (1-5) ``train_val`` is re-split
+by scaffold into train and valid (0.875 / 0.125, drawn with the seed), the model is fitted
+with those, predicts the fixed test part, and the task's metric is averaged over the seeds
+(mean and population sd). Here the re-split is the package's seeded balanced scaffold split
+(:func:`~exlm_chem.data.splits.scaffold_balanced_split`, the algorithm of TDC's
+``create_scaffold_split`` for two parts: scaffold groups in a seeded order fill train, then
+valid). Every method fits on train alone; the valid part is a held-out part scored beside
+the test part, so that defaults can be chosen on validation figures without reading a test
+figure (:attr:`TaskData.held_out_valid`).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import NamedTuple
+
+import numpy as np
+
+from exlm_chem.benchmark.tasks import TaskData
+
+#: The name cells record as their split.
+TDC_SPLIT = "tdc_scaffold"
+#: TDC's seeds.
+TDC_SEEDS = (1, 2, 3, 4, 5)
+TRAIN_FRACTION = 0.875
+
+METRIC_TITLES = {"mae": "MAE", "spearman": "Spearman", "roc_auc": "AUROC",
+                 "prc_auc": "AUPRC"}
+
+
+def tdc_metric(metric: str, truth: np.ndarray, predicted: np.ndarray) -> float:
+    """The task's leaderboard metric as TDC computes it (``tdc.Evaluator``): MAE,
+    Spearman's rho, ROC-AUC, or average precision for "AUPRC".
+
+    ``truth`` and ``predicted`` are [n] arrays. A NaN prediction is an error: TDC's
+    metrics have no score for a missing prediction, and every TDC molecule is valid.
+    """
+    truth = np.asarray(truth, dtype=np.float64).ravel()
+    predicted = np.asarray(predicted, dtype=np.float64).ravel()
+    if truth.shape != predicted.shape:
+        raise ValueError(f"truth {truth.shape} and predictions {predicted.shape} differ")
+    if np.isnan(predicted).any():
+        raise ValueError(f"{int(np.isnan(predicted).sum())} predictions are NaN")
+    if metric == "mae":
+        return float(np.mean(np.abs(truth - predicted)))
+    if metric == "spearman":
+        from scipy.stats import spearmanr
+
+        return float(spearmanr(truth, predicted).statistic)
+    from sklearn.metrics import average_precision_score, roc_auc_score
+
+    if metric == "roc_auc":
+        return float(roc_auc_score(truth, predicted))
+    if metric == "prc_auc":
+        return float(average_precision_score(truth, predicted))
+    raise ValueError(f"unknown TDC metric {metric!r}; choose from {list(METRIC_TITLES)}")
+
+
+class TDCSource(NamedTuple):
+    """Cells' data from the TDC ADMET group file (``path``: as ``--data``: the zip, its
+    folder, or None for the loader's search order)."""
+
+    path: str | os.PathLike[str] | None = None
+
+    def sha256(self, task: str) -> str:
+        from exlm_chem.data.tdc_admet import tdc_admet_sha256
+
+        return tdc_admet_sha256(self.path)
+
+    def load(self, task: str, split: str, seed: int) -> TaskData:
+        return load_tdc_task(task, seed, self.path)
+
+
+def load_tdc_task(name: str, seed: int,
+                  path: str | os.PathLike[str] | None = None) -> TaskData:
+    """One TDC task for one seed: ``train_val`` re-split by scaffold into train and valid,
+    the fixed test part after it (rows ``n_train_val ...``), labels as TDC gives them."""
+    from exlm_chem.data.rdkit_reasons import canonical_or_failure
+    from exlm_chem.data.splits import scaffold_balanced_split
+    from exlm_chem.data.tdc_admet import load_tdc_admet
+
+    task = load_tdc_admet(name, path=path)
+    smiles = task.train_val.smiles + task.test.smiles
+    bad = [(i, why) for i, s in enumerate(smiles)
+           for canonical, why in [canonical_or_failure(s)] if canonical is None]
+    if bad:  # TDC's files parse with RDKit: a failure is a changed RDKit or file
+        raise ValueError(f"{name}: RDKit cannot read rows {bad[:5]}")
+    n = len(task.train_val.smiles)
+    parts = scaffold_balanced_split(task.train_val.smiles,
+                                    (TRAIN_FRACTION, 1.0 - TRAIN_FRACTION, 0.0), seed=seed)
+    # groups that fit neither part are valid's: TDC's two-part split has no third part
+    valid = np.sort(np.concatenate([parts.valid, parts.test])).astype(np.int64)
+    labels = np.concatenate([task.train_val.y, task.test.y])[:, None]  # [N, 1]
+    return TaskData(name, smiles, labels, np.sort(parts.train).astype(np.int64), valid,
+                    np.arange(n, len(smiles), dtype=np.int64), task.sha256,
+                    task.spec.task_type, metric=task.spec.metric, held_out_valid=True)
+
+
+class TDCScores(NamedTuple):
+    """A cell's leaderboard metric on the test part and on the held-out valid part."""
+
+    metric: str
+    test: float
+    valid: float | None  # None: the method returned no validation predictions
+
+
+def score_tdc(data: TaskData, test_scores: np.ndarray,
+              valid_scores: np.ndarray | None) -> TDCScores:
+    """The task's metric on the test rows (and on the valid rows, where predicted)."""
+    test = tdc_metric(data.metric, data.labels[data.test, 0],
+                      np.asarray(test_scores)[:, 0])
+    valid = None
+    if valid_scores is not None and len(data.valid):
+        valid = tdc_metric(data.metric, data.labels[data.valid, 0],
+                           np.asarray(valid_scores)[:, 0])
+    return TDCScores(data.metric, test, valid)
