@@ -108,18 +108,27 @@ class EncoderMethod:
     feature_cache : path, optional
         Where their raw values are kept between cells and runs (probe and fine-tune modes;
         the estimator computes its own ``features=``).
+    params : dict, optional
+        Estimator mode: parameters set on the estimator beside its defaults (a lever
+        measured as an option, e.g. ``{"target_transform": "auto"}``, or
+        ``{"pretrained": None}``: the same estimator from random weights).
     """
 
     def __init__(self, path: str | os.PathLike[str], mode: str,
                  cache_dir: str | os.PathLike[str] | None = None, device: str = "auto",
                  features: tuple[str, ...] = (),
-                 feature_cache: str | os.PathLike[str] | None = None) -> None:
+                 feature_cache: str | os.PathLike[str] | None = None,
+                 params: dict[str, Any] | None = None) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         self.path = Path(path)
         self.mode = mode
         self.features = tuple(features)
         self.feature_cache = feature_cache
+        self.params = dict(params or {})
+        if self.params and mode != "estimator":
+            raise ValueError(f"estimator parameters {sorted(self.params)} need the estimator "
+                             f"mode, not {mode!r}")
         self.model_id = checkpoint_id(self.path)
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self.device = device
@@ -162,7 +171,7 @@ class EncoderMethod:
         if self.mode == "probe":
             settings = probe_settings(task_type(task))
         elif self.mode == "estimator":
-            settings = estimator_settings(task, budget)
+            settings = estimator_settings(task, budget, self.params)
         else:
             settings = dataclasses.asdict(cell_finetune_settings(task, budget))
         return self.inputs, {**settings, **feature_settings(self._kinds(task))}
@@ -299,7 +308,7 @@ class EncoderMethod:
         from exlm_chem.benchmark.features import feature_settings
 
         est = _default_estimator(data.task_type, self.path, seed, budget, self.device,
-                                 self.features, progress)
+                                 self.features, progress, self.params)
         # the estimator holds out its own share of what it is given
         rows = data.train if data.held_out_valid else np.concatenate([data.train, data.valid])
         est.fit([data.smiles[i] for i in rows], data.labels[rows])
@@ -312,19 +321,21 @@ class EncoderMethod:
         valid = predict(data.valid) if data.held_out_valid and len(data.valid) else None
         return MethodOutput(predict(data.test), epochs=len(est.history_),
                             best_epoch=est.best_epoch_, stopped_early=est.stopped_early_,
-                            settings={**estimator_settings(data.name, budget),
+                            settings={**estimator_settings(data.name, budget, self.params),
                                       "selection": est.selection_metric_,
                                       **feature_settings(self._kinds(data.name))},
                             valid_scores=valid)
 
 
 def _default_estimator(kind: str, path: Path, seed: int, budget: Budget, device: str,
-                       features: tuple[str, ...], progress: bool = False) -> Any:
+                       features: tuple[str, ...], progress: bool = False,
+                       params: dict[str, Any] | None = None) -> Any:
     """An estimator with its default settings, from ``path``, capped by ``budget``;
-    ``features`` empty: its own (``"auto"``)."""
+    ``features`` empty: its own (``"auto"``); ``params`` set beside the defaults."""
     est = _estimator_class(kind)(str(path), random_state=seed, device=device,
                                  progress=progress, features=list(features) or "auto",
                                  max_minutes=budget.max_minutes)
+    est.set_params(**(params or {}))
     if budget.max_epochs is not None and budget.max_epochs < est.epochs:
         est.set_params(epochs=budget.max_epochs)
     return est
@@ -336,11 +347,15 @@ def _estimator_class(kind: str) -> type:
     return ExLMMoleculeRegressor if kind == "regression" else ExLMMoleculeClassifier
 
 
-def estimator_settings(task: str, budget: Budget) -> dict[str, Any]:
-    """The estimator's default settings a cell runs with (part of its key)."""
-    est = _default_estimator(task_type(task), Path("."), 0, budget, "cpu", ())
-    skip = {"pretrained", "random_state", "device", "progress", "features", "n_jobs",
-            "max_minutes"}
+def estimator_settings(task: str, budget: Budget,
+                       params: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The estimator's settings a cell runs with (part of its key): its defaults, and
+    ``params`` set beside them."""
+    est = _default_estimator(task_type(task), Path("."), 0, budget, "cpu", (), params=params)
+    skip = {"random_state", "device", "progress", "features", "n_jobs", "max_minutes"}
+    # the checkpoint is in the cell key already; only its absence (random weights) is news
+    if (params or {}).get("pretrained", "default") is not None:
+        skip.add("pretrained")
     return {"estimator": type(est).__name__,
             "fit_rows": "train" if held_out_valid(task) else "train + valid",
             **{k: v for k, v in est.get_params().items() if k not in skip}}

@@ -7,6 +7,7 @@ import os
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from exlm_chem import __version__
 from exlm_chem.benchmark.records import Budget
@@ -47,18 +48,20 @@ def _objective(path: Path) -> str:
 def encoder_spec(method: str, path: str | os.PathLike[str], mode: str,
                  cache_dir: str | os.PathLike[str] | None, device: str = "auto",
                  features: tuple[str, ...] = (),
-                 feature_cache: str | os.PathLike[str] | None = None) -> MethodSpec:
-    """A checkpoint as a row, labelled by its objective, directory name, mode and the
-    features beside it."""
+                 feature_cache: str | os.PathLike[str] | None = None,
+                 params: dict[str, Any] | None = None) -> MethodSpec:
+    """A checkpoint as a row, labelled by its objective, directory name, mode, the
+    estimator parameters set beside its defaults and the features beside it."""
     from exlm_chem.benchmark.encoders import EncoderMethod
 
     path = Path(path)
     run = EncoderMethod(path, mode, cache_dir=cache_dir, device=device, features=features,
-                        feature_cache=feature_cache)
+                        feature_cache=feature_cache, params=params)
     kind = {"exlm": "ExLM", "mlm": "MLM"}.get(_objective(path), "encoder")
     # the estimator's defaults are versioned with the package: rows of other defaults
     # stay apart in a report
     shown = f"estimator {__version__} defaults" if mode == "estimator" else mode
+    shown += "".join(f", {k}={v!r}" for k, v in (params or {}).items())
     extra = "".join(f" + {_FEATURE_TITLES[f]}" for f in features)
     return MethodSpec(method, f"{kind} {path.resolve().name} ({shown}){extra}", run.model_id,
                       mode, run, uses_budget=mode != "probe", protocol=run.protocol)
@@ -72,7 +75,8 @@ def build_methods(names: Sequence[str], model: str | os.PathLike[str] | None,
                   cache_dir: str | os.PathLike[str] | None = None,
                   device: str = "auto", budget: Budget | None = None,
                   feature_cache: str | os.PathLike[str] | None = None,
-                  chemprop_state: str | os.PathLike[str] | None = None) -> list[MethodSpec]:
+                  chemprop_state: str | os.PathLike[str] | None = None,
+                  estimator_params: dict[str, Any] | None = None) -> list[MethodSpec]:
     """Rows in the order asked; an encoder row without a checkpoint is an error.
 
     Rows that train under a budget carry it in their label ("AttentiveFP [<=3 min]"), so
@@ -81,9 +85,13 @@ def build_methods(names: Sequence[str], model: str | os.PathLike[str] | None,
     descriptor rows' raw descriptors (:mod:`exlm_chem.benchmark.features`),
     ``chemprop_state`` the chemprop rows' training state, written after every epoch so
     that a killed cell resumes (:mod:`exlm_chem.benchmark.chemprop_method`).
+    ``estimator_params`` are set on the ``exlm_defaults*`` rows' estimators beside their
+    defaults (and named in their labels); other rows refuse them.
     """
+    if estimator_params and not {"exlm_defaults", "exlm_defaults_rdkit2d"} & set(names):
+        raise ValueError("--estimator-params apply to the exlm_defaults rows only")
     specs = _specs(names, model, twin, mode, cache_dir, device, feature_cache,
-                   chemprop_state)
+                   chemprop_state, estimator_params)
     tag = budget.tag() if budget is not None else ""
     return [spec._replace(label=f"{spec.label} [{tag}]") if spec.uses_budget and tag else spec
             for spec in specs]
@@ -93,7 +101,8 @@ def _specs(names: Sequence[str], model: str | os.PathLike[str] | None,
            twin: str | os.PathLike[str] | None, mode: str,
            cache_dir: str | os.PathLike[str] | None, device: str,
            feature_cache: str | os.PathLike[str] | None = None,
-           chemprop_state: str | os.PathLike[str] | None = None) -> list[MethodSpec]:
+           chemprop_state: str | os.PathLike[str] | None = None,
+           estimator_params: dict[str, Any] | None = None) -> list[MethodSpec]:
     unknown = sorted(set(names) - set(METHODS))
     if unknown:
         raise ValueError(f"unknown method(s) {unknown}; choose from {list(METHODS)}")
@@ -108,7 +117,8 @@ def _specs(names: Sequence[str], model: str | os.PathLike[str] | None,
                                       feature_cache))
         elif name in ("exlm_defaults", "exlm_defaults_rdkit2d"):
             features = ("rdkit2d",) if name.endswith("rdkit2d") else ()
-            specs.append(encoder_spec(name, model, "estimator", cache_dir, device, features))
+            specs.append(encoder_spec(name, model, "estimator", cache_dir, device, features,
+                                      params=estimator_params))
         elif name == "twin":
             if twin is None:
                 raise ValueError("method 'twin' needs --twin (the MLM twin's checkpoint "

@@ -22,7 +22,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from exlm_chem.data.download import Revision, download_verified, read_verified
+from exlm_chem.data.download import (
+    DownloadError,
+    Revision,
+    download_verified,
+    read_verified,
+)
 from exlm_chem.errors import DataFileError
 
 __all__ = [
@@ -149,15 +154,20 @@ def find_admet_group(path: str | os.PathLike[str] | None = None,
         if candidate.is_file():
             return candidate
     dest = _cache_dir() / FILENAME
-    if download and path is None:
-        download_verified(ADMET_GROUP_URL, dest, REVISIONS, what="TDC ADMET group")
-        return dest
     searched = "\n".join(f"  {c}  ({origin})" for c, origin in candidates)
-    raise FileNotFoundError(
-        f"TDC ADMET group file {FILENAME} not found. Searched, in order:\n{searched}\n"
-        f"Fetch it from {ADMET_GROUP_URL} (md5 {REVISIONS[0].md5_file}), e.g.\n"
-        f"  curl -L --create-dirs -o {dest} {ADMET_GROUP_URL}\n"
-        "or pass path= (the zip or its folder).")
+    message = (f"TDC ADMET group file {FILENAME} not found. Searched, in order:\n"
+               f"{searched}\n{{why}}Fetch it from {ADMET_GROUP_URL} (md5 "
+               f"{REVISIONS[0].md5_file}), e.g.\n"
+               f"  curl -L --create-dirs -o {dest} {ADMET_GROUP_URL}\n"
+               "or pass path= (the zip or its folder).")
+    if not (download and path is None):
+        raise FileNotFoundError(message.format(why=""))
+    try:
+        download_verified(ADMET_GROUP_URL, dest, REVISIONS, what="TDC ADMET group")
+    except DownloadError as error:
+        raise FileNotFoundError(message.format(why=f"The download failed: {error}\n")
+                                ) from None
+    return dest
 
 
 _ARCHIVES: dict[Path, tuple[float, bytes, str, str]] = {}  # path -> (mtime, content, sha, rev)

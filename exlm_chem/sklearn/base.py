@@ -49,6 +49,12 @@ from exlm_chem.sklearn.inputs import (
     default_column_names,
     smiles_and_columns,
 )
+from exlm_chem.sklearn.target_transform import (
+    check_target_transform,
+    choose_log,
+    forward,
+    inverse,
+)
 from exlm_chem.uncertainty.calibration import fit_calibrator, logit
 from exlm_chem.uncertainty.conformal import conformity_scores
 from exlm_chem.uncertainty.ensemble import Spread, bootstrap_rows, combine, member_seeds
@@ -145,6 +151,7 @@ class ExLMEstimatorBase(BaseEstimator):
         tree_forest: bool | None = None,
         head_first: bool = True,
         train_layers: int | None = 3,
+        target_transform: str | None = None,
     ) -> None:
         self.pretrained = pretrained
         self.preset = preset
@@ -177,6 +184,7 @@ class ExLMEstimatorBase(BaseEstimator):
         self.tree_forest = tree_forest
         self.head_first = head_first
         self.train_layers = train_layers
+        self.target_transform = target_transform
 
     # ---- what the subclasses define -------------------------------------------------------
     def _targets(self, y: Any, n: int) -> Targets:
@@ -233,6 +241,10 @@ class ExLMEstimatorBase(BaseEstimator):
             problems.append(f"train_layers must be None or an integer >= 1, got "
                             f"{self.train_layers!r}")
         problems += uncertainty_problems(self, self._task)
+        try:
+            check_target_transform(self.target_transform, self._task)
+        except ValueError as err:
+            problems.append(str(err))
         if problems:  # every problem at once, not one per attempt
             raise ValueError("; ".join(problems))
         return settings
@@ -290,7 +302,11 @@ class ExLMEstimatorBase(BaseEstimator):
             warnings.warn(f"{int((~checked.valid).sum())} invalid SMILES left out of training "
                           "(rows marked in fit_invalid_mask_)", UserWarning, stacklevel=2)
         rows, canonical = checked.rows, checked.valid_smiles
-        labels = targets.labels[rows]
+        # every member and tree learns the transformed targets; outputs come back on y's
+        # scale (_spread_scale)
+        target_log = choose_log(targets.labels[rows], self.target_transform,
+                                targets.task_names)
+        labels = forward(targets.labels[rows], target_log)
 
         # held-out molecules: they choose the best epoch and fit calibration / intervals
         seed, train_rows, valid_rows = held_out_split(len(canonical), self.random_state,
@@ -333,6 +349,7 @@ class ExLMEstimatorBase(BaseEstimator):
         # what fit learned
         first = members[0][1]
         self._set_targets(targets)
+        self.target_log_ = target_log
         self.n_tasks_ = labels.shape[1]
         self.multitask_ = targets.multitask
         self.task_names_ = targets.task_names
@@ -414,8 +431,9 @@ class ExLMEstimatorBase(BaseEstimator):
             if self.tree_weight is None and trees is not None:
                 self.tree_weight_ = held_out_tree_weight(samples.mean(axis=(0, 1)), trees,
                                                          valid.labels)
-            values = self._aggregate(samples, trees)
-            self.conformity_scores_ = conformity_scores(valid.labels, values)  # [n, T] above
+            values = self._aggregate(samples, trees)  # on y's scale
+            self.conformity_scores_ = conformity_scores(inverse(valid.labels, self.target_log_),
+                                                        values)  # [n, T] above
         elif self.calibrate is not None:
             proba = self._combined(self._samples(valid.smiles, valid.features), trees)
             self.calibrator_ = fit_calibrator(self.calibrate, valid.labels, proba)  # [n, T]
@@ -489,9 +507,10 @@ class ExLMEstimatorBase(BaseEstimator):
         return samples, trees.decision(smiles, 2 * self.batch_size, self.n_jobs)
 
     def _spread_scale(self, samples: np.ndarray) -> np.ndarray:
-        """Samples on the scale their spread is reported in: probabilities, values."""
+        """Samples on the scale their spread is reported in: probabilities, values (on y's
+        scale: undoing ``target_transform``)."""
         if self._task == "regression":
-            return samples
+            return inverse(samples, getattr(self, "target_log_", None))
         from scipy.special import expit
 
         return expit(samples)

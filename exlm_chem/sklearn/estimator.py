@@ -120,6 +120,12 @@ _PARAMETERS = """
         Fine-tune only the top ``train_layers`` encoder blocks (and the head); the token
         embedding and the blocks below keep their pre-trained weights and backward passes
         stop above them (an encoder of fewer blocks is fine-tuned whole). None: every block.
+    target_transform : {None, "log", "auto"}, default None
+        Regressor only. ``"log"``: every member and tree is fitted on the natural log of
+        ``y`` (all values must be positive); ``"auto"``: only tasks whose values are all
+        positive and skewed (skewness above 1, reduced by the log: half-lives, volumes of
+        distribution, clearances), each choice logged at INFO and kept in
+        ``target_log_``. Predictions, intervals and ``score`` are on ``y``'s own scale.
 """
 
 _ATTRIBUTES = """
@@ -161,6 +167,8 @@ _ATTRIBUTES = """
         The ``features`` the head reads: kinds, column names and the fitted scaler.
     tree_weight_ : float
         The tree head's weight in the average (see ``tree_weight``).
+    target_log_ : ndarray of bool [n_tasks]
+        Regressor: the tasks fitted on log(y) (``target_transform``).
     tree_head_ : FrozenTrees or None
         The tree head (``tree_head=True``): the pre-trained encoder, the scaled features,
         the trees and the forest of ``tree_forest`` (:mod:`exlm_chem.model.frozen_trees`).
@@ -284,6 +292,12 @@ class ExLMMoleculeRegressor(RegressorMixin, ExLMEstimatorBase):
 
     def _targets(self, y: Any, n: int) -> Targets:
         return regression_targets(y, n)
+
+    def _fitted_metadata(self) -> dict[str, Any]:
+        return {"target_log_": self.target_log_.tolist()}
+
+    def _restore_metadata(self, fitted: dict[str, Any]) -> None:
+        self.target_log_ = np.asarray(fitted["target_log_"], dtype=bool)
 
     def predict(self, X: Any, on_invalid: str = "nan") -> np.ndarray:
         """Predicted values: [N] or [N, n_tasks]; NaN rows for invalid SMILES."""
