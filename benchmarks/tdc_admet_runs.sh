@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The TDC ADMET rows of benchmarks/results/tdc_admet, in the order a CPU-hour buys most:
+# small tasks before large ones, the lever comparisons before the rows they decide.
+# Usage: bash benchmarks/tdc_admet_runs.sh LANE   (LANE 1 or 2: two processes, one thread
+# each; run both lanes at once on a 2-core machine). Every command resumes: cells already
+# in a records folder are skipped, so rerunning a lane continues where it stopped.
+# Then: bash benchmarks/tdc_admet_runs.sh report
+set -euo pipefail
+cd "$(dirname "$0")/.."
+: "${EXLM_CHEM_DATA:=$(cd .. && pwd)/shared/data/moleculenet}"
+export EXLM_CHEM_DATA
+OUT=benchmarks/results/tdc_admet
+RUN=(.venv/bin/exlm-chem benchmark --suite tdc-admet --threads 1 --no-progress)
+
+SMALL_CLS="dili hia_hou herg bioavailability_ma cyp2d6_substrate_carbonmangels
+  cyp2c9_substrate_carbonmangels cyp3a4_substrate_carbonmangels pgp_broccatelli bbb_martins"
+BIG_CLS="ames cyp2c9_veith cyp3a4_veith cyp2d6_veith"
+SKEWED="half_life_obach vdss_lombardo clearance_microsome_az clearance_hepatocyte_az"
+SMALL_REG="$SKEWED caco2_wang ppbr_az"
+BIG_REG="lipophilicity_astrazeneca ld50_zhu solubility_aqsoldb"
+# shellcheck disable=SC2086
+case "${1:-}" in
+  1)
+    "${RUN[@]}" --methods exlm_defaults --tasks $SMALL_CLS $BIG_CLS --out $OUT/records/default-cls
+    "${RUN[@]}" --methods exlm_defaults --estimator-params pretrained=None --seeds 1 2 3 \
+      --tasks $SMALL_CLS $BIG_CLS --out $OUT/records/random-cls
+    ;;
+  2)
+    # the target transform, an option first: its validation parts decide the default
+    "${RUN[@]}" --methods exlm_defaults --tasks $SKEWED --seeds 1 2 --out $OUT/records/default-reg
+    "${RUN[@]}" --methods exlm_defaults --estimator-params target_transform=auto \
+      --tasks $SKEWED --seeds 1 2 --out $OUT/records/skew-auto
+    "${RUN[@]}" --methods gbt rf_rdkit2d --seeds 1 2 3 \
+      --tasks $SMALL_CLS $SMALL_REG $BIG_CLS $BIG_REG --out $OUT/records/peers
+    "${RUN[@]}" --methods exlm_defaults --tasks $SMALL_REG $BIG_REG --out $OUT/records/default-reg
+    "${RUN[@]}" --methods exlm_defaults --estimator-params pretrained=None --seeds 1 2 3 \
+      --tasks $SMALL_REG $BIG_REG --out $OUT/records/random-reg
+    ;;
+  report)
+    "${RUN[@]}" --report-only --out $OUT --merge $OUT/records/*/
+    ;;
+  *)
+    echo "usage: bash benchmarks/tdc_admet_runs.sh 1|2|report" >&2
+    exit 2
+    ;;
+esac

@@ -1,0 +1,126 @@
+"""The TDC ADMET suite: TDC's metrics, the per-seed scaffold re-split, cells that score the
+held-out valid part beside the test part, and the report that places rows among the
+published entries."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from scipy.stats import spearmanr
+from sklearn.metrics import average_precision_score, roc_auc_score
+
+from exlm_chem.benchmark import report_tdc
+from exlm_chem.benchmark.records import Budget, MethodOutput
+from exlm_chem.benchmark.runner import MethodSpec, run_benchmark
+from exlm_chem.benchmark.tdc import TDC_SPLIT, TDCSource, load_tdc_task, tdc_metric
+
+
+def test_metrics_are_tdcs() -> None:
+    rng = np.random.default_rng(0)
+    truth = (rng.random(50) > 0.6).astype(float)
+    scores = truth * 0.3 + rng.random(50)
+    assert tdc_metric("roc_auc", truth, scores) == pytest.approx(roc_auc_score(truth, scores))
+    assert tdc_metric("prc_auc", truth, scores) == pytest.approx(
+        average_precision_score(truth, scores))
+    values = rng.lognormal(size=50)
+    noisy = values + rng.normal(size=50)
+    assert tdc_metric("spearman", values, noisy) == pytest.approx(
+        spearmanr(values, noisy).statistic)
+    assert tdc_metric("mae", values, noisy) == pytest.approx(np.mean(np.abs(values - noisy)))
+    with pytest.raises(ValueError, match="NaN"):
+        tdc_metric("mae", values, np.full(50, np.nan))
+
+
+def test_each_seed_resplits_train_val_by_scaffold_and_the_test_part_stays() -> None:
+    from exlm_chem.data.splits import scaffold_groups
+
+    one, again, two = (load_tdc_task("herg", s) for s in (1, 1, 2))
+    n_train_val = len(one.train) + len(one.valid)
+    assert np.array_equal(one.valid, again.valid) and not np.array_equal(one.valid, two.valid)
+    assert np.array_equal(one.test, two.test)
+    assert np.array_equal(one.test, np.arange(n_train_val, len(one.smiles)))
+    assert sorted(np.concatenate([one.train, one.valid]).tolist()) == list(range(n_train_val))
+    assert abs(len(one.valid) / n_train_val - 0.125) < 0.03
+    group = {row: k for k, rows in enumerate(scaffold_groups(one.smiles[:n_train_val]).values())
+             for row in rows}
+    assert not {group[i] for i in one.train} & {group[i] for i in one.valid}
+    assert one.held_out_valid and one.metric == "roc_auc"
+
+
+def _oracle(data, seed, budget, progress):
+    """Scores that rank every test and valid row right: AUROC 1 on both parts."""
+    return MethodOutput(data.labels[data.test].copy(), settings={"oracle": True},
+                        valid_scores=data.labels[data.valid].copy())
+
+
+def test_a_cell_records_the_metric_on_the_test_and_the_held_out_valid_part(tmp_path) -> None:
+    spec = MethodSpec("oracle", "oracle", None, "supervised", _oracle, uses_budget=False)
+    records = run_benchmark([spec], ["dili"], [1], TDC_SPLIT, Budget(), tmp_path,
+                            progress=False, source=TDCSource())
+    (record,) = records
+    assert (record.metric, record.score, record.valid_score) == ("roc_auc", 1.0, 1.0)
+    assert record.split == TDC_SPLIT and record.n_test == 96
+    assert run_benchmark([spec], ["dili"], [1], TDC_SPLIT, Budget(), tmp_path,
+                         progress=False, source=TDCSource()) == []  # resumed: nothing to do
+
+
+def _row(label: str, task: str, mean: float) -> report_tdc.RowScore:
+    return report_tdc.RowScore(label, task, "mae", mean, 0.0, None, (1, 2, 3), 10.0)
+
+
+def test_a_row_takes_its_place_among_the_published_entries_and_ties_share_it() -> None:
+    # caco2_wang (MAE): CaliciBoost 0.256, XG Boost 0.274, MapLight 0.276, BaseBoosting 0.285
+    assert report_tdc.published_rank("caco2_wang", 0.285) == (4, 25)
+    assert report_tdc.published_rank("caco2_wang", 0.250) == (1, 25)
+    placed = report_tdc.placed("caco2_wang", [_row("ours", "caco2_wang", 0.285)])
+    assert placed[3][:2] == ("4", "ours") and placed[3][4] == "measured here"
+    assert placed[4][:2] == ("4", "BaseBoosting") and placed[4][4] == "published"
+    assert len(placed) == 25
+
+
+def test_the_summary_counts_ranks_and_anchors() -> None:
+    rows = [_row("ours", "caco2_wang", 0.285),  # Chemprop-RDKit 0.330, MiniMol 0.350
+            _row("ours", "lipophilicity_astrazeneca", 0.460)]  # MiniMol 0.456: behind
+    summary = report_tdc.summarise_row("ours", rows)
+    assert summary.mean_rank == pytest.approx((4 + 2) / 2)
+    assert summary.ahead_of["Chemprop-RDKit"] == (2, 2)
+    assert summary.ahead_of["MiniMol"] == (1, 2)
+    assert summary.top3 == 1
+
+
+def test_the_cli_runs_resumes_and_reports_a_row_among_the_published(tmp_path) -> None:
+    out = tmp_path / "tdc"
+    command = [sys.executable, "-m", "exlm_chem.cli", "benchmark", "--suite", "tdc-admet",
+               "--tasks", "dili", "--seeds", "1", "--methods", "rf_rdkit2d", "--threads", "1",
+               "--no-progress", "--out", str(out)]
+    first = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0, first.stderr
+    report = (out / "report.md").read_text()
+    assert "**RF on RDKit 2D**" in report and "measured here" in report
+    assert "MiniMol" in report and (out / "ranks.png").stat().st_size > 0
+    again = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0 and "resuming: 1 of 1 cells" in again.stderr
+    lines = (out / "results.jsonl").read_text().splitlines()
+    assert len(lines) == 1 and json.loads(lines[0])["metric"] == "roc_auc"
+
+
+def test_the_cli_refuses_a_split_for_tdc(tmp_path) -> None:
+    from exlm_chem.cli import main
+
+    with pytest.raises(ValueError, match="--split is for the moleculenet suite"):
+        main(["benchmark", "--suite", "tdc-admet", "--split", "scaffold", "--methods", "rf",
+              "--out", str(tmp_path)])
+
+
+def test_estimator_params_parse_as_literals() -> None:
+    from exlm_chem.cli.benchmark import parse_estimator_params
+
+    assert parse_estimator_params(["target_transform=auto", "pretrained=None",
+                                   "tree_weight=0.5"]) == {
+        "target_transform": "auto", "pretrained": None, "tree_weight": 0.5}
+    with pytest.raises(ValueError, match="NAME=VALUE"):
+        parse_estimator_params(["auto"])
