@@ -9,8 +9,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${EXLM_CHEM_DATA:=$(cd .. && pwd)/shared/data/moleculenet}"
 export EXLM_CHEM_DATA
-OUT=benchmarks/results/tdc_admet
-RUN=(.venv/bin/exlm-chem benchmark --suite tdc-admet --threads 1 --no-progress)
+OUT="${TDC_OUT:-benchmarks/results/tdc_admet}"  # records: where the lanes write
+RUN=("${EXLM_CHEM_PYTHON:-.venv/bin/python}" -m exlm_chem.cli benchmark --suite tdc-admet --threads 1 --no-progress)
 
 SMALL_CLS="dili hia_hou herg bioavailability_ma cyp2d6_substrate_carbonmangels
   cyp2c9_substrate_carbonmangels cyp3a4_substrate_carbonmangels pgp_broccatelli bbb_martins"
@@ -18,12 +18,20 @@ BIG_CLS="ames cyp2c9_veith cyp3a4_veith cyp2d6_veith"
 SKEWED="half_life_obach vdss_lombardo clearance_microsome_az clearance_hepatocyte_az"
 SMALL_REG="$SKEWED caco2_wang ppbr_az"
 BIG_REG="lipophilicity_astrazeneca ld50_zhu solubility_aqsoldb"
+SMALLEST10="dili hia_hou bioavailability_ma herg half_life_obach cyp2d6_substrate_carbonmangels
+  cyp2c9_substrate_carbonmangels cyp3a4_substrate_carbonmangels caco2_wang clearance_microsome_az"
 # shellcheck disable=SC2086
 case "${1:-}" in
   1)
-    "${RUN[@]}" --methods exlm_defaults --tasks $SMALL_CLS $BIG_CLS --out $OUT/records/default-cls
+    "${RUN[@]}" --methods exlm_defaults --tasks $SMALL_CLS --out $OUT/records/default-cls
+    # chemprop + RDKit 2D at its defaults on the 10 smallest tasks (beside its published row)
+    "${RUN[@]}" --methods chemprop_rdkit2d --seeds 1 2 3 --tasks $SMALLEST10 \
+      --out $OUT/records/chemprop
     "${RUN[@]}" --methods exlm_defaults --estimator-params pretrained=None --seeds 1 2 3 \
-      --tasks $SMALL_CLS $BIG_CLS --out $OUT/records/random-cls
+      --tasks $SMALL_CLS --out $OUT/records/random-cls
+    "${RUN[@]}" --methods exlm_defaults --tasks $BIG_CLS --out $OUT/records/default-cls
+    "${RUN[@]}" --methods exlm_defaults --estimator-params pretrained=None --seeds 1 2 3 \
+      --tasks $BIG_CLS --out $OUT/records/random-cls
     ;;
   2)
     # the target transform, an option first: its validation parts decide the default

@@ -481,8 +481,10 @@ def chemprop_method(data: TaskData, seed: int, budget: Budget, progress: bool = 
                 model.load_state_dict(keep.state)
             scores = _predict(model, test_loader).double().numpy()  # [n_test, T]
             # the kept epoch's unscaled validation predictions calibrate conformal intervals
+            # (and are scored where the valid part is a suite's held-out part, as TDC's; there
+            # chemprop chose its epoch on them, as its CLI does)
             valid_scores = None
-            if regression and len(data.valid):
+            if (regression or data.held_out_valid) and len(data.valid):
                 if x_d is not None:  # in eval mode the model scales x_d itself
                     valid.reset()
                 valid_scores = _predict(model, valid_loader).double().numpy()  # [n_valid, T]
