@@ -27,6 +27,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
+from exlm_chem.data.featurize import smiles_sequence
 from exlm_chem.device import resolve_device
 from exlm_chem.model.molecule_model import DEFAULT_BATCH_SIZE, MoleculeModel, check_max_length
 from exlm_chem.model.pooling import DEFAULT_POOLING, Pooling
@@ -133,7 +134,13 @@ def embed(
     -------
     EmbeddingResult
         ``(embeddings [N, d] float32, valid [N] bool)``; invalid rows are NaN.
+
+    Raises
+    ------
+    TypeError
+        ``smiles`` is a single string (wrap it in a list).
     """
+    smiles_sequence(smiles, "smiles")  # "CCO" would be three molecules, C, C and O
     pooling = _check_options(pooling, batch_size, max_length)  # before loading a model
     net = as_model(model, device).view(pooling, max_length)
     rows = list(smiles)
@@ -165,6 +172,7 @@ def iter_embeddings(
         last has ``chunk_size`` rows.
     """
     # checked here, not at the first next(): a bad argument fails where it is passed
+    smiles_sequence(smiles, "smiles")
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
         raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}")
     pooling = _check_options(pooling, batch_size, max_length)

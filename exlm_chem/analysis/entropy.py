@@ -202,11 +202,12 @@ def masked_entropy(
     """
     from exlm_chem.analysis import LoadedModel, load_model
     from exlm_chem.data.collate import SpecialIds, collate_exlm, collate_mlm
+    from exlm_chem.data.featurize import smiles_sequence
 
+    smiles = list(smiles_sequence(smiles, "smiles"))  # before loading a model
     loaded = model_dir if isinstance(model_dir, LoadedModel) else load_model(model_dir, device)
     net, config, tokenizer = loaded.model, loaded.config, loaded.tokenizer
     net.eval()
-    smiles = list(smiles)
     if not smiles:
         raise ValueError("no SMILES given")
     for ratio in mask_ratios:

@@ -25,7 +25,9 @@ would be dominated by a few molecules), then clipped to ``±CLIP``; a missing va
 Computation runs over worker processes
 (:func:`~exlm_chem.data.process_map.map_chunks`, as scaffolds and canonical SMILES do)
 once there are enough molecules to pay for starting them; callers compute each distinct
-canonical SMILES once (:func:`molecule_features` deduplicates).
+canonical SMILES once (:func:`molecule_features` deduplicates). Callers that checked their
+SMILES already pass the check's RDKit molecules too (``molecules=``,
+:attr:`~exlm_chem.data.featurize.CheckedSmiles.molecules`), so nothing parses them again.
 """
 
 from __future__ import annotations
@@ -37,8 +39,9 @@ from typing import Any
 
 import numpy as np
 
+from exlm_chem.data.featurize import smiles_sequence
 from exlm_chem.data.process_map import map_chunks
-from exlm_chem.data.rdkit_reasons import quiet_mol
+from exlm_chem.data.rdkit_reasons import as_molecule
 
 __all__ = [
     "AUTO", "CLIP", "COMPUTED_KINDS", "FAST_NAMES", "KINDS", "MORGAN_BITS", "MORGAN_RADIUS",
@@ -99,14 +102,15 @@ def _descriptor_functions(kind: str) -> list[Callable[[Any], float]]:
     return [table[name] for name in FAST_NAMES]
 
 
-def _rdkit2d_rows(smiles: Sequence[str], functions: Sequence[Callable[[Any], float]]
+def _rdkit2d_rows(molecules: Sequence[Any], functions: Sequence[Callable[[Any], float]]
                   ) -> np.ndarray:
-    """float64 [N, len(functions)]: each descriptor function of each SMILES."""
+    """float64 [N, len(functions)]: each descriptor function of each molecule (an RDKit
+    Mol or its binary form, or a SMILES parsed here: :func:`as_molecule`)."""
     from rdkit import rdBase
 
-    out = np.full((len(smiles), len(functions)), np.nan, dtype=np.float64)
-    for row, text in enumerate(smiles):
-        mol = quiet_mol(text)
+    out = np.full((len(molecules), len(functions)), np.nan, dtype=np.float64)
+    for row, item in enumerate(molecules):
+        mol = as_molecule(item)
         if mol is None:
             continue  # a row RDKit cannot read stays NaN; it never shifts the others
         with rdBase.BlockLogs():
@@ -118,13 +122,13 @@ def _rdkit2d_rows(smiles: Sequence[str], functions: Sequence[Callable[[Any], flo
     return out
 
 
-def _morgan_rows(smiles: Sequence[str], radius: int, n_bits: int) -> np.ndarray:
+def _morgan_rows(molecules: Sequence[Any], radius: int, n_bits: int) -> np.ndarray:
     from rdkit.Chem import rdFingerprintGenerator
 
     generator = rdFingerprintGenerator.GetMorganGenerator(radius=radius, fpSize=n_bits)
-    out = np.full((len(smiles), n_bits), np.nan, dtype=np.float64)
-    for row, text in enumerate(smiles):
-        mol = quiet_mol(text)
+    out = np.full((len(molecules), n_bits), np.nan, dtype=np.float64)
+    for row, item in enumerate(molecules):
+        mol = as_molecule(item)
         if mol is not None:
             out[row] = generator.GetCountFingerprintAsNumPy(mol)
     return out
@@ -138,25 +142,26 @@ def _float32(values: np.ndarray) -> np.ndarray:
     return out
 
 
-def _compute(kind: str, smiles: Sequence[str]) -> np.ndarray:
-    """One chunk's rows, float32 already: a worker sends back half the bytes of float64."""
+def _compute(kind: str, molecules: Sequence[Any]) -> np.ndarray:
+    """One chunk's rows, float32 already: a worker sends back half the bytes of float64.
+    ``molecules``: RDKit molecules (binary, or Mols) or SMILES (:func:`as_molecule`)."""
     if kind in ("rdkit2d", "rdkit2d_fast"):
-        return _float32(_rdkit2d_rows(smiles, _descriptor_functions(kind)))
+        return _float32(_rdkit2d_rows(molecules, _descriptor_functions(kind)))
     if kind == "morgan":
-        return _float32(_morgan_rows(smiles, MORGAN_RADIUS, MORGAN_BITS))
+        return _float32(_morgan_rows(molecules, MORGAN_RADIUS, MORGAN_BITS))
     raise ValueError(f"unknown feature kind {kind!r}; choose from {COMPUTED_KINDS}")
 
 
-def _computed(kind: str, smiles: Sequence[str], n_jobs: int | None) -> np.ndarray:
+def _computed(kind: str, molecules: Sequence[Any], n_jobs: int | None) -> np.ndarray:
     if kind == "rdkit2d_fast":
         _descriptor_functions(kind)  # a missing descriptor fails here, not in every worker
-    return map_chunks(functools.partial(_compute, kind), smiles, n_jobs=n_jobs,
+    return map_chunks(functools.partial(_compute, kind), molecules, n_jobs=n_jobs,
                       min_per_worker=_MIN_PER_WORKER, chunk_size=_CHUNK,
                       task=f"computing {kind} features", join=np.concatenate)
 
 
-def descriptor_values(kind: str, smiles: Sequence[str],
-                      n_jobs: int | None = None) -> tuple[np.ndarray, list[str]]:
+def descriptor_values(kind: str, smiles: Sequence[str], n_jobs: int | None = None,
+                      molecules: Sequence[Any] | None = None) -> tuple[np.ndarray, list[str]]:
     """Raw features of one computed kind for each SMILES, row-aligned.
 
     Parameters
@@ -169,6 +174,10 @@ def descriptor_values(kind: str, smiles: Sequence[str],
     n_jobs : int or None
         Worker processes; None or -1: every core this process may use (fewer
         than 2000 molecules run in-process). Not 0.
+    molecules : sequence, optional
+        The molecules of ``smiles``, row for row, parsed already: RDKit Mols or their
+        binary form (:attr:`~exlm_chem.data.featurize.CheckedSmiles.molecules`); None
+        entries are NaN rows. Computed from instead of parsing the SMILES.
 
     Returns
     -------
@@ -184,7 +193,8 @@ def descriptor_values(kind: str, smiles: Sequence[str],
         An unknown kind, or a :data:`FAST_NAMES` descriptor the installed RDKit lacks.
     """
     names = feature_names(kind)  # an unknown kind fails before any work
-    return _computed(kind, smiles, n_jobs), names
+    smiles_sequence(smiles, "smiles")
+    return _computed(kind, smiles if molecules is None else molecules, n_jobs), names
 
 
 def rdkit2d_descriptors(smiles: Sequence[str],
@@ -213,19 +223,24 @@ def feature_names(kind: str) -> list[str]:
 
 
 def molecule_features(kinds: Sequence[str], smiles: Sequence[str], n_jobs: int | None = None,
-                      cache: dict[tuple[str, str], np.ndarray] | None = None) -> np.ndarray:
+                      cache: dict[tuple[str, str], np.ndarray] | None = None,
+                      molecules: Sequence[Any] | None = None) -> np.ndarray:
     """Raw features [N, sum of widths] float32 of ``kinds`` side by side, row-aligned.
 
     Each distinct SMILES is computed once; ``cache`` (``(kind, SMILES) -> row``) carries
     rows between calls, e.g. over the parts of one fit. Pass canonical SMILES so that
-    two spellings of a molecule share an entry.
+    two spellings of a molecule share an entry. ``molecules``: the RDKit molecules of
+    ``smiles`` row for row, as :func:`descriptor_values` takes them.
     """
+    smiles_sequence(smiles, "smiles")
     cache = {} if cache is None else cache
+    # the molecule of each SMILES: what is computed, read instead of parsing the SMILES
+    source = dict(zip(smiles, smiles if molecules is None else molecules, strict=True))
     blocks = []
     for kind in kinds:
         missing = list(dict.fromkeys(s for s in smiles if (kind, s) not in cache))
         if missing:
-            values = _computed(kind, missing, n_jobs)
+            values = _computed(kind, [source[s] for s in missing], n_jobs)
             cache.update(((kind, s), v) for s, v in zip(missing, values, strict=True))
         width = len(feature_names(kind))
         blocks.append(np.array([cache[(kind, s)] for s in smiles], np.float32).reshape(-1, width))
@@ -352,12 +367,14 @@ def feature_kinds(features: Any, auto: tuple[str, ...] = ()) -> tuple[str, ...]:
 
 def raw_features(kinds: Sequence[str], smiles: Sequence[str], columns: np.ndarray | None,
                  n_jobs: int | None = None,
-                 cache: dict[tuple[str, str], np.ndarray] | None = None) -> np.ndarray:
+                 cache: dict[tuple[str, str], np.ndarray] | None = None,
+                 molecules: Sequence[Any] | None = None) -> np.ndarray:
     """Unscaled features [n, F] float32 of valid canonical SMILES, ``kinds`` side by side;
     ``columns`` [n, F_user]: the caller's own (:data:`USER_KIND`), None without them;
-    ``cache``: as in :func:`molecule_features`."""
+    ``cache`` and ``molecules`` (the SMILES's RDKit molecules, parsed already): as in
+    :func:`molecule_features`."""
     computed = [k for k in kinds if k != USER_KIND]
-    values = molecule_features(computed, smiles, n_jobs, cache)
+    values = molecule_features(computed, smiles, n_jobs, cache, molecules)
     blocks, start = [], 0
     for kind in kinds:
         if kind == USER_KIND:
@@ -394,11 +411,20 @@ class FeatureSpec:
     def n_features(self) -> int:
         return self.scaler.n_features
 
+    @property
+    def computed(self) -> bool:
+        """Whether some of the features are computed from the molecules (not only the
+        caller's columns): then a caller holding the molecules passes them."""
+        return any(kind != USER_KIND for kind in self.kinds)
+
     def values(self, smiles: Sequence[str], columns: np.ndarray | None = None,
-               n_jobs: int | None = None) -> np.ndarray:
+               n_jobs: int | None = None, molecules: Sequence[Any] | None = None
+               ) -> np.ndarray:
         """Scaled features [n, F] float32 of valid canonical SMILES (and the caller's
-        ``columns`` [n, F_user] when the kinds include :data:`USER_KIND`)."""
-        return self.scaler.transform(raw_features(self.kinds, smiles, columns, n_jobs))
+        ``columns`` [n, F_user] when the kinds include :data:`USER_KIND`); ``molecules``:
+        the SMILES's RDKit molecules, parsed already (:func:`molecule_features`)."""
+        return self.scaler.transform(raw_features(self.kinds, smiles, columns, n_jobs,
+                                                  molecules=molecules))
 
     def installed_differences(self) -> list[str]:
         """How the installed RDKit's feature sets differ from the saved ones ([] = none)."""

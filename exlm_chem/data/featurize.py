@@ -5,7 +5,12 @@ screening) checks them here once, at the edge of the call
 (:meth:`~exlm_chem.model.molecule_model.MoleculeModel.prepare`); the row mask and reasons
 travel with the outputs, so that no caller parses them again. Bad
 rows are never dropped: :func:`check_smiles` returns a mask and a reason per row so that
-callers can keep their outputs aligned with their inputs.
+callers can keep their outputs aligned with their inputs. The molecules the check parsed
+are handed on when asked for (descriptors, the tree head), so nothing parses a SMILES twice.
+
+:func:`smiles_sequence` is the one check of the argument itself: every public entry point
+that takes many SMILES refuses a single string with its ``TypeError`` before iterating it
+(a bare ``"CCO"`` would otherwise be three molecules, C, C and O).
 """
 
 from __future__ import annotations
@@ -13,13 +18,14 @@ from __future__ import annotations
 import re
 import warnings
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 import numpy as np
 
-from exlm_chem.data.rdkit_reasons import canonical_or_failure
-from exlm_chem.data.tokenizer import SmilesTokenizer
+from exlm_chem.data.rdkit_reasons import Canonical, canonical_parse
 from exlm_chem.errors import InvalidRow, InvalidSmilesError
+
+_T = TypeVar("_T")
 
 MAX_SMILES_CHARS = 2000  # longer strings are rejected: no molecule of interest is that long
 UNKNOWN_SHARE = 0.5  # molecules with more of their tokens [UNK] than this are warned about
@@ -31,12 +37,42 @@ class UnknownTokensWarning(UserWarning):
     """Some molecules are made mostly of tokens outside the model's vocabulary."""
 
 
+class _Tokenizer(Protocol):  # what warn_unknown_tokens reads of a SmilesTokenizer
+    def unknown_fraction(self, smiles_list: Sequence[str]) -> np.ndarray: ...
+
+
+def smiles_sequence(smiles: _T, name: str = "X") -> _T:
+    """``smiles`` itself, once it is not a single ``str`` or ``bytes``.
+
+    Parameters
+    ----------
+    smiles : any
+        The argument that should hold many SMILES (a list, array, Series, iterator...).
+    name : str
+        Its name in the caller's signature, for the message.
+
+    Raises
+    ------
+    TypeError
+        A single string or bytes: iterating it would read each character as a molecule.
+    """
+    if isinstance(smiles, str | bytes):
+        shown = repr(smiles) if len(repr(smiles)) <= 40 else f"{repr(smiles)[:37]}..."
+        raise TypeError(f"{name} must be a sequence of SMILES strings, got a single string; "
+                        f"wrap it in a list: [{shown}]")
+    return smiles
+
+
 class CheckedSmiles(NamedTuple):
     valid: np.ndarray  # [N] bool
     reasons: list[str | None]  # None for valid rows, else why the row was rejected
     # RDKit canonical SMILES of valid rows (None for the others): what the model reads,
     # as in pre-training, so a molecule's output does not depend on how it is written
     canonical: list[str | None]
+    # RDKit molecules of the valid rows in canonical atom order, in RDKit's binary form
+    # (rdkit_reasons.Canonical; None for the other rows), when the caller asked for them
+    # (check_smiles(keep_molecules=True)); else None
+    molecules: list[bytes | None] | None = None
 
     @property
     def rows(self) -> np.ndarray:
@@ -48,8 +84,14 @@ class CheckedSmiles(NamedTuple):
         """The canonical SMILES of the valid rows, in row order."""
         return [self.canonical[i] for i in self.rows]
 
+    @property
+    def valid_molecules(self) -> list[bytes | None] | None:
+        """The molecules of the valid rows, in row order; None when they were not kept."""
+        return None if self.molecules is None else [self.molecules[i] for i in self.rows]
 
-def check_smiles(smiles: Sequence[Any], max_chars: int = MAX_SMILES_CHARS) -> CheckedSmiles:
+
+def check_smiles(smiles: Sequence[Any], max_chars: int = MAX_SMILES_CHARS,
+                 keep_molecules: bool = False) -> CheckedSmiles:
     """Validate each entry: a non-empty string RDKit can parse, at most ``max_chars`` long.
 
     Leading and trailing whitespace is removed first, as RDKit, chemprop and pandas users
@@ -57,12 +99,17 @@ def check_smiles(smiles: Sequence[Any], max_chars: int = MAX_SMILES_CHARS) -> Ch
     whitespace followed by more text makes the row invalid, because RDKit would read that
     text as the molecule's name and the tokenizer would pass it to the model. Strings that
     cannot be encoded (lone surrogates) are invalid rows too; no entry ever raises.
-    RDKit parses each distinct SMILES once per call.
+    RDKit parses each distinct SMILES once per call; with ``keep_molecules`` the parsed
+    molecules are kept (:attr:`CheckedSmiles.molecules`) for the callers that read them
+    (descriptors, the tree head) instead of parsing the SMILES again. A single string
+    raises :func:`smiles_sequence`'s ``TypeError``.
     """
+    smiles_sequence(smiles, "smiles")
     valid = np.zeros(len(smiles), dtype=bool)
     reasons: list[str | None] = []
     canonical: list[str | None] = [None] * len(smiles)
-    parsed: dict[str, tuple[str | None, str | None]] = {}
+    molecules: list[bytes | None] | None = [None] * len(smiles) if keep_molecules else None
+    parsed: dict[str, Canonical] = {}
     for i, s in enumerate(smiles):
         if not isinstance(s, str):
             reason = f"not a string ({type(s).__name__})"
@@ -79,14 +126,16 @@ def check_smiles(smiles: Sequence[Any], max_chars: int = MAX_SMILES_CHARS) -> Ch
                       f"position {surrogate.start()})")
         else:
             if word not in parsed:
-                parsed[word] = canonical_or_failure(word)
-            canonical[i], reason = parsed[word]
+                parsed[word] = canonical_parse(word, keep_molecules)
+            canonical[i], molecule, reason = parsed[word]
+            if molecules is not None:
+                molecules[i] = molecule
             valid[i] = reason is None
         reasons.append(reason)
-    return CheckedSmiles(valid, reasons, canonical)
+    return CheckedSmiles(valid, reasons, canonical, molecules)
 
 
-def warn_unknown_tokens(tokenizer: SmilesTokenizer, smiles: Sequence[str],
+def warn_unknown_tokens(tokenizer: _Tokenizer, smiles: Sequence[str],
                         rows: Sequence[int] | None = None, share: float = UNKNOWN_SHARE,
                         stacklevel: int = 3) -> np.ndarray:
     """Warn about molecules whose tokens are all, or more than ``share``, ``[UNK]``.

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from exlm_chem.data.featurize import smiles_sequence
 from exlm_chem.data.process_map import map_chunks
 
 logger = logging.getLogger(__name__)
@@ -40,7 +41,7 @@ def canonicalize(smiles: Sequence[str], n_jobs: int = 1) -> list[str | None]:
     ``n_jobs``: worker processes for large inputs, ``-1`` every core this
     process may use (:func:`~exlm_chem.data.process_map.map_chunks`).
     """
-    return map_chunks(_canonical_many, smiles, n_jobs=n_jobs,
+    return map_chunks(_canonical_many, smiles_sequence(smiles, "smiles"), n_jobs=n_jobs,
                       min_per_worker=_MIN_PER_WORKER, task="canonicalising SMILES")
 
 

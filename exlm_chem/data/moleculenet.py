@@ -44,6 +44,7 @@ from exlm_chem.data.download import (
 from exlm_chem.data.moleculenet_regression import REGRESSION_NAMES, REGRESSION_SETS
 from exlm_chem.data.moleculenet_sets import DATASETS, DatasetSpec
 from exlm_chem.data.rdkit_reasons import parse_failure
+from exlm_chem.data.tables import read_error
 from exlm_chem.errors import DataFileError, InvalidRow  # row = 0-based data row in the file
 
 __all__ = [
@@ -74,6 +75,8 @@ _REPO_MARKERS = ("pyproject.toml", "setup.cfg")
 EMPTY_REASON = "empty SMILES"
 # Label cells read as missing; everything else must be a number (0 or 1).
 _LABEL_NA = ["", "nan", "NaN", "NA", "N/A", "null", "None"]
+# a MoleculeNet file is UTF-8 text: other bytes mean damage, not another encoding
+_DAMAGED = "it is corrupted or not a CSV file"
 
 
 class MoleculeDataset(NamedTuple):
@@ -244,9 +247,8 @@ def _label_matrix(df: pd.DataFrame, spec: DatasetSpec, path: Path) -> np.ndarray
 def _read_table(spec: DatasetSpec, verified: VerifiedFile,
                 read: Callable[[str], pd.DataFrame]) -> pd.DataFrame:
     """``read(text)`` of the file's decoded content; a :class:`DataFileError` naming the
-    file (never a codec or pandas error) when it is empty, not UTF-8 or not a CSV."""
-    import pandas as pd
-
+    file (never a codec or pandas error) when it is empty, not UTF-8 or not a CSV, worded
+    by the table reader's :func:`~exlm_chem.data.tables.read_error` as the CLI's inputs."""
     content, path = verified.content, verified.path
     if not content.strip():
         raise DataFileError(f"{spec.name}: {path} is empty")
@@ -254,12 +256,13 @@ def _read_table(spec: DatasetSpec, verified: VerifiedFile,
         text = content.decode("utf-8-sig")  # a byte-order mark is not part of the header
     except UnicodeDecodeError as err:
         line = content[: err.start].count(b"\n") + 1
-        raise DataFileError(f"{spec.name}: {path} is not UTF-8 text (byte {err.start}, file "
-                            f"line {line}): it is corrupted or not a CSV file") from err
+        where = f", byte {err.start} (file line {line})"
+        raise DataFileError(f"{spec.name}: {read_error(path, err, where, hint=_DAMAGED)}"
+                            ) from err
     try:
         return read(text)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as err:
-        raise DataFileError(f"{spec.name}: {path} cannot be read as CSV: {err}") from err
+    except ValueError as err:  # pandas's ParserError and EmptyDataError are ValueErrors
+        raise DataFileError(f"{spec.name}: {read_error(path, err)}") from err
 
 
 def _parse(spec: DatasetSpec, verified: VerifiedFile) -> MoleculeDataset:

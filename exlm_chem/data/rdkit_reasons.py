@@ -9,10 +9,10 @@ permitted``, or ``unclosed ring for input: 'c1ccc'``).
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
-__all__ = ["UNPARSABLE_REASON", "canonical_or_failure", "parse_failure", "quiet_mol",
-           "rdkit_reason"]
+__all__ = ["UNPARSABLE_REASON", "Canonical", "as_molecule", "canonical_or_failure",
+           "canonical_parse", "parse_failure", "quiet_mol", "rdkit_reason"]
 
 UNPARSABLE_REASON = "RDKit could not parse the SMILES"
 _LOG_PREFIX = re.compile(r"^\[[^\]]*\]\s*")  # "[12:00:00] " before each RDKit log line
@@ -62,19 +62,73 @@ def parse_failure(smiles: str) -> str | None:
     return _parse(smiles)[1]
 
 
+class Canonical(NamedTuple):
+    """What one parse of a SMILES gives: :func:`canonical_parse`."""
+
+    smiles: str | None  # RDKit canonical SMILES; None when invalid
+    # the molecule in canonical atom order as RDKit's binary form (Mol.ToBinary), when
+    # asked for and valid; else None. Kept as bytes: about 350 of them where a live Mol
+    # takes some 30 kB, and Chem.Mol(data) rebuilds it without parsing (as_molecule)
+    molecule: bytes | None
+    reason: str | None  # None when valid, else why not
+
+
 def canonical_or_failure(smiles: str) -> tuple[str | None, str | None]:
     """``(RDKit canonical SMILES, None)``, or ``(None, reason)`` as :func:`parse_failure`
     gives it; never raises. The canonical form is what the models read."""
+    canonical, _, reason = canonical_parse(smiles)
+    return canonical, reason
+
+
+def canonical_parse(smiles: str, molecule: bool = False) -> Canonical:
+    """The canonical SMILES of one parse, or the reason it fails; never raises.
+
+    With ``molecule``, the parsed molecule comes too (binary, see :class:`Canonical`),
+    its atoms renumbered into the canonical SMILES's order and sanitised again (no second
+    parse): what RDKit would give for the canonical SMILES, so that descriptors computed
+    from it do not depend on how the molecule was written (RDKit's ``Ipc`` depends on the
+    atom order). It is None in the rare case RDKit cannot rebuild it; the SMILES stays
+    valid.
+    """
     from rdkit import Chem, rdBase
 
     mol, reason = _parse(smiles)
     if mol is None:
-        return None, reason
+        return Canonical(None, None, reason)
     try:
         with rdBase.BlockLogs():
-            return Chem.MolToSmiles(mol), None
+            canonical = Chem.MolToSmiles(mol)
     except Exception as err:  # parsed but not writable: still one invalid row, not a crash
-        return None, f"RDKit cannot write it as SMILES ({type(err).__name__})"
+        return Canonical(None, None, f"RDKit cannot write it as SMILES ({type(err).__name__})")
+    return Canonical(canonical, _in_canonical_order(mol) if molecule else None, None)
+
+
+def _in_canonical_order(mol: Any) -> bytes | None:
+    """``mol`` renumbered into the atom order ``MolToSmiles`` just wrote it in and
+    sanitised (ring information and the rest are not carried over by the renumbering),
+    in RDKit's binary form."""
+    from rdkit import Chem, rdBase
+
+    try:
+        with rdBase.BlockLogs():
+            order = mol.GetPropsAsDict(True, True)["_smilesAtomOutputOrder"]
+            renumbered = Chem.RenumberAtoms(mol, [int(i) for i in order])
+            Chem.SanitizeMol(renumbered)
+            return renumbered.ToBinary()
+    except Exception:  # one molecule RDKit cannot rebuild: its features are missing (NaN)
+        return None
+
+
+def as_molecule(item: Any) -> Any:
+    """An RDKit Mol from a molecule's binary form (:class:`Canonical`), from a SMILES
+    (:func:`quiet_mol`: a parse), or ``item`` itself (a Mol, or None: a row without one)."""
+    if isinstance(item, bytes):
+        from rdkit import Chem
+
+        return Chem.Mol(item)
+    if isinstance(item, str):
+        return quiet_mol(item)
+    return item
 
 
 def _parse(smiles: str) -> tuple[Any, str | None]:

@@ -34,6 +34,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from exlm_chem.data.featurize import smiles_sequence
 from exlm_chem.data.process_map import map_chunks, resolve_n_jobs
 from exlm_chem.data.rdkit_reasons import rdkit_reason
 from exlm_chem.errors import InvalidRow, InvalidSmilesError
@@ -99,9 +100,7 @@ def _structural_problem(value: Any) -> str | None:
 
 
 def _as_list(smiles: Iterable[Any]) -> list[Any]:
-    if isinstance(smiles, str):
-        raise TypeError("smiles must be a sequence of SMILES strings, not one string")
-    return list(smiles)
+    return list(smiles_sequence(smiles, "smiles"))
 
 
 # --------------------------------------------------------------------------- scaffolds

@@ -22,20 +22,40 @@ Cells come out as ``str``, or ``None`` where the cell is empty. A CSV cell that 
 takes for missing (``NA``, ``null``, ``nan`` ...) is missing too, except in the columns
 read ``as_written`` (SMILES: such text is a molecule that fails to parse, reported as
 written, not an empty one).
+
+A file that cannot be read is one :class:`~exlm_chem.errors.DataFileError` built by
+:func:`read_error`, whatever the reader underneath raised (a codec, gzip, pandas or
+pyarrow error): one line naming the file, the row where one is known, and what to do.
+The MoleculeNet loader words its failures with it too.
 """
 
 from __future__ import annotations
 
 import gzip
+import lzma
 import re
+import zipfile
+import zlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
+
+from exlm_chem.errors import DataFileError
 
 SMI_COLUMNS = ("smiles", "name")
 DEFAULT_CHUNK_SIZE = 8192
 # surrogateescape turns each byte that is not valid in the encoding into one of these
 _UNDECODED = re.compile("[\udc80-\udcff]")
+#: what to do about text that is not in the stated encoding
+ENCODING_HINT = ("if the file uses another encoding, say which with --encoding "
+                 "(e.g. --encoding latin-1)")
+# what pandas decompresses, by suffix
+_COMPRESSED = {".gz": "gzip", ".bz2": "bzip2", ".xz": "xz", ".zip": "zip", ".zst": "zstd",
+               ".tar": "tar"}
+# what the readers underneath raise about a file's bytes (pyarrow's own errors are
+# recognised by name, so that no error path imports pyarrow)
+_READER_ERRORS = (UnicodeError, EOFError, OSError, ValueError, zlib.error, lzma.LZMAError,
+                  zipfile.BadZipFile)
 
 
 class TableInput(NamedTuple):
@@ -74,15 +94,17 @@ def open_table(path: str | Path, required: dict[str, Sequence[str]] | None = Non
     ------
     FileNotFoundError
         No such file.
-    ValueError
-        An empty file, a header without data rows, a missing column or a byte that is
-        not valid in ``encoding``; the message names the file (and row and column).
+    DataFileError
+        An empty file, a header without data rows, a missing column, a byte that is not
+        valid in ``encoding``, a truncated or corrupt compressed file, or a file that is
+        not the format its name says (:func:`read_error`); the message names the file
+        (and row and column where known). It is a ``ValueError``.
     """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"input file not found: {path}")
     if path.stat().st_size == 0:
-        raise ValueError(f"{path} is empty: no header and no data rows")
+        raise DataFileError(f"{path} is empty: no header and no data rows")
     kind = table_kind(path)
     columns = check_columns(path, required, encoding)
     wanted = list(dict.fromkeys(c for cols in (required or {}).values() for c in cols))
@@ -93,8 +115,8 @@ def open_table(path: str | Path, required: dict[str, Sequence[str]] | None = Non
         n_rows += len(chunk)
         n_smiles += int(chunk["smiles"].notna().sum()) if kind == "smi" else len(chunk)
     if n_smiles == 0:
-        raise ValueError(f"{path} has no data rows (only a header: {', '.join(columns)})"
-                         if kind != "smi" else f"{path} has no SMILES (only blank lines)")
+        raise DataFileError(f"{path} has no data rows (only a header: {', '.join(columns)})"
+                            if kind != "smi" else f"{path} has no SMILES (only blank lines)")
     return table._replace(n_rows=n_rows)
 
 
@@ -107,8 +129,8 @@ def check_columns(path: str | Path, required: dict[str, Sequence[str]] | None = 
     for what, wanted in (required or {}).items():
         missing = [c for c in wanted if c not in columns]
         if missing:
-            raise ValueError(f"{what} {', '.join(map(repr, missing))} not found in {path}; "
-                             f"its columns are: {', '.join(columns)}")
+            raise DataFileError(f"{what} {', '.join(map(repr, missing))} not found in "
+                                f"{path}; its columns are: {', '.join(columns)}")
     return columns
 
 
@@ -118,8 +140,9 @@ def iter_chunks(table: TableInput, columns: Sequence[str],
     """DataFrames of at most ``chunk_size`` rows holding ``columns`` (str or None cells).
 
     The index counts data rows from 0 across chunks. In the columns ``as_written``, only
-    an empty cell is missing. An undecodable byte raises a ``ValueError`` naming the
-    file, the data row and the column.
+    an empty cell is missing. A file that cannot be read raises :func:`read_error`'s
+    :class:`~exlm_chem.errors.DataFileError`, naming the file and the data row (an
+    undecodable byte: its row and column; a truncated file: the last row read whole).
     """
     if chunk_size < 1:
         raise ValueError(f"--chunk-size must be a positive integer, got {chunk_size}")
@@ -129,9 +152,17 @@ def iter_chunks(table: TableInput, columns: Sequence[str],
     else:
         chunks = {"smi": _smi_chunks, "parquet": _parquet_chunks}[table.kind](
             table, columns, chunk_size)
-    for frame in chunks:
-        _check_decoded(table, frame)
-        yield frame
+    start = 0  # data rows read whole so far
+    try:
+        for frame in chunks:
+            _check_decoded(table, frame)
+            yield frame
+            start += len(frame)
+    except Exception as error:
+        if isinstance(error, DataFileError) or not _is_reader_error(error):
+            raise  # ours already names the file; anything else is a bug: keep its traceback
+        where = f", after data row {start - 1}" if start else ""
+        raise read_error(table.path, error, where, table.encoding) from error
 
 
 def stream_table(path: str | Path, columns: Sequence[str],
@@ -153,9 +184,97 @@ def read_table(table: TableInput, columns: Sequence[str],
     return pd.concat(frames) if len(frames) > 1 else frames[0]
 
 
+def read_error(path: str | Path, error: BaseException, where: str = "",
+               encoding: str = "utf-8", hint: str = ENCODING_HINT) -> DataFileError:
+    """The one error of a table that cannot be read: ``{path}{where}: {what}; {what to do}``.
+
+    Parameters
+    ----------
+    path : path
+        The file; its name says what it should hold (:func:`table_kind`, a compression
+        suffix such as ``.gz``).
+    error : Exception
+        What the reader underneath raised: a codec error (the undecodable bytes are
+        named), ``EOFError`` (a truncated compressed file), a gzip/zlib/lzma/zip error,
+        a pyarrow error (not a Parquet file), a pandas parser error (not a well-formed
+        CSV), or any other ``ValueError`` / ``OSError`` of reading.
+    where : str
+        Where in the file, e.g. ``", data row 3, column 'name'"``, ``", header row"`` or
+        ``", after data row 41"``; ``""`` when not known.
+    encoding : str
+        The encoding the text was read in.
+    hint : str
+        What to do about undecodable text (default: name the encoding with
+        ``--encoding``).
+
+    Returns
+    -------
+    DataFileError
+        Its message is one line.
+    """
+    what, fix = _what_went_wrong(Path(path), error, encoding, hint)
+    return DataFileError(f"{path}{where}: {what}; {fix}")
+
+
+def _what_went_wrong(path: Path, error: BaseException, encoding: str,
+                     hint: str) -> tuple[str, str]:
+    """(what went wrong, what to do) of :func:`read_error`, from the error and the name."""
+    suffixes = [s.lower() for s in path.suffixes]
+    packed = next((s for s in reversed(suffixes) if s in _COMPRESSED), None)
+    detail = " ".join(f"{type(error).__name__}: {error}".split())  # one line
+    if isinstance(error, UnicodeError):
+        return f"{_undecoded_bytes(error, encoding)!r} is not valid {encoding}", hint
+    if isinstance(error, EOFError):
+        return (f"the compressed data ends early ({detail}): the file is truncated",
+                "copy or download it again")
+    if packed and isinstance(error, OSError | zlib.error | lzma.LZMAError | zipfile.BadZipFile):
+        return (f"not valid {_COMPRESSED[packed]} data ({detail})",
+                f"copy it again if it is damaged, or rename it without {packed} if it is "
+                "not compressed")
+    if table_kind(path) == "parquet":
+        return (f"not a Parquet file ({detail})",
+                "a name ending in .parquet or .pq must hold Parquet data; name a CSV file "
+                ".csv and a file of one SMILES per line .smi")
+    if type(error).__name__ == "ParserError":  # pandas's; also a ValueError
+        return (f"not a well-formed CSV table ({detail})",
+                "check its quoting and that every row has as many fields as the header; "
+                "name a file of one SMILES per line .smi")
+    return (f"cannot be read as {table_kind(path).upper()} ({detail})",
+            "check that it holds what its name says")
+
+
+def _undecoded_bytes(error: UnicodeError, encoding: str) -> bytes | str:
+    """The bytes a codec error is about: those of a failed decode, or the ones that
+    surrogateescape turned into lone surrogates of a header pandas could not store."""
+    failed = getattr(error, "object", b"")[getattr(error, "start", 0):getattr(error, "end", 0)]
+    if isinstance(failed, str):
+        try:
+            return failed.encode(encoding, "surrogateescape")
+        except UnicodeError:
+            return failed
+    return bytes(failed)
+
+
+def _is_reader_error(error: BaseException) -> bool:
+    """An error of the readers underneath about the file's bytes (not a bug of ours)."""
+    module = type(error).__module__ or ""
+    return isinstance(error, _READER_ERRORS) or module.startswith("pyarrow")
+
+
 def _columns(path: Path, kind: str, encoding: str) -> list[str]:
+    """The header, read alone; an unreadable one is :func:`read_error`'s error."""
     if kind == "smi":
         return list(SMI_COLUMNS)
+    try:
+        return _header(path, kind, encoding)
+    except Exception as error:
+        if isinstance(error, DataFileError) or not _is_reader_error(error):
+            raise
+        where = ", header row" if isinstance(error, UnicodeError) else ""
+        raise read_error(path, error, where, encoding) from error
+
+
+def _header(path: Path, kind: str, encoding: str) -> list[str]:
     if kind == "parquet":
         import pyarrow.parquet as pq
 
@@ -166,7 +285,7 @@ def _columns(path: Path, kind: str, encoding: str) -> list[str]:
         header = pd.read_csv(path, nrows=0, encoding=encoding,
                              encoding_errors="surrogateescape")
     except pd.errors.EmptyDataError:  # e.g. a .csv.gz holding nothing
-        raise ValueError(f"{path} is empty: no header and no data rows") from None
+        raise DataFileError(f"{path} is empty: no header and no data rows") from None
     return [str(c) for c in header.columns]
 
 
@@ -237,8 +356,6 @@ def _check_decoded(table: TableInput, frame: Any) -> None:
         for row, value in frame[column].items():
             if value is not None and _UNDECODED.search(value):
                 raw = value.encode(table.encoding, "surrogateescape")
-                raise ValueError(
-                    f"{table.path}, data row {row}, column {column!r}: {raw!r} is not valid "
-                    f"{table.encoding}; if the file uses another encoding, say which with "
-                    "--encoding (e.g. --encoding latin-1)"
-                )
+                failed = UnicodeDecodeError(table.encoding, raw, 0, len(raw), "undecodable")
+                raise read_error(table.path, failed, f", data row {row}, column {column!r}",
+                                 table.encoding)

@@ -19,6 +19,8 @@ from collections import Counter
 
 import numpy as np
 
+from exlm_chem.data.featurize import smiles_sequence
+
 __all__ = ["CHUNK", "CodeTable", "as_smiles_list", "scatter_rows"]
 
 _BRACKET_RE = re.compile(r"\[[^\]\n]+]|%[0-9]{2}")
@@ -115,8 +117,7 @@ def scatter_rows(
 
 
 def as_smiles_list(smiles_list: object) -> list[str]:
-    if isinstance(smiles_list, (str, bytes)):
-        raise TypeError("batch_encode expects a sequence of SMILES strings, got a single str")
+    smiles_sequence(smiles_list, "smiles_list")
     smiles = smiles_list.tolist() if hasattr(smiles_list, "tolist") else list(smiles_list)
     for row, value in enumerate(smiles):
         if not isinstance(value, str):

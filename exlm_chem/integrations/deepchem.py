@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 from deepchem.feat import MolecularFeaturizer
 
+from exlm_chem.data.featurize import smiles_sequence
 from exlm_chem.embedding import DEFAULT_BATCH_SIZE, cached_model
 from exlm_chem.model.molecule_model import MoleculeModel
 from exlm_chem.model.pooling import DEFAULT_POOLING
@@ -113,11 +114,14 @@ class ExLMFeaturizer(MolecularFeaturizer):
 
 
 def _as_list(datapoints: Any) -> list[Any]:
-    """DeepChem's rule: one SMILES or Mol is a batch of one; anything else is iterated."""
+    """DeepChem's rule: one SMILES or Mol is a batch of one (as every DeepChem featurizer
+    takes it, so this one is never the odd one out); anything else is iterated, except
+    ``bytes``, refused as everywhere in exlm_chem (:func:`smiles_sequence`)."""
     from rdkit import Chem
 
     if isinstance(datapoints, str | Chem.Mol):
         return [datapoints]
+    smiles_sequence(datapoints, "datapoints")  # bytes would be read as integers
     if not isinstance(datapoints, Iterable):
         raise TypeError(f"datapoints must be SMILES or RDKit molecules, got "
                         f"{type(datapoints).__name__}")

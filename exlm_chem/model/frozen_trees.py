@@ -69,13 +69,14 @@ class FrozenTrees(NamedTuple):
         return cls(model, spec, trees,
                    ForestHead.fit(scaled, labels[train_rows], seed) if forest else None)
 
-    def decision(self, smiles: Sequence[str], batch_size: int,
-                 n_jobs: int | None = None) -> np.ndarray:
+    def decision(self, smiles: Sequence[str], batch_size: int, n_jobs: int | None = None,
+                 molecules: Sequence[Any] | None = None) -> np.ndarray:
         """Raw outputs [n, T] float64 (logits or values) of valid canonical SMILES; with a
         forest, the logits of the mean of the boosted trees' and the forest's
-        probabilities (:func:`mean_logit`)."""
+        probabilities (:func:`mean_logit`). ``molecules``: the SMILES's RDKit molecules
+        from the call's check, read by the descriptors instead of parsing the SMILES."""
         states = self.model.run(list(smiles), EMBED, batch_size)  # [n, d]
-        return self._decision(states, self.features.values(smiles, None, n_jobs))
+        return self._decision(states, self.features.values(smiles, None, n_jobs, molecules))
 
     def decision_of(self, states: np.ndarray, raw: np.ndarray) -> np.ndarray:
         """The same from molecules' states [n, d] and unscaled features [n, F] computed

@@ -251,25 +251,31 @@ class MoleculeModel(nn.Module):
 
     # ---- SMILES at the edge of a call -------------------------------------------------------
     def prepare(self, smiles: Sequence[Any], columns: np.ndarray | None = None,
-                on_invalid: str = "nan", n_jobs: int | None = None) -> ModelInputs:
+                on_invalid: str = "nan", n_jobs: int | None = None,
+                molecules: bool = False) -> ModelInputs:
         """The one check of a call's SMILES (:func:`~exlm_chem.data.featurize.check_smiles`:
         each distinct SMILES parsed once), a warning about molecules mostly unknown to the
-        tokenizer, and the scaled features of the valid rows.
+        tokenizer, and the scaled features of the valid rows, computed from the check's
+        molecules (no second parse).
 
         ``columns`` [N, F_user]: the caller's feature columns, for a feature transform that
         reads some. With ``on_invalid="raise"`` an invalid row raises one error naming
         every bad row; with ``"nan"`` its outputs become NaN rows (:meth:`ModelInputs.scatter`).
+        ``molecules``: keep the check's RDKit molecules in ``checked`` for the caller
+        (the estimators' tree head reads them); they are kept anyway while this model
+        computes features, and not otherwise (embedding reads only the SMILES).
         """
         if on_invalid not in ON_INVALID:
             raise ValueError(f"on_invalid must be one of {ON_INVALID}, got {on_invalid!r}")
-        checked = check_smiles(smiles)
+        computes = self.feature_transform is not None and self.feature_transform.computed
+        checked = check_smiles(smiles, keep_molecules=molecules or computes)
         if on_invalid == "raise":
             raise_for_invalid(smiles, checked)
         valid_smiles = checked.valid_smiles
         warn_unknown_tokens(self.tokenizer, valid_smiles, checked.rows, stacklevel=4)
         columns = None if columns is None else np.asarray(columns)[checked.rows]
-        features = (None if self.feature_transform is None
-                    else self.feature_transform.values(valid_smiles, columns, n_jobs))
+        features = (None if self.feature_transform is None else self.feature_transform.values(
+            valid_smiles, columns, n_jobs, checked.valid_molecules))
         return ModelInputs(checked, valid_smiles, features)
 
     def embed(self, smiles: Sequence[Any], batch_size: int = DEFAULT_BATCH_SIZE,

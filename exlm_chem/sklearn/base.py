@@ -292,8 +292,10 @@ class ExLMEstimatorBase(BaseEstimator):
         smiles, columns, column_names = self._split_X(X, kinds)
         targets = self._targets(y, len(smiles))
 
-        # the one check of fit's SMILES; the model reads the canonical form
-        checked = check_smiles(smiles)
+        # the one check of fit's SMILES; the model reads the canonical form, the
+        # descriptors and the tree head the molecules it parsed
+        computes = bool(self.tree_head) or any(kind != USER_KIND for kind in kinds)
+        checked = check_smiles(smiles, keep_molecules=computes)
         if self.on_invalid == "raise":
             raise_for_invalid(smiles, checked)
         if not checked.valid.any():
@@ -301,7 +303,7 @@ class ExLMEstimatorBase(BaseEstimator):
         if not checked.valid.all():
             warnings.warn(f"{int((~checked.valid).sum())} invalid SMILES left out of training "
                           "(rows marked in fit_invalid_mask_)", UserWarning, stacklevel=2)
-        rows, canonical = checked.rows, checked.valid_smiles
+        rows, canonical, molecules = checked.rows, checked.valid_smiles, checked.valid_molecules
         # every member and tree learns the transformed targets; outputs come back on y's
         # scale (_spread_scale)
         target_log = choose_log(targets.labels[rows], self.target_transform,
@@ -321,7 +323,7 @@ class ExLMEstimatorBase(BaseEstimator):
         computed: dict = {}  # (kind, SMILES) -> row: the network and the trees share them
         if kinds:  # scaled on the training rows only: the held-out rows stay unseen
             raw = raw_features(kinds, canonical, None if columns is None else columns[rows],
-                               self.n_jobs, computed)  # each distinct molecule computed once
+                               self.n_jobs, computed, molecules)  # each molecule computed once
             if columns is not None and column_names is None:
                 column_names = default_column_names(columns.shape[1])
             names = {k: column_names if k == USER_KIND else feature_names(k) for k in kinds}
@@ -337,7 +339,8 @@ class ExLMEstimatorBase(BaseEstimator):
             states = frozen.run(canonical, EMBED, 2 * self.batch_size)  # [n, d]
         self.tree_head_, held_out_trees = None, None
         if self.tree_head:
-            raw = raw_features(TREE_KINDS, canonical, None, self.n_jobs, computed)  # [n, F]
+            raw = raw_features(TREE_KINDS, canonical, None, self.n_jobs, computed,
+                               molecules)  # [n, F]
             self.tree_head_ = FrozenTrees.fit(frozen, states, raw, labels, train_rows,
                                               self._task, seed, forest=self._uses_forest())
             held_out_trees = self.tree_head_.decision_of(states[valid_rows], raw[valid_rows])
@@ -470,7 +473,9 @@ class ExLMEstimatorBase(BaseEstimator):
 
     def _prepared_rows(self, smiles: list[Any], columns: np.ndarray | None,
                        on_invalid: str) -> ModelInputs:  # the CLI's way in: columns apart
-        return self._on_device(self.model_).prepare(smiles, columns, on_invalid, self.n_jobs)
+        trees = getattr(self, "tree_head_", None) is not None  # its descriptors read them
+        return self._on_device(self.model_).prepare(smiles, columns, on_invalid, self.n_jobs,
+                                                    molecules=trees)
 
     # ---- outputs ---------------------------------------------------------------------------
     def _on_device(self, model: Any) -> Any:
@@ -495,16 +500,18 @@ class ExLMEstimatorBase(BaseEstimator):
                 out[m, v] = model.run(rows, PREDICT, 2 * self.batch_size, features)
         return out
 
-    def _all_outputs(self, smiles: list[str], features: np.ndarray | None
+    def _all_outputs(self, smiles: list[str], features: np.ndarray | None,
+                     molecules: list[Any] | None = None
                      ) -> tuple[np.ndarray, np.ndarray | None]:
         """The networks' samples [M, V, n, T] (:meth:`_samples`) and the tree head's raw
-        outputs [n, T] (None without one) of valid canonical SMILES."""
+        outputs [n, T] (None without one) of valid canonical SMILES; ``molecules``: their
+        RDKit molecules from the call's check, which the tree head's descriptors read."""
         samples = self._samples(smiles, features)
         trees = getattr(self, "tree_head_", None)  # absent in pickles from before trees
         if trees is None:
             return samples, None
         trees = trees._replace(model=self._on_device(trees.model))  # no walk when in place
-        return samples, trees.decision(smiles, 2 * self.batch_size, self.n_jobs)
+        return samples, trees.decision(smiles, 2 * self.batch_size, self.n_jobs, molecules)
 
     def _spread_scale(self, samples: np.ndarray) -> np.ndarray:
         """Samples on the scale their spread is reported in: probabilities, values (on y's
@@ -552,8 +559,8 @@ class ExLMEstimatorBase(BaseEstimator):
             if inputs.features is not None:  # the head reads them beside the pooled state
                 states = np.concatenate([states, inputs.features], axis=1)
             return inputs.scatter(states)
-        return inputs.scatter(self._aggregate(*self._all_outputs(inputs.smiles,
-                                                                 inputs.features)))
+        return inputs.scatter(self._aggregate(*self._all_outputs(
+            inputs.smiles, inputs.features, inputs.checked.valid_molecules)))
 
     def _task_columns(self, values: np.ndarray) -> np.ndarray:
         """[N, T] as the user's y was: [N] for 1-D y."""

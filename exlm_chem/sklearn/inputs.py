@@ -10,6 +10,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from exlm_chem.data.featurize import smiles_sequence
+
 __all__ = ["Targets", "as_smiles_list", "classification_targets", "default_column_names",
            "numeric_columns", "regression_targets", "smiles_and_columns"]
 
@@ -34,9 +36,7 @@ def as_smiles_list(X: Any) -> list[Any]:
 
     Entries are not checked here (see :func:`exlm_chem.data.featurize.check_smiles`).
     """
-    if isinstance(X, str | bytes):
-        raise TypeError("X must be a sequence of SMILES strings, got a single string; "
-                        "wrap it in a list")
+    smiles_sequence(X, "X")  # every entry point's one check of a bare string
     if hasattr(X, "tocsr") and hasattr(X, "nnz"):  # a SciPy sparse matrix or array
         raise TypeError(f"X must be SMILES strings; sparse input ({type(X).__name__}) is "
                         "not supported")

@@ -105,7 +105,9 @@ def predict_values(est: Any, smiles: Sequence[Any], columns: Any = None) -> Any:
     """
     import numpy as np
 
-    smiles = list(smiles)
+    from exlm_chem.data.featurize import smiles_sequence
+
+    smiles = list(smiles_sequence(smiles, "smiles"))
     spec = getattr(est, "feature_spec_", None)
     names = [] if spec is None else _user_columns(spec.kinds, spec.names)
     numbers = None

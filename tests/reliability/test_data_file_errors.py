@@ -47,7 +47,8 @@ def test_corrupted_gzip_bytes(tmp_path, bbbp_bytes):
 def test_random_bytes_and_empty_file_without_verification(tmp_path):
     noise = np.random.default_rng(0).integers(0, 256, 4096, dtype=np.uint8).tobytes()
     path = _write(tmp_path, b"\x00\xff" + noise, "bbbp.csv")
-    with pytest.raises(DataFileError, match=rf"bbbp: {path} is not UTF-8 text \(byte 1"):
+    with pytest.raises(DataFileError, match=rf"bbbp: {path}, byte 1 \(file line 1\): "
+                                            r"b'\\xff' is not valid utf-8; it is corrupted"):
         load_moleculenet("bbbp", path, verify=False)
     with pytest.raises(ChecksumError, match=str(path)):
         load_moleculenet("bbbp", path)
@@ -58,7 +59,7 @@ def test_random_bytes_and_empty_file_without_verification(tmp_path):
 
 def test_malformed_csv_without_verification(tmp_path):
     path = _write(tmp_path, gzip.compress(b'num,name,p_np,smiles\n1,"unclosed,1,CCO\n'))
-    with pytest.raises(DataFileError, match=rf"bbbp: {path} cannot be read as CSV"):
+    with pytest.raises(DataFileError, match=rf"bbbp: {path}: not a well-formed CSV table"):
         load_moleculenet("bbbp", path, verify=False)
     path = _write(tmp_path, gzip.compress(b"a,b\n1,2\n"))
     with pytest.raises(DataFileError, match=r"lacks the column\(s\) \['smiles', 'p_np'\]"):

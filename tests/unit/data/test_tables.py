@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import gzip
+import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from exlm_chem.data.tables import iter_chunks, open_table, read_table, stream_table, table_kind
+from exlm_chem.errors import DataFileError
 
 ROWS: list = [("CCO", "ethanol", "1"), ("C1CC", "broken ring", None), ("c1ccccc1", "benzene", "0")]
 
@@ -156,3 +159,40 @@ def test_columns_read_as_written_keep_missing_looking_text(tmp_path: Path):
     assert frame["label"].tolist() == [None, None, "1"]
     streamed = next(stream_table(path, ["smiles"], chunk_size=2, as_written=["smiles"]))
     assert streamed["smiles"].tolist() == ["NA", None]
+
+
+def test_an_unreadable_file_is_one_error_naming_it(tmp_path: Path):
+    """Whatever the reader underneath raises (codec, gzip, pandas, pyarrow): one
+    DataFileError, one line, the file's name and what to do."""
+    frame_text = _frame().to_csv(index=False).encode()
+    packed = gzip.compress(frame_text * 50)
+    noise = np.random.default_rng(0).integers(0, 256, 300, dtype=np.uint8).tobytes()
+    cases = {
+        "random.csv": (noise, r"random\.csv, header row: b'.*' is not valid utf-8; .*--encoding"),
+        "cut.csv.gz": (packed[: len(packed) // 2], r"cut\.csv\.gz: the compressed data ends "
+                                                   r"early .*: the file is truncated; copy"),
+        "text.parquet": (frame_text, r"text\.parquet: not a Parquet file \(ArrowInvalid: .*\); "
+                                     r"a name ending in \.parquet"),
+        "plain.csv.gz": (frame_text, r"plain\.csv\.gz: not valid gzip data \(BadGzipFile: "
+                                     r".*\); .*rename it without \.gz"),
+        "quote.csv": (b'smiles,name\n"CCO,x\n', r"quote\.csv: not a well-formed CSV table "
+                                                r"\(ParserError: .*EOF inside string"),
+    }
+    for name, (data, message) in cases.items():
+        path = tmp_path / name
+        path.write_bytes(data)
+        with pytest.raises(DataFileError, match=rf"^{re.escape(str(tmp_path))}/{message}") as err:
+            open_table(path, {"--smiles-column": ["smiles"]})
+        assert "\n" not in str(err.value), name
+
+
+def test_a_file_cut_short_names_the_last_data_row_read(tmp_path: Path):
+    path = tmp_path / "cut.smi.gz"
+    packed = gzip.compress("".join(f"C{'C' * (i % 7)}O\n" for i in range(60_000)).encode())
+    path.write_bytes(packed[: len(packed) * 3 // 4])
+    rows = 0
+    with pytest.raises(DataFileError, match=r"cut\.smi\.gz, after data row (\d+): the "
+                                            r"compressed data ends early") as err:
+        for chunk in stream_table(path, ["smiles"], chunk_size=1000):
+            rows += len(chunk)
+    assert rows > 0 and f"after data row {rows - 1}:" in str(err.value)

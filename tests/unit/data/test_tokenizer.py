@@ -320,7 +320,7 @@ def test_bad_input_types(tok: SmilesTokenizer) -> None:
             tok.encode(bad)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"row 1.*float"):
         tok.batch_encode(["CCO", float("nan")])  # type: ignore[list-item]
-    with pytest.raises(TypeError, match="single str"):
+    with pytest.raises(TypeError, match="single string; wrap it in a list"):
         tok.batch_encode("CCO")
     with pytest.raises(ValueError, match="pad_to_multiple_of"):
         tok.batch_encode(["CCO"], pad_to_multiple_of=0)

@@ -152,17 +152,64 @@ def test_a_call_parses_each_distinct_smiles_once(monkeypatch, tiny_checkpoint, c
                                            "--out", str(tmp_path / "p.csv"),
                                            "--no-progress"]),
     }
-    # the classifier's tree head computes RDKit 2D descriptors from each distinct molecule's
-    # canonical SMILES: one more parse per molecule, not per row or spelling
-    from exlm_chem.data.featurize import check_smiles
-
-    molecules = Counter(dict.fromkeys(check_smiles(sorted(distinct)).valid_smiles, 1))
-    with_trees = Counter(dict.fromkeys(distinct, 1)) + molecules
+    # the classifier's tree head reads the check's molecules: no parse of its own
     for name, call in calls.items():
         counts = _parse_counts(monkeypatch)
         call()
-        trees = name in ("predict_proba", "exlm-chem predict")
-        assert counts == (with_trees if trees else dict.fromkeys(distinct, 1)), name
+        assert counts == dict.fromkeys(distinct, 1), name
+        monkeypatch.undo()
+
+
+@pytest.fixture(scope="module")
+def hundred(moleculenet_dir) -> list[str]:
+    """100 distinct valid SMILES, none of them the estimators' training molecules."""
+    from exlm_chem.data.featurize import check_smiles
+
+    smiles = list(dict.fromkeys(pd.read_csv(moleculenet_dir / "bbbp.csv.gz")["smiles"][40:300]))
+    return [s for s, ok in zip(smiles, check_smiles(smiles).valid, strict=True) if ok][:100]
+
+
+@pytest.fixture(scope="module")
+def regressor(tiny_checkpoint, bbbp):
+    """The default regressor (RDKit 2D descriptors beside the pooled state, tree head)."""
+    from exlm_chem.sklearn.estimator import ExLMMoleculeRegressor
+
+    X, y = bbbp
+    return ExLMMoleculeRegressor(str(tiny_checkpoint), epochs=1, batch_size=16,
+                                 random_state=0, device="cpu").fit(X[:32], y[:32] * 2.0 - 1)
+
+
+def test_hundred_molecules_are_hundred_parses_with_the_default_estimators(
+        monkeypatch, tiny_checkpoint, classifier, saved_classifier, regressor, hundred,
+        tmp_path):
+    """The default estimators (tree head, descriptors) parse each molecule once per call:
+    the tree head's and the features' descriptors read the check's molecules."""
+    from exlm_chem.cli import main
+    from exlm_chem.embedding import embed
+
+    assert classifier.tree_head_ is not None and regressor.tree_head_ is not None
+    assert regressor.feature_spec_ is not None  # features="auto": RDKit 2D descriptors
+    saved_regressor = regressor.save(tmp_path / "reg")
+    csv = tmp_path / "hundred.csv"
+    pd.DataFrame({"smiles": hundred}).to_csv(csv, index=False)
+    calls = {
+        "classifier.predict_proba": lambda: classifier.predict_proba(hundred),
+        "classifier.predict": lambda: classifier.predict(hundred),
+        "classifier.transform": lambda: classifier.transform(hundred),
+        "regressor.predict": lambda: regressor.predict(hundred),
+        "regressor.transform": lambda: regressor.transform(hundred),
+        "embed": lambda: embed(hundred, model=tiny_checkpoint, device="cpu"),
+        "exlm-chem predict (classifier)": lambda: main(
+            ["predict", str(saved_classifier), str(csv), "--out", str(tmp_path / "c.csv"),
+             "--no-progress"]),
+        "exlm-chem predict (regressor)": lambda: main(
+            ["predict", str(saved_regressor), str(csv), "--out", str(tmp_path / "r.csv"),
+             "--no-progress"]),
+    }
+    for name, call in calls.items():
+        counts = _parse_counts(monkeypatch)
+        call()
+        assert sum(counts.values()) == 100 and set(counts) == set(hundred), name
         monkeypatch.undo()
 
 
