@@ -21,9 +21,10 @@ from exlm_chem.benchmark.runner import MethodSpec
 #: beside its pooled state; exlm_defaults / exlm_defaults_rdkit2d: the scikit-learn
 #: estimator with its defaults, without / with ``features="rdkit2d"``; chemprop_rdkit2d:
 #: chemprop with its RDKit descriptor featurizer as extra descriptors; gbt: scikit-learn's
-#: histogram gradient boosting at its defaults on Morgan counts + RDKit 2D.
+#: histogram gradient boosting at its defaults on Morgan counts + RDKit 2D; gbt_maplight:
+#: the same on MapLight's features (Morgan counts, Avalon counts, ErG, RDKit 2D).
 METHODS = ("exlm", "twin", "rf", "attentivefp", "chemprop", "rf_rdkit2d", "exlm_rdkit2d",
-           "exlm_defaults", "exlm_defaults_rdkit2d", "chemprop_rdkit2d", "gbt")
+           "exlm_defaults", "exlm_defaults_rdkit2d", "chemprop_rdkit2d", "gbt", "gbt_maplight")
 MODEL_METHODS = ("exlm", "exlm_rdkit2d", "exlm_defaults", "exlm_defaults_rdkit2d")
 
 
@@ -136,13 +137,18 @@ def _specs(names: Sequence[str], model: str | os.PathLike[str] | None,
                                     partial(rf_method, features="rdkit2d",
                                             feature_cache=feature_cache), uses_budget=False,
                                     protocol=partial(_rf_protocol, features="rdkit2d")))
-        elif name == "gbt":
-            from exlm_chem.benchmark.rf import gbt_method
+        elif name in ("gbt", "gbt_maplight"):
+            from exlm_chem.benchmark.rf import GBT_FEATURES, MAPLIGHT_FEATURES, gbt_method
 
-            specs.append(MethodSpec("gbt", "GBT on Morgan counts + RDKit 2D", None,
-                                    "supervised", partial(gbt_method,
-                                                          feature_cache=feature_cache),
-                                    uses_budget=False, protocol=_gbt_protocol))
+            features, label = ((GBT_FEATURES, "GBT on Morgan counts + RDKit 2D")
+                               if name == "gbt" else
+                               (MAPLIGHT_FEATURES, "GBT on MapLight's features (Morgan + "
+                                                   "Avalon counts, ErG, RDKit 2D)"))
+            specs.append(MethodSpec(name, label, None, "supervised",
+                                    partial(gbt_method, feature_cache=feature_cache,
+                                            features=features),
+                                    uses_budget=False,
+                                    protocol=partial(_gbt_protocol, features=features)))
         elif name == "chemprop":
             specs.append(_chemprop_spec(state_dir=chemprop_state))
         elif name == "chemprop_rdkit2d":
@@ -198,11 +204,12 @@ def _rf_protocol(task: str, budget: Budget, features: str = "ecfp4") -> tuple[No
     return None, settings
 
 
-def _gbt_protocol(task: str, budget: Budget) -> tuple[None, dict]:
-    from exlm_chem.benchmark.rf import gbt_settings
+def _gbt_protocol(task: str, budget: Budget,
+                  features: tuple[str, ...] | None = None) -> tuple[None, dict]:
+    from exlm_chem.benchmark.rf import GBT_FEATURES, gbt_settings
     from exlm_chem.benchmark.tasks import task_type
 
-    return None, gbt_settings(task_type(task))
+    return None, gbt_settings(task_type(task), features or GBT_FEATURES)
 
 
 def _attentivefp_protocol(task: str, budget: Budget) -> tuple[None, dict]:

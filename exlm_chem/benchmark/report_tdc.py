@@ -1,6 +1,6 @@
 """The TDC ADMET report: our rows placed among the published leaderboard entries.
 
-The published entries are facts copied into ``data/tdc_admet_leaderboard.json`` with their
+The published entries are facts copied into ``exlm_chem/data/tdc_admet_leaderboard.json`` with their
 source, and are labelled *published*; the rows built from ``results.jsonl`` are *measured
 here*. A row's figure per task is TDC's: the metric's mean and population sd over seeds,
 each rounded to 3 decimals. Its rank is the place that figure takes among the published
@@ -37,8 +37,8 @@ def leaderboard() -> dict[str, Any]:
     """The published leaderboard: ``{"sources", "tasks": {task: {"metric",
     "higher_is_better", "entries": [{"model", "mean", "sd", "source"}], ...}}}``, each
     task's entries best first."""
-    text = resources.files("exlm_chem.benchmark").joinpath(
-        "data/tdc_admet_leaderboard.json").read_text(encoding="utf-8")
+    text = resources.files("exlm_chem.data").joinpath(
+        "tdc_admet_leaderboard.json").read_text(encoding="utf-8")
     return json.loads(text)
 
 

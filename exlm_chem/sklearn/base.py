@@ -151,7 +151,7 @@ class ExLMEstimatorBase(BaseEstimator):
         tree_forest: bool | None = None,
         head_first: bool = True,
         train_layers: int | None = 3,
-        target_transform: str | None = None,
+        target_transform: str | None = "auto",
     ) -> None:
         self.pretrained = pretrained
         self.preset = preset
@@ -306,8 +306,8 @@ class ExLMEstimatorBase(BaseEstimator):
         rows, canonical, molecules = checked.rows, checked.valid_smiles, checked.valid_molecules
         # every member and tree learns the transformed targets; outputs come back on y's
         # scale (_spread_scale)
-        target_log = choose_log(targets.labels[rows], self.target_transform,
-                                targets.task_names)
+        target_log = choose_log(targets.labels[rows], self.target_transform
+                                if self._task == "regression" else None, targets.task_names)
         labels = forward(targets.labels[rows], target_log)
 
         # held-out molecules: they choose the best epoch and fit calibration / intervals

@@ -23,10 +23,11 @@ AUTO_SKEWNESS = 1.0
 
 def check_target_transform(value: object, task: str) -> str | None:
     """``value`` if it is one of :data:`TARGET_TRANSFORMS` and ``task`` takes it, else a
-    ``ValueError`` (the classifier takes only None)."""
+    ``ValueError`` (a classifier's classes have no scale: None and "auto" leave them
+    alone, "log" is refused)."""
     if value not in TARGET_TRANSFORMS:
         raise ValueError(f"target_transform must be one of {TARGET_TRANSFORMS}, got {value!r}")
-    if value is not None and task != "regression":
+    if value == "log" and task != "regression":
         raise ValueError(f"target_transform={value!r} is the regressor's; a classifier's "
                          "labels are classes")
     return value  # type: ignore[return-value]

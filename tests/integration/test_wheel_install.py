@@ -22,7 +22,7 @@ import pandas as pd
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-PACKAGE_DATA = ("vocab.txt", "paper_table1.json", "toxcast_tasks.txt")
+PACKAGE_DATA = ("vocab.txt", "paper_table1.json", "toxcast_tasks.txt", "tdc_admet_leaderboard.json")
 
 
 def _run(cmd: list[str], **kwargs) -> subprocess.CompletedProcess:

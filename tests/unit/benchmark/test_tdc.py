@@ -124,3 +124,14 @@ def test_estimator_params_parse_as_literals() -> None:
         "target_transform": "auto", "pretrained": None, "tree_weight": 0.5}
     with pytest.raises(ValueError, match="NAME=VALUE"):
         parse_estimator_params(["auto"])
+
+
+def test_the_maplight_feature_row_keys_its_four_feature_sets() -> None:
+    from exlm_chem.benchmark.methods import build_methods
+    from exlm_chem.benchmark.records import Budget
+
+    gbt, maplight = build_methods(["gbt", "gbt_maplight"], None, None, "finetune")
+    assert "MapLight" in maplight.label
+    _, settings = maplight.protocol("dili", Budget())
+    assert settings["features"] == ["morgan", "avalon", "erg", "rdkit2d"]
+    assert gbt.protocol("dili", Budget())[1]["features"] == ["morgan", "rdkit2d"]

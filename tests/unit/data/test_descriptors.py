@@ -191,3 +191,16 @@ def test_spec_names_what_the_installed_rdkit_lacks():
     (problem,) = spec.installed_differences()
     assert "RDKit 2099.01.1" in problem and "missing ['FutureDescriptor']" in problem
     assert f"new [{rdkit2d_names()[0]!r}]" in problem
+
+
+def test_avalon_counts_and_erg_are_row_aligned_with_nan_for_a_bad_row() -> None:
+    from exlm_chem.data.descriptors import AVALON_BITS, ERG_WIDTH, descriptor_values
+
+    smiles = ["CCOc1ccccc1C(=O)N", "not a molecule", "c1ccncc1"]
+    avalon, names = descriptor_values("avalon", smiles)
+    assert avalon.shape == (3, AVALON_BITS) and names[0] == "avalon_0"
+    assert np.isnan(avalon[1]).all() and not np.isnan(avalon[[0, 2]]).any()
+    assert (avalon[0] == np.round(avalon[0])).all() and avalon[0].sum() > avalon[2].sum() > 0
+    erg, names = descriptor_values("erg", smiles)
+    assert erg.shape == (3, ERG_WIDTH) and len(names) == ERG_WIDTH
+    assert np.isnan(erg[1]).all() and np.isfinite(erg[[0, 2]]).all() and erg[0].any()

@@ -46,7 +46,7 @@ def test_the_regressor_fits_the_log_and_predicts_on_ys_scale(params, tmp_path) -
 
     smiles = list(load_moleculenet("bbbp").smiles[:80])
     y = np.random.default_rng(1).lognormal(1.0, 1.5, len(smiles))  # positive, skewed
-    reg = ExLMMoleculeRegressor(**params, target_transform="auto").fit(smiles, y)
+    reg = ExLMMoleculeRegressor(**params).fit(smiles, y)  # "auto", the default
     assert reg.target_log_.tolist() == [True]
     predicted = reg.predict(smiles)
     # on y's scale: positive (an exp) and of y's size, not log(y)'s
