@@ -41,6 +41,23 @@ def moleculenet_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
+def moleculenet_dataset(moleculenet_dir):
+    """``get(name)``: ``load_moleculenet(name, moleculenet_dir)``, each set parsed once per
+    session (MUV's 93k molecules take ~20-30 s on 2 cores, and two modules read them).
+    Callers treat the datasets as read-only."""
+    from exlm_chem.data.moleculenet import load_moleculenet
+
+    cache: dict[str, object] = {}
+
+    def get(name: str):
+        if name not in cache:
+            cache[name] = load_moleculenet(name, moleculenet_dir)
+        return cache[name]
+
+    return get
+
+
+@pytest.fixture(scope="session")
 def pretrain_dir() -> Path:
     env = os.environ.get("EXLM_CHEM_PRETRAIN_DATA")
     path = Path(env) if env else _moleculenet_dir().parent / "pretrain"

@@ -49,16 +49,10 @@ INVALID_ROWS = {
 
 
 @pytest.fixture(scope="module")
-def loaded(moleculenet_dir: Path):
-    """Each dataset is parsed at most once per module (MUV takes ~20-30 s)."""
-    cache: dict[str, mn.MoleculeDataset] = {}
-
-    def get(name: str) -> mn.MoleculeDataset:
-        if name not in cache:
-            cache[name] = load_moleculenet(name, moleculenet_dir)
-        return cache[name]
-
-    return get
+def loaded(moleculenet_dataset):
+    """Each dataset is parsed at most once per session (MUV takes ~20-30 s; test_splits
+    reads the same ones): tests/conftest.py's ``moleculenet_dataset``."""
+    return moleculenet_dataset
 
 
 @pytest.fixture

@@ -14,7 +14,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from exlm_chem.data.moleculenet import load_moleculenet
 from exlm_chem.data.splits import (
     InvalidRow,
     InvalidSmilesError,
@@ -61,6 +60,12 @@ PINNED_SIZES = {
 _CACHE: dict[tuple, object] = {}
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _session_datasets(moleculenet_dataset):
+    """The datasets as parsed once per session (test_moleculenet reads them too)."""
+    _CACHE["load"] = moleculenet_dataset
+
+
 def _cached(key: tuple, make):
     if key not in _CACHE:
         _CACHE[key] = make()
@@ -70,7 +75,7 @@ def _cached(key: tuple, make):
 def _smiles(moleculenet_dir: Path, name: str) -> list[str]:
     return _cached(
         ("smiles", name),
-        lambda: load_moleculenet(name, path=moleculenet_dir / f"{name}.csv.gz").smiles,
+        lambda: _CACHE["load"](name).smiles,  # load_moleculenet(name, moleculenet_dir)
     )
 
 

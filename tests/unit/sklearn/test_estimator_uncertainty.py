@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import pickle
 
 import numpy as np
@@ -39,6 +40,13 @@ def ensemble(params, data):
     return ExLMMoleculeClassifier(**params, n_models=3, tta=2, calibrate="isotonic").fit(X, y)
 
 
+@pytest.fixture(scope="module")
+def plain(params, data):
+    """One model with the shared settings (what the ensemble's first member must equal)."""
+    X, y = data
+    return ExLMMoleculeClassifier(**params).fit(X, y)
+
+
 def test_one_liner_runs(monkeypatch, tiny_checkpoint, data):
     X, y = data
     monkeypatch.setenv(MODEL_ENV, str(tiny_checkpoint))
@@ -49,13 +57,13 @@ def test_one_liner_runs(monkeypatch, tiny_checkpoint, data):
     assert (spread.members > 0).all() and (spread.tta > 0).any()
 
 
-def test_same_seed_same_ensemble_and_first_member_is_the_plain_model(params, data, ensemble):
+def test_same_seed_same_ensemble_and_first_member_is_the_plain_model(params, data, ensemble,
+                                                                    plain):
     X, y = data
     again = ExLMMoleculeClassifier(**params, n_models=3, tta=2, calibrate="isotonic").fit(X, y)
     np.testing.assert_array_equal(again.predict_proba(X), ensemble.predict_proba(X))
     for a, b in zip(again.predict_uncertainty(X), ensemble.predict_uncertainty(X), strict=True):
         np.testing.assert_array_equal(a, b)
-    plain = ExLMMoleculeClassifier(**params).fit(X, y)
     np.testing.assert_array_equal(predict_batched(ensemble.models_[0], X),
                                   predict_batched(plain.model_, X))
     other = predict_batched(ensemble.models_[1], X)
@@ -99,26 +107,25 @@ def test_uncertainty_stays_aligned_with_invalid_rows(ensemble, data):
     assert np.isnan(proba[1:4]).all() and np.isfinite(proba[[0, 4, 5]]).all()
 
 
-def test_augmentation_is_reproducible_and_changes_training(params, data):
+def test_augmentation_is_reproducible_and_changes_training(params, data, plain):
     X, y = data
     a = ExLMMoleculeClassifier(**params, augment=2).fit(X, y)
     b = ExLMMoleculeClassifier(**params, augment=2).fit(X, y)
-    plain = ExLMMoleculeClassifier(**params).fit(X, y)
     np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
     assert not np.array_equal(a.predict_proba(X), plain.predict_proba(X))
     assert len(plain.history_) == len(a.history_) == 2  # same epochs, each 3x the molecules
 
 
-def test_tta_is_a_prediction_setting(params, data):
-    X, y = data
-    clf = ExLMMoleculeClassifier(**params).fit(X, y)
+def test_tta_is_a_prediction_setting(data, plain):
+    X, _ = data
+    clf = copy.deepcopy(plain)  # set_params below changes it
     with pytest.raises(ValueError, match="needs an ensemble"):
         clf.predict_uncertainty(X)
-    plain = clf.predict_proba(X)
+    before = clf.predict_proba(X)
     clf.set_params(tta=3)
     spread = clf.predict_uncertainty(X)
     assert (spread.members == 0).all() and (spread.tta > 0).any()
-    assert not np.array_equal(clf.predict_proba(X), plain)
+    assert not np.array_equal(clf.predict_proba(X), before)
     with pytest.raises(ValueError, match="tta must be an integer >= 0"):
         clf.set_params(tta=-1).predict(X)
 
@@ -161,7 +168,10 @@ def test_clone_and_grid_search_over_uncertainty_parameters(params, data):
     clf = ExLMMoleculeClassifier(**{**params, "epochs": 1}, n_models=2, tta=1, augment=1,
                                  bootstrap=True, calibrate="platt")
     assert clone(clf).get_params() == clf.get_params()
-    search = GridSearchCV(clf, {"tta": [0, 2], "calibrate": [None, "isotonic"]}, cv=2)
+    # two candidates that set every value of both parameters, not their four combinations
+    # (each candidate is two fits of a 2-member ensemble, one per fold)
+    search = GridSearchCV(clf, [{"tta": [0], "calibrate": [None]},
+                                {"tta": [2], "calibrate": ["isotonic"]}], cv=2)
     search.fit(X, y)
     assert search.best_params_["tta"] in (0, 2)
     assert np.isfinite(search.cv_results_["mean_test_score"]).all()
