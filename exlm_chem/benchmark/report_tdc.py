@@ -247,7 +247,7 @@ def plot_ranks(records: Sequence[CellRecord], path: str | os.PathLike[str]) -> P
     rows = row_scores(records)
     tasks = [t for t in leaderboard()["tasks"] if any(r.task == t for r in rows)]
     x = np.arange(len(tasks))
-    fig, ax = plt.subplots(figsize=(max(8, 0.55 * len(tasks) + 3), 5.5))
+    fig, ax = plt.subplots(figsize=(max(8, 0.55 * len(tasks) + 3) + 4, 5.5))
     markers = iter("o^sDvP*X")
     for anchor in ANCHORS:
         ranks = [_anchor_rank(t, anchor) for t in tasks]
@@ -266,7 +266,7 @@ def plot_ranks(records: Sequence[CellRecord], path: str | os.PathLike[str]) -> P
     ax.set_ylabel("rank among the published entries (1 = best)")
     ax.axhline(3.5, color="grey", linewidth=0.8, linestyle=":")
     ax.set_title("TDC ADMET benchmark group: where each row would place")
-    ax.legend(fontsize=7, loc="lower left", ncol=2)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside: no point hidden
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     with atomic_path(path) as tmp:
