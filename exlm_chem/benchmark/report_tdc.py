@@ -52,7 +52,7 @@ class RowScore(NamedTuple):
     sd: float  # population sd (np.std), rounded to 3 decimals
     valid_mean: float | None  # mean of the held-out valid parts' metric (None: not scored)
     seeds: tuple[int, ...]
-    cpu_s: float  # the cells' wall time summed (one thread per cell: CPU time)
+    wall_s: float  # the cells' wall time summed (one thread per cell: about CPU time, at load)
 
 
 def row_scores(records: Sequence[CellRecord]) -> list[RowScore]:
@@ -140,7 +140,7 @@ class RowSummary(NamedTuple):
     top3: int
     anchor_mean_rank: dict[str, tuple[float, int]]  # anchor -> (its mean rank, tasks) there
     min_seeds: int
-    cpu_s: float
+    wall_s: float
 
 
 def summarise_row(label: str, rows: Sequence[RowScore]) -> RowSummary:
@@ -161,7 +161,7 @@ def summarise_row(label: str, rows: Sequence[RowScore]) -> RowSummary:
     return RowSummary(label, len(mine), float(np.mean(ranks)) if ranks else float("nan"),
                       ahead, sum(r <= 3 for r in ranks), anchor_ranks,
                       min((len(r.seeds) for r in mine), default=0),
-                      sum(r.cpu_s for r in mine))
+                      sum(r.wall_s for r in mine))
 
 
 def _labels(rows: Sequence[RowScore]) -> list[str]:
@@ -186,7 +186,7 @@ def markdown_report(records: Sequence[CellRecord], command: str | None = None) -
     lines += ["## Across tasks", ""]
     header = ["row", "tasks", "seeds (min)", "mean rank",
               *[f"ahead of {a}" for a in ANCHORS[:2]], "top 3",
-              *[f"{a}'s mean rank there" for a in ANCHORS], "CPU-h"]
+              *[f"{a}'s mean rank there" for a in ANCHORS], "cell-hours (wall)"]
     table = []
     for label in _labels(rows):
         s = summarise_row(label, rows)
@@ -194,7 +194,7 @@ def markdown_report(records: Sequence[CellRecord], command: str | None = None) -
                       *[f"{s.ahead_of[a][0]} / {s.ahead_of[a][1]}" for a in ANCHORS[:2]],
                       str(s.top3),
                       *[f"{s.anchor_mean_rank[a][0]:.2f} ({s.anchor_mean_rank[a][1]})"
-                        for a in ANCHORS], f"{s.cpu_s / 3600:.2f}"])
+                        for a in ANCHORS], f"{s.wall_s / 3600:.2f}"])
     lines += [*_table(header, table), ""]
     lines += ["## Per task", ""]
     header = ["task", "metric", *[f"{label}" for label in _labels(rows)],

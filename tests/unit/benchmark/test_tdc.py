@@ -67,7 +67,7 @@ def test_a_cell_records_the_metric_on_the_test_and_the_held_out_valid_part(tmp_p
 
 
 def _row(label: str, task: str, mean: float) -> report_tdc.RowScore:
-    return report_tdc.RowScore(label, task, "mae", mean, 0.0, None, (1, 2, 3), 10.0)
+    return report_tdc.RowScore(label, task, "mae", mean, 0.0, None, (1, 2, 3), wall_s=10.0)
 
 
 def test_a_row_takes_its_place_among_the_published_entries_and_ties_share_it() -> None:
