@@ -40,6 +40,9 @@ case "${1:-}" in
       --tasks $SKEWED --seeds 1 2 --out $OUT/records/skew-auto
     "${RUN[@]}" --methods gbt rf_rdkit2d --seeds 1 2 3 \
       --tasks $SMALL_CLS $SMALL_REG $BIG_CLS $BIG_REG --out $OUT/records/peers
+    # MapLight's features under the same booster: what the tree head might read
+    "${RUN[@]}" --methods gbt_maplight --seeds 1 2 3 \
+      --tasks $SMALL_CLS $SMALL_REG $BIG_CLS $BIG_REG --out $OUT/records/peers-maplight
     "${RUN[@]}" --methods exlm_defaults --tasks $SMALL_REG $BIG_REG --out $OUT/records/default-reg
     "${RUN[@]}" --methods exlm_defaults --estimator-params pretrained=None --seeds 1 2 3 \
       --tasks $SMALL_REG $BIG_REG --out $OUT/records/random-reg

@@ -14,12 +14,15 @@ figure (:attr:`TaskData.held_out_valid`).
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import NamedTuple
 
 import numpy as np
 
 from exlm_chem.benchmark.tasks import TaskData
+
+logger = logging.getLogger(__name__)
 
 #: The name cells record as their split.
 TDC_SPLIT = "tdc_scaffold"
@@ -84,16 +87,26 @@ def load_tdc_task(name: str, seed: int,
 
     task = load_tdc_admet(name, path=path)
     smiles = task.train_val.smiles + task.test.smiles
-    bad = [(i, why) for i, s in enumerate(smiles)
-           for canonical, why in [canonical_or_failure(s)] if canonical is None]
-    if bad:  # TDC's files parse with RDKit: a failure is a changed RDKit or file
-        raise ValueError(f"{name}: RDKit cannot read rows {bad[:5]}")
+    labels = np.concatenate([task.train_val.y, task.test.y])[:, None]  # [N, 1]
     n = len(task.train_val.smiles)
-    parts = scaffold_balanced_split(task.train_val.smiles,
-                                    (TRAIN_FRACTION, 1.0 - TRAIN_FRACTION, 0.0), seed=seed)
+    # a molecule RDKit cannot read (2 test rows of solubility_aqsoldb, valence errors) has no
+    # features and no prediction: it is left out, named, and n_test records how many remain
+    readable = np.array([canonical_or_failure(s)[0] is not None for s in smiles])
+    if not readable.all():
+        bad = np.flatnonzero(~readable)
+        logger.warning("%s: %d row(s) RDKit cannot read left out (%d of train_val, %d of the "
+                       "test part): %s", name, bad.size, int((bad < n).sum()),
+                       int((bad >= n).sum()),
+                       ", ".join(f"{'test' if i >= n else 'train_val'} row {i - n if i >= n else i}"
+                                 for i in bad[:10]))
+    keep = np.flatnonzero(readable)
+    smiles = [smiles[i] for i in keep]
+    labels = labels[keep]
+    n = int((keep < n).sum())
+    parts = scaffold_balanced_split(smiles[:n], (TRAIN_FRACTION, 1.0 - TRAIN_FRACTION, 0.0),
+                                    seed=seed)
     # groups that fit neither part are valid's: TDC's two-part split has no third part
     valid = np.sort(np.concatenate([parts.valid, parts.test])).astype(np.int64)
-    labels = np.concatenate([task.train_val.y, task.test.y])[:, None]  # [N, 1]
     return TaskData(name, smiles, labels, np.sort(parts.train).astype(np.int64), valid,
                     np.arange(n, len(smiles), dtype=np.int64), task.sha256,
                     task.spec.task_type, metric=task.spec.metric, held_out_valid=True)
