@@ -95,10 +95,10 @@ def test_the_cli_runs_resumes_and_reports_a_row_among_the_published(tmp_path, ca
 
     out = tmp_path / "tdc"
     argv = ["benchmark", "--suite", "tdc-admet", "--tasks", "dili", "--seeds", "1",
-            "--methods", "rf_rdkit2d", "--threads", "1", "--no-progress", "--out", str(out)]
+            "--methods", "gbt_maplight", "--threads", "1", "--no-progress", "--out", str(out)]
     assert main(argv) == 0
     report = (out / "report.md").read_text()
-    assert "**RF on RDKit 2D**" in report and "measured here" in report
+    assert "**GBT on MapLight's features" in report and "measured here" in report
     assert "MiniMol" in report and (out / "ranks.png").stat().st_size > 0
     with caplog.at_level("INFO", logger="exlm_chem.benchmark.runner"):
         assert main(argv) == 0
