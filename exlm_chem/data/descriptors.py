@@ -129,41 +129,39 @@ def _rdkit2d_rows(molecules: Sequence[Any], functions: Sequence[Callable[[Any], 
     return out
 
 
-def _morgan_rows(molecules: Sequence[Any], radius: int, n_bits: int) -> np.ndarray:
+def _vector_rows(molecules: Sequence[Any], width: int,
+                 vector: Callable[[Any], np.ndarray]) -> np.ndarray:
+    """float64 [N, width]: ``vector(mol)`` of each molecule; NaN rows where RDKit cannot
+    read one (:func:`as_molecule`), so a bad row never shifts the others."""
+    out = np.full((len(molecules), width), np.nan, dtype=np.float64)
+    for row, item in enumerate(molecules):
+        mol = as_molecule(item)
+        if mol is not None:
+            out[row] = vector(mol)
+    return out
+
+
+def _morgan_vector(radius: int, n_bits: int) -> Callable[[Any], np.ndarray]:
     from rdkit.Chem import rdFingerprintGenerator
 
-    generator = rdFingerprintGenerator.GetMorganGenerator(radius=radius, fpSize=n_bits)
-    out = np.full((len(molecules), n_bits), np.nan, dtype=np.float64)
-    for row, item in enumerate(molecules):
-        mol = as_molecule(item)
-        if mol is not None:
-            out[row] = generator.GetCountFingerprintAsNumPy(mol)
-    return out
+    return rdFingerprintGenerator.GetMorganGenerator(radius=radius, fpSize=n_bits
+                                                     ).GetCountFingerprintAsNumPy
 
 
-def _avalon_rows(molecules: Sequence[Any], n_bits: int) -> np.ndarray:
+def _avalon_counts(mol: Any) -> np.ndarray:
     from rdkit.Avalon import pyAvalonTools
 
-    out = np.full((len(molecules), n_bits), np.nan, dtype=np.float64)
-    for row, item in enumerate(molecules):
-        mol = as_molecule(item)
-        if mol is not None:
-            out[row] = 0.0
-            for bit, count in pyAvalonTools.GetAvalonCountFP(mol, nBits=n_bits
-                                                             ).GetNonzeroElements().items():
-                out[row, bit] = count
-    return out
+    counts = np.zeros(AVALON_BITS)
+    for bit, count in pyAvalonTools.GetAvalonCountFP(mol, nBits=AVALON_BITS
+                                                     ).GetNonzeroElements().items():
+        counts[bit] = count
+    return counts
 
 
-def _erg_rows(molecules: Sequence[Any]) -> np.ndarray:
+def _erg(mol: Any) -> np.ndarray:
     from rdkit.Chem import rdReducedGraphs
 
-    out = np.full((len(molecules), ERG_WIDTH), np.nan, dtype=np.float64)
-    for row, item in enumerate(molecules):
-        mol = as_molecule(item)
-        if mol is not None:
-            out[row] = rdReducedGraphs.GetErGFingerprint(mol)
-    return out
+    return rdReducedGraphs.GetErGFingerprint(mol)
 
 
 def _float32(values: np.ndarray) -> np.ndarray:
@@ -180,11 +178,12 @@ def _compute(kind: str, molecules: Sequence[Any]) -> np.ndarray:
     if kind in ("rdkit2d", "rdkit2d_fast"):
         return _float32(_rdkit2d_rows(molecules, _descriptor_functions(kind)))
     if kind == "morgan":
-        return _float32(_morgan_rows(molecules, MORGAN_RADIUS, MORGAN_BITS))
+        vector = _morgan_vector(MORGAN_RADIUS, MORGAN_BITS)
+        return _float32(_vector_rows(molecules, MORGAN_BITS, vector))
     if kind == "avalon":
-        return _float32(_avalon_rows(molecules, AVALON_BITS))
+        return _float32(_vector_rows(molecules, AVALON_BITS, _avalon_counts))
     if kind == "erg":
-        return _float32(_erg_rows(molecules))
+        return _float32(_vector_rows(molecules, ERG_WIDTH, _erg))
     raise ValueError(f"unknown feature kind {kind!r}; choose from {COMPUTED_KINDS}")
 
 
