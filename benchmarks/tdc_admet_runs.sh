@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The TDC ADMET rows of benchmarks/results/tdc_admet, in the order a CPU-hour buys most:
 # small tasks before large ones, the lever comparisons before the rows they decide.
-# Usage: bash benchmarks/tdc_admet_runs.sh LANE   (LANE 1 or 2: two processes, one thread
-# each; run both lanes at once on a 2-core machine). Every command resumes: cells already
+# Usage: bash benchmarks/tdc_admet_runs.sh LANE   (LANE 1 or 2 from a worktree of 5445a9e,
+# 0.3.0; 3 or 4 from one of 0.4.0: two processes, one thread each; run two lanes at once on
+# a 2-core machine). Every command resumes: cells already
 # in a records folder are skipped, so rerunning a lane continues where it stopped.
 # Then: bash benchmarks/tdc_admet_runs.sh report
 set -euo pipefail
@@ -47,11 +48,30 @@ case "${1:-}" in
     "${RUN[@]}" --methods exlm_defaults --estimator-params pretrained=None --seeds 1 2 3 \
       --tasks $SMALL_REG $BIG_REG --out $OUT/records/random-reg
     ;;
+  3)
+    # the 0.4.0 defaults: the regressor's target transform became "auto"; the classifier
+    # is 0.3.0's (lane 1's default-cls records), so only the regression tasks run again
+    "${RUN[@]}" --methods exlm_defaults --tasks $SMALL_REG --out $OUT/records/default-reg-040
+    # the peers' last cells (solubility; MapLight's features on the CYP sets)
+    "${RUN[@]}" --methods gbt rf_rdkit2d --seeds 1 2 3 --tasks $BIG_REG --out $OUT/records/peers
+    "${RUN[@]}" --methods gbt_maplight --seeds 1 2 3 --tasks $BIG_CLS $BIG_REG \
+      --out $OUT/records/peers-maplight
+    "${RUN[@]}" --methods exlm_defaults --tasks $BIG_REG --out $OUT/records/default-reg-040
+    ;;
+  4)
+    "${RUN[@]}" --methods exlm_defaults --estimator-params pretrained=None --seeds 1 2 3 \
+      --tasks $SMALL_CLS --out $OUT/records/random-cls
+    "${RUN[@]}" --methods chemprop_rdkit2d --seeds 1 2 3 --tasks $SMALLEST10 \
+      --out $OUT/records/chemprop
+    "${RUN[@]}" --methods exlm_defaults --estimator-params pretrained=None --seeds 1 2 3 \
+      --tasks $SMALL_REG --out $OUT/records/random-reg
+    "${RUN[@]}" --methods exlm_defaults --tasks $BIG_CLS --out $OUT/records/default-cls
+    ;;
   report)
     "${RUN[@]}" --report-only --out $OUT --merge $OUT/records/*/
     ;;
   *)
-    echo "usage: bash benchmarks/tdc_admet_runs.sh 1|2|report" >&2
+    echo "usage: bash benchmarks/tdc_admet_runs.sh 1|2|3|4|report" >&2
     exit 2
     ;;
 esac
