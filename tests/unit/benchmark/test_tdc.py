@@ -134,3 +134,25 @@ def test_the_maplight_feature_row_keys_its_four_feature_sets() -> None:
     _, settings = maplight.protocol("dili", Budget())
     assert settings["features"] == ["morgan", "avalon", "erg", "rdkit2d"]
     assert gbt.protocol("dili", Budget())[1]["features"] == ["morgan", "rdkit2d"]
+
+
+def _cell(label: str, task: str, task_type: str, score: float) -> object:
+    from exlm_chem.benchmark.records import CellRecord
+
+    nan = float("nan")
+    return CellRecord("exlm_defaults", label, None, "estimator", task, 1, TDC_SPLIT, nan, nan,
+                      1, [None], 10, 2, 5, None, None, False, {}, {}, 1.0, "abc", "m", "t",
+                      task_type=task_type, metric="auroc", score=score, valid_score=score)
+
+
+def test_a_classification_cell_of_a_kept_classifier_counts_in_the_newer_default_row() -> None:
+    old, new = ("ExLM exlm-small (estimator 0.3.0 defaults)",
+                "ExLM exlm-small (estimator 0.4.0 defaults)")
+    rows = report_tdc.row_scores([
+        _cell(old, "herg", "classification", 0.8),
+        _cell(old, "caco2_wang", "regression", 0.3),  # 0.4.0 changed the regressor
+        _cell(new, "ppbr_az", "regression", 8.0),
+        _cell(f"{old[:-1]}, pretrained=None)", "dili", "classification", 0.7)])
+    assert sorted((r.label, r.task) for r in rows) == sorted([
+        (old, "herg"), (new, "herg"), (old, "caco2_wang"), (new, "ppbr_az"),
+        (f"{old[:-1]}, pretrained=None)", "dili")])

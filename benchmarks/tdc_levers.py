@@ -1,0 +1,446 @@
+"""TDC ADMET levers on the held-out valid parts: what the tree head reads, which booster.
+
+A cheap lever study for the estimators' tree head (:class:`~exlm_chem.model.frozen_trees.
+FrozenTrees`), the TDC analogue of ``benchmarks/tree_head.py``: no network is fine-tuned,
+and nothing is scored on a test part. For each task of the TDC ADMET group and each seed,
+:func:`~exlm_chem.benchmark.tdc.load_tdc_task` re-splits ``train_val`` by scaffold into
+train and a held-out valid part; every head is fitted on the train rows and scored on the
+valid rows with the task's leaderboard metric (:func:`~exlm_chem.benchmark.tdc.tdc_metric`:
+MAE, Spearman, AUROC or AUPRC). The test part's rows are dropped as soon as a task is
+loaded: its molecules are never embedded or featurized and its labels never read.
+
+Per task, computed once and shared by its seeds: the encoder's pooled states of the
+``train_val`` molecules (RDKit canonical SMILES, as the estimators read them; the package's
+default pooling and layer, via :func:`exlm_chem.embed`; kept in ``OUT/<task>_emb.npz``) and
+the raw feature blocks (:func:`exlm_chem.benchmark.features.task_features`, kept under
+``--cache``). Heads:
+
+- ``trees(emb+rdkit2d)``: today's tree head: ``FrozenTrees`` on the states and
+  :data:`~exlm_chem.model.frozen_trees.TREE_KINDS`, with the random forest on the features
+  beside the boosted trees for classification (the estimators' ``tree_forest=None``);
+- ``trees(emb+maplight)``: the same head reading MapLight's features (Morgan counts,
+  Avalon counts, ErG, RDKit 2D);
+- ``trees(maplight)``, ``trees(rdkit2d)``: the same head without the encoder states (a
+  [n, 0] states array: ``FrozenTrees`` puts states and scaled features side by side, so
+  the trees read the features alone), so ``trees(emb+X) - trees(X)`` is what the encoder
+  adds;
+- ``catboost(maplight)``: CatBoost at its defaults (``verbose=False``, ``random_seed``
+  the TDC seed, ``thread_count`` ``--threads``) on the unscaled MapLight features, as
+  MapLight (the leaderboard entry) fits them; ``catboost(emb+maplight)``: with the states
+  beside them. Both need ``catboost`` importable; otherwise they are skipped with one
+  printed line (it is no dependency of the package).
+
+Every ``trees`` head is the package's head itself (``FrozenTrees.fit`` and
+``decision_of``; no model is needed to score precomputed states, so none is passed),
+seeded as an estimator with ``random_state=seed`` seeds it
+(:func:`~exlm_chem.sklearn.base.held_out_split`). Unlike the estimator's head it is fitted
+on all train rows: the estimator holds out ``validation_fraction`` of them for its own
+choices, which this study does not make. The features reach it unscaled
+(:func:`~exlm_chem.benchmark.features.task_features`): ``FrozenTrees.fit`` scales them on
+the train rows itself.
+
+Regression targets get the regressor's ``target_transform="auto"``
+(:mod:`exlm_chem.sklearn.target_transform`, decided on the train rows, as the estimator
+decides on the rows it fits): every head, CatBoost too, fits the transformed target and
+is scored on y's own scale.
+
+Each (task, seed, head) is one line of ``OUT/results.jsonl`` with its fit's wall and CPU
+seconds, commit and machine; a rerun skips what is there. ``--report`` prints per head the
+mean validation score of each task over its seeds, the number of tasks where it beats
+``trees(emb+rdkit2d)`` (lower MAE is better; over the seeds both have) and its mean
+relative change against it (positive: better). One ``--out`` per ``--model``.
+
+Usage::
+
+    python benchmarks/tdc_levers.py --out DIR --cache DIR/features   # 22 tasks, seeds 1-3
+    python benchmarks/tdc_levers.py --tasks dili herg --seeds 1 \
+        --heads "trees(emb+rdkit2d)" "trees(rdkit2d)" --out DIR
+    python benchmarks/tdc_levers.py --out DIR --report
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+#: MapLight's features, as :data:`exlm_chem.benchmark.features.FEATURE_SETS` names them
+MAPLIGHT = ("morgan", "avalon", "erg", "rdkit2d")
+BASELINE = "trees(emb+rdkit2d)"
+SEEDS = (1, 2, 3)
+_EMB_FORMAT = "tdc-levers-states-1"
+
+
+class Head(NamedTuple):
+    """What a head fits and reads."""
+
+    booster: str  # "trees": the package's FrozenTrees; "catboost": CatBoost at its defaults
+    states: bool  # the encoder's pooled states beside the features
+    kinds: tuple[str, ...]  # feature blocks (exlm_chem.benchmark.features.FEATURE_SETS)
+
+
+def _heads() -> dict[str, Head]:
+    """Every head of :data:`HEADS` by name (imports the package's tree head)."""
+    from exlm_chem.model.frozen_trees import TREE_KINDS
+
+    return {
+        BASELINE: Head("trees", True, tuple(TREE_KINDS)),
+        "trees(emb+maplight)": Head("trees", True, MAPLIGHT),
+        "trees(maplight)": Head("trees", False, MAPLIGHT),
+        "trees(rdkit2d)": Head("trees", False, ("rdkit2d",)),
+        "catboost(maplight)": Head("catboost", False, MAPLIGHT),
+        "catboost(emb+maplight)": Head("catboost", True, MAPLIGHT),
+    }
+
+
+HEADS = ("trees(emb+rdkit2d)", "trees(emb+maplight)", "trees(maplight)", "trees(rdkit2d)",
+         "catboost(maplight)", "catboost(emb+maplight)")
+
+
+def default_tasks(data_path: str | Path | None = None) -> list[str]:
+    """The 22 TDC ADMET tasks, fewest ``train_val`` molecules first.
+
+    Parameters
+    ----------
+    data_path : str, Path or None
+        ``admet_group.zip`` or its folder; None: the loader's search order.
+
+    Returns
+    -------
+    list of str
+        Task names ordered by ``train_val`` size.
+    """
+    from exlm_chem.data.tdc_admet import TDC_ADMET_TASKS, load_tdc_admet
+
+    sizes = {t: len(load_tdc_admet(t, data_path).train_val.smiles) for t in TDC_ADMET_TASKS}
+    return sorted(sizes, key=sizes.__getitem__)
+
+
+def fit_part(data: Any) -> Any:
+    """``data`` (a TDC :class:`~exlm_chem.benchmark.tasks.TaskData`) cut to its
+    ``train_val`` rows: train and the held-out valid part, no test rows or labels.
+
+    Parameters
+    ----------
+    data : TaskData
+        As :func:`~exlm_chem.benchmark.tdc.load_tdc_task` returns it (``train_val``
+        first, the test part after it).
+
+    Returns
+    -------
+    TaskData
+        The same train and valid rows, an empty test part.
+    """
+    n = len(data.train) + len(data.valid)
+    rows = np.concatenate([data.train, data.valid])
+    if not np.array_equal(np.sort(rows), np.arange(n)):
+        raise ValueError(f"{data.name}: train and valid are not the first {n} rows")
+    return data._replace(smiles=list(data.smiles[:n]), labels=data.labels[:n].copy(),
+                         test=np.zeros(0, np.int64))
+
+
+def _states(data: Any, model: str, out: Path) -> np.ndarray:
+    """Pooled encoder states [n, d] of ``data.smiles``, kept in ``OUT/<task>_emb.npz``
+    under a key naming the model and the molecules."""
+    from exlm_chem import embed
+    from exlm_chem.files.safe_write import atomic_path
+
+    key = json.dumps({"format": _EMB_FORMAT, "model": str(model),
+                      "smiles_sha256": hashlib.sha256("\n".join(data.smiles).encode()
+                                                      ).hexdigest()}, sort_keys=True)
+    path = out / f"{data.name}_emb.npz"
+    if path.is_file():
+        with np.load(path, allow_pickle=False) as stored:
+            if str(stored["key"]) == key:
+                return stored["states"]
+    states, valid = embed(data.smiles, model=model, device="cpu")
+    if not valid.all():
+        raise ValueError(f"{data.name}: {int((~valid).sum())} molecules were not embedded")
+    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+        np.savez(handle, states=states, key=np.array(key))
+    return states
+
+
+def _raw(data: Any, kinds: Sequence[str], cache: Path, n_jobs: int) -> np.ndarray:
+    """Unscaled features [n, F] of ``kinds`` side by side (each block cached)."""
+    from exlm_chem.benchmark.features import task_features
+
+    return np.concatenate([task_features(data, k, n_jobs=n_jobs, cache_dir=cache)
+                           for k in kinds], axis=1)
+
+
+def _catboost(task: str, seed: int, threads: int) -> Any:
+    if task == "classification":
+        from catboost import CatBoostClassifier
+
+        return CatBoostClassifier(random_seed=seed, verbose=False, thread_count=threads)
+    from catboost import CatBoostRegressor
+
+    return CatBoostRegressor(random_seed=seed, verbose=False, thread_count=threads)
+
+
+def target_log(data: Any) -> np.ndarray:
+    """Whether the heads fit log(y): [1] bool, the regressor's ``target_transform="auto"``
+    decided on ``data.train`` (a classifier's labels: never)."""
+    from exlm_chem.sklearn.target_transform import choose_log
+
+    mode = None if data.task_type == "classification" else "auto"
+    return choose_log(data.labels[data.train], mode)
+
+
+def predict_valid(head: Head, data: Any, states: np.ndarray | None, raw: np.ndarray,
+                  seed: int, threads: int = 1) -> np.ndarray:
+    """One head fitted on ``data.train`` and its predictions of ``data.valid``.
+
+    Parameters
+    ----------
+    head : Head
+        What to fit and read.
+    data : TaskData
+        One task's ``train_val`` rows (:func:`fit_part`), labels [n, 1].
+    states : ndarray [n, d] or None
+        Pooled encoder states (None: the head reads none).
+    raw : ndarray [n, F]
+        Unscaled ``head.kinds`` features.
+    seed : int
+        The TDC seed (the estimators' ``random_state``).
+    threads : int
+        CatBoost's ``thread_count``.
+
+    Returns
+    -------
+    ndarray [n_valid]
+        Positive-class probabilities (classification) or values on y's scale.
+    """
+    from scipy.special import expit
+
+    from exlm_chem.model.frozen_trees import FrozenTrees
+    from exlm_chem.sklearn.base import held_out_split
+    from exlm_chem.sklearn.target_transform import forward, inverse
+
+    classification = data.task_type == "classification"
+    log = target_log(data)
+    labels = forward(data.labels, log)  # [n, 1]: what every head fits
+    if states is None:
+        states = np.zeros((len(data.smiles), 0), np.float32)
+    if head.booster == "trees":
+        # no model: decision_of scores precomputed states, and fit only keeps the model
+        trees = FrozenTrees.fit(None, states, raw, labels, data.train,  # type: ignore[arg-type]
+                                data.task_type, held_out_split(len(data.train), seed, 0.0).seed,
+                                head.kinds, forest=classification)
+        decision = trees.decision_of(states[data.valid], raw[data.valid])  # [n_valid, 1]
+        return (expit(decision) if classification else inverse(decision, log))[:, 0]
+    x = np.concatenate([states, raw], axis=1)
+    booster = _catboost(data.task_type, seed, threads)
+    if classification:
+        booster.fit(x[data.train], labels[data.train, 0].astype(np.int64))
+        return booster.predict_proba(x[data.valid])[:, 1]
+    booster.fit(x[data.train], labels[data.train, 0])
+    return inverse(booster.predict(x[data.valid])[:, None], log)[:, 0]
+
+
+def _done(results: Path) -> set[tuple[str, int, str]]:
+    if not results.is_file():
+        return set()
+    return {(r["task"], r["seed"], r["head"])
+            for r in map(json.loads, results.read_text().splitlines())}
+
+
+def _score(name: str, head: Head, data: Any, states: np.ndarray | None, seed: int,
+           cache: Path, threads: int) -> dict[str, Any]:
+    """One (task, seed, head)'s record without provenance: the validation score and the
+    fit's wall and CPU seconds (features and states computed before the clock starts)."""
+    from exlm_chem.benchmark.tdc import TDC_SPLIT, tdc_metric
+
+    began = time.perf_counter()
+    raw = _raw(data, head.kinds, cache, threads)
+    if time.perf_counter() - began >= 1:
+        print(f"{data.name}: features {'+'.join(head.kinds)} "
+              f"{time.perf_counter() - began:.0f} s", flush=True)
+    began, cpu = time.perf_counter(), time.process_time()
+    predicted = predict_valid(head, data, states if head.states else None, raw, seed, threads)
+    wall, cpu = time.perf_counter() - began, time.process_time() - cpu
+    return {"task": data.name, "seed": seed, "head": name, "metric": data.metric,
+            "valid_score": tdc_metric(data.metric, data.labels[data.valid, 0], predicted),
+            "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "booster": head.booster,
+            "states": head.states, "features": list(head.kinds),
+            "target_log": bool(target_log(data)[0]), "n_train": len(data.train),
+            "n_valid": len(data.valid), "split": TDC_SPLIT, "part": "valid",
+            "data_sha256": data.data_sha256}
+
+
+def run(tasks: Sequence[str], seeds: Sequence[int], model: str, out: Path,
+        heads: Sequence[str] = HEADS, cache: Path | None = None, threads: int = 1,
+        data_path: str | Path | None = None) -> list[dict[str, Any]]:
+    """Fit and score every (task, seed, head) not in ``OUT/results.jsonl`` yet.
+
+    Parameters
+    ----------
+    tasks : sequence of str
+        TDC ADMET task names.
+    seeds : sequence of int
+        TDC seeds (the scaffold re-split of ``train_val`` and the heads' seeds).
+    model : str
+        The encoder's checkpoint directory.
+    out : Path
+        Where ``results.jsonl`` and the states are kept.
+    heads : sequence of str
+        Names of :data:`HEADS`.
+    cache : Path or None
+        Folder for the raw feature blocks (default: ``out``).
+    threads : int
+        Feature processes, OpenMP threads of the boosted trees and CatBoost's threads.
+    data_path : str, Path or None
+        ``admet_group.zip`` or its folder (None: the loader's search order).
+
+    Returns
+    -------
+    list of dict
+        The records written by this call.
+    """
+    from threadpoolctl import threadpool_limits
+
+    from exlm_chem.benchmark.tasks import with_canonical_smiles
+    from exlm_chem.benchmark.tdc import METRIC_TITLES, load_tdc_task
+    from exlm_chem.provenance import git_commit, machine
+
+    specs = _heads()
+    unknown = [h for h in heads if h not in specs]
+    if unknown:
+        raise ValueError(f"unknown heads {unknown}; choose from {list(HEADS)}")
+    heads = list(heads)
+    if any(specs[h].booster == "catboost" for h in heads):
+        try:
+            import catboost  # noqa: F401
+        except ImportError:
+            skipped = [h for h in heads if specs[h].booster == "catboost"]
+            print(f"catboost is not importable: skipping {', '.join(skipped)}", flush=True)
+            heads = [h for h in heads if h not in skipped]
+    out.mkdir(parents=True, exist_ok=True)
+    cache = out if cache is None else cache
+    cache.mkdir(parents=True, exist_ok=True)
+    results = out / "results.jsonl"
+    done = _done(results)
+    provenance = {"commit": git_commit(), "machine": machine()}
+    written = []
+    with threadpool_limits(limits=threads):
+        for task in tasks:
+            todo = {s: [h for h in heads if (task, s, h) not in done] for s in seeds}
+            if not any(todo.values()):
+                continue
+            canonical = None  # train_val rows are the same for every seed
+            states = None
+            for seed in seeds:
+                if not todo[seed]:
+                    continue
+                data = fit_part(load_tdc_task(task, seed, data_path))
+                if canonical is None:
+                    canonical = with_canonical_smiles(data).smiles
+                    print(f"{task}: {len(canonical)} train_val molecules", flush=True)
+                data = data._replace(smiles=canonical)
+                for head in todo[seed]:
+                    if specs[head].states and states is None:
+                        began = time.perf_counter()
+                        states = _states(data, model, out)
+                        print(f"{task}: states {time.perf_counter() - began:.0f} s", flush=True)
+                    record = {**_score(head, specs[head], data, states, seed, cache, threads),
+                              "model": model, **provenance,
+                              "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                                                           time.gmtime())}
+                    with open(results, "a", encoding="utf-8") as handle:
+                        handle.write(json.dumps(record) + "\n")
+                    written.append(record)
+                    print(f"{task} seed {seed} {head}: {METRIC_TITLES[data.metric]} "
+                          f"{record['valid_score']:.3f} ({record['wall_s']:.0f} s)", flush=True)
+    return written
+
+
+def _gain(metric: str, value: float, baseline: float) -> float:
+    """Relative change of ``value`` against ``baseline``, positive when better."""
+    change = (value - baseline) / abs(baseline) if baseline else float("nan")
+    return -change if metric == "mae" else change
+
+
+def report(out: Path) -> str:
+    """The markdown table of ``OUT/results.jsonl`` (see the module docstring).
+
+    Parameters
+    ----------
+    out : Path
+        The study's folder.
+
+    Returns
+    -------
+    str
+        One row per head: each task's mean validation score over its seeds, the tasks
+        where it beats :data:`BASELINE` and its mean relative change (positive: better).
+    """
+    from exlm_chem.benchmark.tdc import METRIC_TITLES
+
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    scores: dict[tuple[str, str], dict[int, float]] = {}
+    metrics: dict[str, str] = {}
+    for r in records:
+        scores.setdefault((r["task"], r["head"]), {})[r["seed"]] = r["valid_score"]
+        metrics[r["task"]] = r["metric"]
+    tasks = list(metrics)
+    lines = ["| head | " + " | ".join(f"{t} ({METRIC_TITLES[metrics[t]]})" for t in tasks)
+             + f" | beats {BASELINE} | mean rel. change |",
+             "|---|" + "---:|" * (len(tasks) + 2)]
+    for head in [h for h in HEADS if any(r["head"] == h for r in records)]:
+        shown, beats, gains = [], 0, []
+        for t in tasks:
+            own = scores.get((t, head), {})
+            shown.append(f"{np.mean(list(own.values())):.3f}" if own else "–")
+            base = scores.get((t, BASELINE), {})
+            common = sorted(set(own) & set(base))
+            if head == BASELINE or not common:
+                continue
+            value, reference = (float(np.mean([d[s] for s in common])) for d in (own, base))
+            better = value < reference if metrics[t] == "mae" else value > reference
+            beats += int(better)
+            gains.append(_gain(metrics[t], value, reference))
+        summary = (["–", "–"] if head == BASELINE or not gains
+                   else [f"{beats}/{len(gains)}", f"{100 * np.nanmean(gains):+.1f}%"])
+        lines.append(f"| {head} | " + " | ".join(shown + summary) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from exlm_chem.data.tdc_admet import TDC_ADMET_TASKS
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tasks", nargs="+", choices=list(TDC_ADMET_TASKS), default=None,
+                        help="default: all 22, fewest train_val molecules first")
+    parser.add_argument("--seeds", nargs="+", type=int, default=list(SEEDS))
+    parser.add_argument("--heads", nargs="+", choices=HEADS, default=list(HEADS))
+    parser.add_argument("--model", default=str(REPO / "models" / "exlm-small"))
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--cache", type=Path, default=None,
+                        help="folder for the raw feature blocks (default: --out)")
+    parser.add_argument("--data", default=None,
+                        help="admet_group.zip or its folder (default: the loader's search)")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--report", action="store_true", help="only print the table")
+    args = parser.parse_args(argv)
+    if not args.report:
+        from exlm_chem.threads import set_threads
+
+        set_threads(args.threads)
+        tasks = args.tasks or default_tasks(args.data)
+        run(tasks, args.seeds, args.model, args.out, tuple(args.heads), args.cache,
+            args.threads, args.data)
+    print(report(args.out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

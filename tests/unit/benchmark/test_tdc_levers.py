@@ -1,0 +1,129 @@
+"""The TDC lever study scores its heads on the held-out valid part, never the test part,
+and resumes."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import ClassVar
+
+import pytest
+from repo_scripts import REPO, load_script
+
+HEADS = ("trees(rdkit2d)", "trees(emb+rdkit2d)")
+
+
+@pytest.fixture(scope="module")
+def study():
+    return load_script("benchmarks/tdc_levers.py")
+
+
+@pytest.fixture(scope="module")
+def random_tiny(tmp_path_factory) -> str:
+    """A tiny-preset encoder with random weights and the shipped vocabulary: embeds in
+    well under a second where the shipped model takes several."""
+    import torch
+
+    from exlm_chem.model import ExLMConfig, ExLMModel
+    from exlm_chem.model.checkpoint import save_checkpoint
+
+    shipped = REPO / "models" / "exlm-small"
+    config = ExLMConfig.preset("tiny", ExLMConfig.from_json(shipped / "config.json").vocab_size)
+    tokens = (shipped / "vocab.txt").read_text().split("\n")[: config.vocab_size]
+    torch.manual_seed(0)
+    path = tmp_path_factory.mktemp("random_tiny") / "model"
+    return str(save_checkpoint(path, ExLMModel(config), config, tokens, {"steps": 0}))
+
+
+def test_heads_are_scored_on_the_valid_part_and_a_rerun_skips_them(
+        study, random_tiny, moleculenet_dir, tmp_path) -> None:
+    # admet_group.zip lies in tdc_admet/ beside the MoleculeNet mirror, as the loader finds it
+    model = random_tiny
+    out = tmp_path / "levers"
+    records = study.run(["dili"], [1], model, out, HEADS, data_path=moleculenet_dir)
+    assert [r["head"] for r in records] == list(HEADS)
+    lines = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert lines == records
+    for record in records:
+        assert record["task"] == "dili" and record["seed"] == 1
+        assert record["metric"] == "roc_auc" and record["part"] == "valid"
+        assert math.isfinite(record["valid_score"]) and 0.0 <= record["valid_score"] <= 1.0
+        assert not any("test" in key for key in record)
+        assert record["wall_s"] >= 0 and record["cpu_s"] >= 0
+    assert study.run(["dili"], [1], model, out, HEADS, data_path=moleculenet_dir) == []
+    assert len((out / "results.jsonl").read_text().splitlines()) == 2
+    table = study.report(out)
+    assert "dili (AUROC)" in table and "| trees(rdkit2d) |" in table
+
+
+def test_the_fit_part_drops_the_test_rows(study, moleculenet_dir) -> None:
+    from exlm_chem.benchmark.tdc import load_tdc_task
+
+    data = load_tdc_task("dili", 1, moleculenet_dir)
+    part = study.fit_part(data)
+    n = len(data.train) + len(data.valid)
+    assert len(part.smiles) == len(part.labels) == n and len(part.test) == 0
+    assert part.smiles == data.smiles[:n]
+
+
+def test_every_head_has_a_spec_and_todays_head_reads_the_tree_kinds(study) -> None:
+    from exlm_chem.model.frozen_trees import TREE_KINDS
+
+    specs = study._heads()
+    assert tuple(specs) == study.HEADS
+    assert specs[study.BASELINE] == study.Head("trees", True, tuple(TREE_KINDS))
+
+
+class _Booster:
+    """Stands in for CatBoost: remembers its settings and fits a linear model."""
+
+    made: ClassVar[list[dict]] = []
+
+    def __init__(self, **settings) -> None:
+        from sklearn.linear_model import LinearRegression, LogisticRegression
+
+        _Booster.made.append(settings)
+        self.model = (LogisticRegression() if type(self).__name__.endswith("Classifier")
+                      else LinearRegression())
+
+    def fit(self, x, y):
+        self.fit_y = y
+        self.model.fit(x, y)
+        return self
+
+    def predict(self, x):
+        return self.model.predict(x)
+
+    def predict_proba(self, x):
+        return self.model.predict_proba(x)
+
+
+def test_catboost_heads_fit_the_transformed_target_and_predict_on_ys_scale(study,
+                                                                            monkeypatch):
+    import sys
+    import types
+
+    import numpy as np
+
+    from exlm_chem.benchmark.tasks import TaskData
+
+    fake = types.ModuleType("catboost")
+    fake.CatBoostClassifier = type("CatBoostClassifier", (_Booster,), {})
+    fake.CatBoostRegressor = type("CatBoostRegressor", (_Booster,), {})
+    monkeypatch.setitem(sys.modules, "catboost", fake)
+    rng = np.random.default_rng(0)
+    raw = rng.normal(size=(60, 3)).astype(np.float32)
+    y = np.exp(2 * raw[:, :1].astype(np.float64) + 1)  # positive and skewed: fitted on log(y)
+    data = TaskData("half_life_obach", [f"C{i}" for i in range(60)], y, np.arange(50),
+                    np.arange(50, 60), np.zeros(0, np.int64), task_type="regression",
+                    metric="spearman", held_out_valid=True)
+    assert study.target_log(data).tolist() == [True]
+    states = rng.normal(size=(60, 2)).astype(np.float32)
+    head = study._heads()["catboost(emb+maplight)"]
+    predicted = study.predict_valid(head, data, states, raw, seed=2)
+    assert np.allclose(predicted, y[50:, 0], rtol=1e-4)  # log(y) is linear in raw
+    assert _Booster.made[-1] == {"random_seed": 2, "verbose": False, "thread_count": 1}
+    labels = (raw[:, :1] > 0).astype(np.float64)
+    classes = data._replace(labels=labels, task_type="classification", metric="roc_auc")
+    proba = study.predict_valid(study._heads()["catboost(maplight)"], classes, None, raw, 3)
+    assert proba.shape == (10,) and ((proba >= 0) & (proba <= 1)).all()
