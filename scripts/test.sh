@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Lint; the Triton kernel tests under triton 3.6, the GPU machine's version
 # (scripts/test_triton36.sh), unless pytest arguments narrow the run; then the whole test
-# suite (CPU; Triton kernels under TRITON_INTERPRET=1) with the project's triton.
+# suite (CPU; Triton kernels under TRITON_INTERPRET=1) with the project's triton, on two
+# pytest-xdist workers (pytest arguments: one process, as given).
 # pytest's exit code 5 ("no tests collected") is a failure here, never a pass.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -11,13 +12,17 @@ PY=".venv/bin/python"
 export EXLM_CHEM_DATA
 "$PY" -m ruff check . || exit 1
 status36=0
+args=("$@")
 if [ "$#" -eq 0 ]; then
   echo "--- Triton kernel tests under triton 3.6 (the GPU machine's version) ---"
   bash scripts/test_triton36.sh -q
   status36=$?
-  echo "--- the whole suite ---"
+  echo "--- the whole suite, one worker per core (at most 2), a test file per worker ---"
+  # every test runs torch on one thread (tests/conftest.py), so two workers fill two cores
+  workers=$("$PY" -c "import os; print(min(2, len(os.sched_getaffinity(0))))")
+  args=(-n "$workers" --dist loadfile)
 fi
-"$PY" -m pytest "$@"
+"$PY" -m pytest "${args[@]}"
 status=$?
 if [ "$status" -eq 5 ]; then
   echo "pytest collected no tests: failing" >&2
