@@ -1,10 +1,12 @@
 """End to end: a tiny pre-trained checkpoint fine-tuned on real BBBP beats chance.
 
 Deterministic scaffold split (the paper's protocol): fine-tune on TRAIN (10% of it held
-out to pick the epoch), score on TEST. Measured on one CPU thread with the 40-step tiny
-checkpoint, 6 epochs: test ROC-AUC 0.669 / 0.677 / 0.633 for random_state 0 / 1 / 2
-(~35 s each); a random forest on ECFP reaches ~0.69 on this split. The bar, 0.6, leaves
-margin for platform differences while still failing a broken pipeline (chance is 0.5).
+out to pick the epoch), score on TEST. The network alone (``tree_head=False``: the default
+tree head on RDKit descriptors clears the bar by itself), measured on one CPU thread with
+the 40-step tiny checkpoint, 6 epochs: test ROC-AUC 0.670 / 0.662 / 0.593 for random_state
+0 / 1 / 2 (~30 s each; 2026-12-01); a random forest on ECFP reaches ~0.69 on this split.
+The test runs random_state 0: the bar, 0.6, leaves margin for platform differences while
+still failing a broken pipeline (chance is 0.5).
 """
 
 from __future__ import annotations
@@ -27,8 +29,9 @@ def test_tiny_checkpoint_beats_chance_on_bbbp_scaffold_test(tiny_checkpoint, mol
     y_train, y_test = data.labels[split.train, 0], data.labels[split.test, 0]
     assert (len(X_train), len(X_test)) == (1631, 204)
 
+    # the network alone: the default tree head would clear the bar by itself
     clf = ExLMMoleculeClassifier(str(tiny_checkpoint), epochs=6, batch_size=32, lr=1e-3,
-                                 random_state=0, device="cpu")
+                                 random_state=0, device="cpu", tree_head=False)
     clf.fit(X_train, y_train)
     assert clf.selection_metric_ == "roc_auc"
     assert clf.history_[-1].train_loss < clf.history_[0].train_loss
