@@ -50,6 +50,7 @@ import numpy as np
 
 from exlm_chem.benchmark.records import Budget, MethodOutput
 from exlm_chem.benchmark.tasks import TaskData
+from exlm_chem.files.safe_write import atomic_path
 
 if TYPE_CHECKING:
     import torch
@@ -249,10 +250,6 @@ class _CellState:
     label: str  # "muv seed 0 (rdkit2d)", for the log
     n_epochs: int
 
-    @property
-    def temp(self) -> Path:
-        return self.path.with_name(self.path.name + ".tmp")
-
     def saved_epochs(self) -> int | None:
         """How many epochs the state file holds; None when there is no file.
 
@@ -273,19 +270,13 @@ class _CellState:
         return epochs
 
     def write(self, trainer) -> None:
-        """Checkpoint ``trainer`` to a temporary file and rename it over the state file, so
-        that a kill mid-write leaves the previous epoch's file whole."""
-        try:
-            trainer.save_checkpoint(self.temp)
-            with open(self.temp, "rb") as handle:  # on disk before the rename points at it
-                os.fsync(handle.fileno())
-            os.replace(self.temp, self.path)
-        finally:
-            self.temp.unlink(missing_ok=True)
+        """Checkpoint ``trainer`` through the package's atomic writer, so that a kill
+        mid-write leaves the previous epoch's file whole."""
+        with atomic_path(self.path, durable=True) as temp:
+            trainer.save_checkpoint(temp)
 
     def remove(self) -> None:
         self.path.unlink(missing_ok=True)
-        self.temp.unlink(missing_ok=True)
 
 
 def _read_state(path: Path) -> tuple[dict, int]:
