@@ -9,7 +9,7 @@ command can be re-run as snapshots appear.
 
 ``descriptors`` runs the same probe (tasks, split, logistic regression, ROC-AUC means) on
 the package's RDKit 2D descriptors (:func:`exlm_chem.benchmark.features.task_features`,
-missing values handled by its :class:`~exlm_chem.data.descriptors.FeatureScaler`) instead
+missing values handled by its :class:`~exlm_chem.data.feature_spec.FeatureScaler`) instead
 of embeddings: a reference row with pooling ``"none"``, keyed by the descriptor set
 (names, RDKit version, scaling) instead of weights, so it too is written once.
 

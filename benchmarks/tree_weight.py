@@ -78,7 +78,7 @@ def _weighted(est, smiles: list[str]) -> dict[float, np.ndarray]:
 def _refit_trees(est, fit_smiles: list[str], labels: np.ndarray, kinds: tuple[str, ...]):
     """The tree head refitted on ``kinds`` beside the same pre-trained states, on the rows
     the estimator trained on; with the CPU seconds of its features and of its trees."""
-    from exlm_chem.data.descriptors import raw_features
+    from exlm_chem.data.feature_spec import raw_features
     from exlm_chem.model.frozen_trees import FrozenTrees
     from exlm_chem.model.molecule_model import EMBED
 

@@ -4,7 +4,7 @@ Every descriptor row of the benchmark (the random forest on RDKit 2D descriptors
 encoder with descriptors beside it) reads its features here: the raw values come from
 :func:`exlm_chem.data.descriptors.molecule_features` (all cores), are kept in memory for
 the task the runner is on (its methods and seeds share them), and each cell scales them
-with a :class:`~exlm_chem.data.descriptors.FeatureScaler` fitted on its training rows,
+with a :class:`~exlm_chem.data.feature_spec.FeatureScaler` fitted on its training rows,
 the estimators' policy (missing -> training median, clipped).
 
 Given a ``cache_dir`` (``exlm-chem benchmark`` passes ``OUT/features``), the raw values
@@ -139,7 +139,7 @@ def scaled_task_features(data: TaskData, kinds: Sequence[str],
                          n_jobs: int | None = None) -> np.ndarray:
     """Features [N, F] of ``kinds`` side by side, scaled on ``data.train`` rows only;
     ``cache_dir`` and ``n_jobs``: as in :func:`task_features`."""
-    from exlm_chem.data.descriptors import FeatureScaler
+    from exlm_chem.data.feature_spec import FeatureScaler
 
     raw = np.concatenate([task_features(data, k, cache_dir=cache_dir, n_jobs=n_jobs)
                           for k in kinds], axis=1)
@@ -148,7 +148,8 @@ def scaled_task_features(data: TaskData, kinds: Sequence[str],
 
 def feature_settings(kinds: Sequence[str]) -> dict:
     """What a cell's key records about its features (a new RDKit reruns the cell)."""
-    from exlm_chem.data.descriptors import CLIP, rdkit_version
+    from exlm_chem.data.descriptors import rdkit_version
+    from exlm_chem.data.feature_spec import CLIP
 
     if not kinds:
         return {}

@@ -49,7 +49,7 @@ from exlm_chem.data.corpus import (
 from exlm_chem.files.checksums import file_sha256, vocab_sha256
 
 if TYPE_CHECKING:
-    from exlm_chem.data.descriptors import FeatureScaler
+    from exlm_chem.data.feature_spec import FeatureScaler
 
 logger = logging.getLogger(__name__)
 
@@ -228,7 +228,7 @@ def _descriptor_targets(smiles: Sequence[str | None], kind: str, train_idx: np.n
                         valid_idx: np.ndarray, n_jobs: int
                         ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """Scaled descriptors per split (float16) and their manifest entry. The scaler is the
-    estimators' (:class:`~exlm_chem.data.descriptors.FeatureScaler`), fitted on the
+    estimators' (:class:`~exlm_chem.data.feature_spec.FeatureScaler`), fitted on the
     training molecules only. A None molecule (unknown) gets an all-NaN row, so all 0
     (the training median) once scaled."""
     from exlm_chem.data.descriptors import descriptor_values, rdkit_version
@@ -252,9 +252,9 @@ def _descriptor_targets(smiles: Sequence[str | None], kind: str, train_idx: np.n
 
 def _scaled(values: np.ndarray, train_idx: np.ndarray, valid_idx: np.ndarray
             ) -> tuple[FeatureScaler, dict[str, np.ndarray]]:
-    """:class:`~exlm_chem.data.descriptors.FeatureScaler` fitted on the training rows of
+    """:class:`~exlm_chem.data.feature_spec.FeatureScaler` fitted on the training rows of
     raw ``values`` [n, D], and the scaled rows of each split as float16."""
-    from exlm_chem.data.descriptors import FeatureScaler
+    from exlm_chem.data.feature_spec import FeatureScaler
 
     scaler = FeatureScaler.fit(values, rows=train_idx)
     return scaler, {name: scaler.transform(values, rows=index, dtype=np.float16)

@@ -19,7 +19,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from exlm_chem.data.descriptors import FeatureScaler, FeatureSpec, feature_names, rdkit_version
+from exlm_chem.data.descriptors import feature_names, rdkit_version
+from exlm_chem.data.feature_spec import FeatureScaler, FeatureSpec
 from exlm_chem.model.molecule_model import EMBED, MoleculeModel
 from exlm_chem.model.tree_head import ForestHead, TreeHead
 

@@ -2,7 +2,7 @@
 
 The composition is chemprop's ``MPNN(message_passing, agg, predictor, X_d_transform)``:
 the ExLM encoder, a :class:`~exlm_chem.model.pooling.Pooling` (which states of which
-layer), an optional feature transform (the :class:`~exlm_chem.data.descriptors.FeatureSpec`
+layer), an optional feature transform (the :class:`~exlm_chem.data.feature_spec.FeatureSpec`
 that computes per-molecule features and holds the scaler fitted in training) and an
 optional :class:`~exlm_chem.model.heads.PredictionHead`. Without a head the model embeds;
 with one it also predicts. Every entry point reaches the network through it: ``embed``,
@@ -27,7 +27,7 @@ from torch import nn
 
 from exlm_chem.data.batching import sorted_batches
 from exlm_chem.data.collate import SpecialIds
-from exlm_chem.data.descriptors import FeatureSpec
+from exlm_chem.data.feature_spec import FeatureSpec
 from exlm_chem.data.featurize import (
     CheckedSmiles,
     check_smiles,

@@ -18,7 +18,7 @@ from typing import Any
 import safetensors.torch
 import torch
 
-from exlm_chem.data.descriptors import FeatureSpec
+from exlm_chem.data.feature_spec import FeatureSpec
 from exlm_chem.data.tokenizer import SmilesTokenizer
 from exlm_chem.errors import CheckpointError
 from exlm_chem.files.safe_write import atomic_directory

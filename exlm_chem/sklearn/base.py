@@ -21,14 +21,13 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from exlm_chem.data.descriptors import (
+from exlm_chem.data.descriptors import feature_names, rdkit_version
+from exlm_chem.data.feature_spec import (
     USER_KIND,
     FeatureScaler,
     FeatureSpec,
     feature_kinds,
-    feature_names,
     raw_features,
-    rdkit_version,
 )
 from exlm_chem.data.featurize import check_smiles, raise_for_invalid, warn_unknown_tokens
 from exlm_chem.device import resolve_device

@@ -26,7 +26,7 @@ import safetensors
 import safetensors.numpy
 from sklearn.utils.validation import check_is_fitted
 
-from exlm_chem.data.descriptors import FeatureSpec
+from exlm_chem.data.feature_spec import FeatureSpec
 from exlm_chem.device import resolve_device
 from exlm_chem.errors import CheckpointError
 from exlm_chem.files.output_owner import (

@@ -50,7 +50,7 @@ class PretrainArgs:
                    "rdkit2d | rdkit2d_fast | morgan (2048 counts); a --prepared corpus holds "
                    "its own")
     # CheMeleon (Burns et al. 2025) clips its standardised Mordred targets at 6; a prepared
-    # corpus stores its targets clipped by FeatureScaler already (at descriptors.CLIP, 5), so
+    # corpus stores its targets clipped by FeatureScaler already (at feature_spec.CLIP, 5), so
     # only a value below that changes them
     aux_clip: float | None = _help(
         None, "clip the standardised descriptor targets to +-N in the loss (train and "

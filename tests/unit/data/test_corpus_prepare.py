@@ -189,7 +189,8 @@ def test_cli_prepares_without_hygiene(source, tmp_path, capsys):
 
 
 def test_descriptor_targets_are_aligned_with_the_molecules(source, tmp_path):
-    from exlm_chem.data.descriptors import FeatureScaler, rdkit2d_descriptors
+    from exlm_chem.data.descriptors import rdkit2d_descriptors
+    from exlm_chem.data.feature_spec import FeatureScaler
 
     out = tmp_path / "p"
     settings = PreparationSettings(valid_size=10, seed=3, hygiene=False, descriptors="rdkit2d")
@@ -269,7 +270,7 @@ def test_descriptors_added_later_are_those_prepared_with_the_corpus(source, tmp_
 
 def test_targets_are_scaled_on_the_training_rows_and_stored_as_float16():
     from exlm_chem.data import corpus_prepare
-    from exlm_chem.data.descriptors import FeatureScaler
+    from exlm_chem.data.feature_spec import FeatureScaler
 
     rng = np.random.default_rng(0)
     values = rng.lognormal(0.0, 3.0, size=(300, 20)).astype(np.float32)

@@ -5,20 +5,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from exlm_chem.data import descriptors
+from exlm_chem.data import descriptors, feature_spec
 from exlm_chem.data.descriptors import (
-    CLIP,
     FAST_NAMES,
-    FeatureScaler,
-    FeatureSpec,
     descriptor_values,
-    feature_kinds,
     feature_names,
     molecule_features,
     morgan_counts,
     rdkit2d_descriptors,
     rdkit2d_names,
 )
+from exlm_chem.data.feature_spec import CLIP, FeatureScaler, FeatureSpec, feature_kinds
 
 SMILES = ["CCO", "c1ccccc1O", "CC(=O)Oc1ccccc1C(=O)O", "[Na+].[Cl-]", "C1CC"]
 
@@ -156,7 +153,7 @@ def test_scaler_in_column_blocks_is_each_column_scaled_on_its_own(monkeypatch):
     values[:, 7] = 2.0  # constant: scale 1
     values[:, 8] = np.nan  # never computable: centre 0, scale 1
     values[:, 9] = (rng.random(300) < 0.01).astype(np.float32)  # a rare bit: IQR 0, the SD
-    monkeypatch.setattr(descriptors, "_BLOCK", 64)  # 3 blocks, the last of 22 columns
+    monkeypatch.setattr(feature_spec, "_BLOCK", 64)  # 3 blocks, the last of 22 columns
     rows = np.arange(0, 300, 2)
     scaler = FeatureScaler.fit(values, rows=rows)
     alone = [FeatureScaler.fit(values[rows][:, [j]]) for j in range(values.shape[1])]

@@ -11,7 +11,7 @@ import pytest
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
 
-from exlm_chem.data import descriptors
+from exlm_chem.data import descriptors, feature_spec
 from exlm_chem.errors import CheckpointError
 from exlm_chem.sklearn.estimator import ExLMMoleculeClassifier, ExLMMoleculeRegressor
 
@@ -125,7 +125,7 @@ def test_auto_is_each_estimators_measured_default(params, data):
     assert clf.feature_spec_ is None and clf.model_.n_features == 0
     assert ExLMMoleculeRegressor(features=None, **params).fit(X, y.astype(float)
                                                               ).feature_spec_ is None
-    assert descriptors.feature_kinds("auto", auto=("morgan",)) == ("morgan",)
+    assert feature_spec.feature_kinds("auto", auto=("morgan",)) == ("morgan",)
     with pytest.raises(ValueError, match=r"features must be None, 'auto'.*\['automatic'\]"):
         ExLMMoleculeRegressor(features="automatic", **params).fit(X, y.astype(float))
 
