@@ -120,7 +120,16 @@ def test_python_examples_run_in_order(bbbp, tiny_checkpoint, monkeypatch, tmp_pa
     for block in _blocks("python"):
         code = compile(block.code, f"README.md:{block.line}", "exec")
         exec(code, namespace)  # a failure's traceback names the README line
+        if "predict_uncertainty" in block.code:  # later blocks name other models clf
+            ensemble, ensemble_proba = namespace["clf"], namespace["proba"]
     assert namespace["proba"].shape == (10, 2) and namespace["vectors"].shape[0] == 20
+    # the uncertainty one-liner (n_models=5, tta=8, calibrate="isotonic") does what it says
+    spread = ensemble.predict_uncertainty(namespace["test_smiles"])
+    np.testing.assert_array_equal(spread.total, namespace["spread"])
+    assert ((ensemble_proba >= 0) & (ensemble_proba <= 1)).all()
+    assert ensemble_proba.shape == (10, 2) and ensemble.calibrator_.method == "isotonic"
+    assert len(ensemble.models_) == 5 and ensemble.tta == 8 and spread.total.shape == (10,)
+    assert (spread.members > 0).all() and (spread.tta > 0).any()
     assert 0 <= namespace["accuracy"] <= 1 and namespace["dataset"].X.shape[0] == 20
     assert namespace["logp"].shape == (2,) and bool(namespace["logp"].isfinite().all())
 

@@ -1,4 +1,8 @@
-"""Ensembles, SMILES augmentation, calibration and conformal intervals on the estimators."""
+"""Ensembles, SMILES augmentation, calibration and conformal intervals on the estimators.
+
+The README's one-liner (``n_models=5, tta=8, calibrate="isotonic"`` from the default
+model) runs, with its claims checked, in tests/docs/test_readme.py.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +17,6 @@ from sklearn.model_selection import GridSearchCV
 
 from exlm_chem.data.augment import tta_views
 from exlm_chem.model.molecule_model import PREDICT
-from exlm_chem.model.pretrained import MODEL_ENV
 from exlm_chem.sklearn.estimator import ExLMMoleculeClassifier, ExLMMoleculeRegressor
 
 BAD = ["", "C1CC", None]
@@ -45,16 +48,6 @@ def plain(params, data):
     """One model with the shared settings (what the ensemble's first member must equal)."""
     X, y = data
     return ExLMMoleculeClassifier(**params).fit(X, y)
-
-
-def test_one_liner_runs(monkeypatch, tiny_checkpoint, data):
-    X, y = data
-    monkeypatch.setenv(MODEL_ENV, str(tiny_checkpoint))
-    clf = ExLMMoleculeClassifier(n_models=5, tta=8, calibrate="isotonic", epochs=1).fit(X, y)
-    proba, spread = clf.predict_proba(X), clf.predict_uncertainty(X)
-    assert proba.shape == (64, 2) and ((proba >= 0) & (proba <= 1)).all()
-    assert len(clf.models_) == 5 and spread.total.shape == (64,)
-    assert (spread.members > 0).all() and (spread.tta > 0).any()
 
 
 def test_same_seed_same_ensemble_and_first_member_is_the_plain_model(params, data, ensemble,
