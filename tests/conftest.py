@@ -17,6 +17,13 @@ import pytest
 if not Path("/dev/nvidiactl").exists():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
+# One thread per test process for the OpenMP pools outside torch too (scikit-learn's
+# HistGradientBoosting, OpenBLAS): they size themselves from this when their library loads,
+# which is after this file. At two threads each, two pytest workers on two cores (and any
+# thread of a loaded machine) spin-wait: the TDC CLI test's boosting took 52 s of CPU, 31 s
+# on one thread. _single_thread_torch below does the same for torch.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
