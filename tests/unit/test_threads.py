@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
 
@@ -32,11 +34,22 @@ def test_bad_environment(monkeypatch):
         resolve_threads()
 
 
-def test_set_threads_applies_to_torch():
+def test_set_threads_applies_to_torch_and_the_other_thread_pools(monkeypatch):
+    from sklearn.ensemble import HistGradientBoostingClassifier  # loads sklearn's OpenMP
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    del HistGradientBoostingClassifier
+    monkeypatch.setenv("OMP_NUM_THREADS", "7")  # restored after the test
     before = torch.get_num_threads()
+    original = threadpool_limits(limits=None)  # the pools' counts now, to restore
     try:
         assert set_threads(2) == 2 and torch.get_num_threads() == 2
+        assert os.environ["OMP_NUM_THREADS"] == "2"  # for runtimes loaded later
+        pools = threadpool_info()
+        assert any(p["user_api"] == "openmp" for p in pools), pools
+        assert all(p["num_threads"] == 2 for p in pools), pools
     finally:
+        original.restore_original_limits()
         torch.set_num_threads(before)
 
 
