@@ -145,8 +145,6 @@ def test_scaler_is_robust_fills_missing_with_the_median_and_clips():
 
 
 def test_scaler_in_column_blocks_is_each_column_scaled_on_its_own(monkeypatch):
-    from exlm_chem.data import descriptors
-
     rng = np.random.default_rng(0)
     values = rng.lognormal(0.0, 3.0, size=(300, 150)).astype(np.float32)  # heavy tails
     values[rng.random(values.shape) < 0.05] = np.nan
