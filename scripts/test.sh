@@ -20,7 +20,8 @@ if [ "$#" -eq 0 ]; then
   echo "--- the whole suite, one worker per core (at most 2), a test file per worker ---"
   # every test runs torch on one thread (tests/conftest.py), so two workers fill two cores
   workers=$("$PY" -c "import os; print(min(2, len(os.sched_getaffinity(0))))")
-  args=(-n "$workers" --dist loadfile)
+  # the slowest tests named in CI's log: where the next trim of CI's time comes from
+  args=(-n "$workers" --dist loadfile --durations=25)
 fi
 "$PY" -m pytest "${args[@]}"
 status=$?
