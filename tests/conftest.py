@@ -17,13 +17,6 @@ import pytest
 if not Path("/dev/nvidiactl").exists():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
-# One thread per test process for the OpenMP pools outside torch too (scikit-learn's
-# HistGradientBoosting, OpenBLAS): they size themselves from this when their library loads,
-# which is after this file. At two threads each, two pytest workers on two cores (and any
-# thread of a loaded machine) spin-wait: the TDC CLI test's boosting took 52 s of CPU, 31 s
-# on one thread. _single_thread_torch below does the same for torch.
-os.environ.setdefault("OMP_NUM_THREADS", "1")
-
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
@@ -104,22 +97,18 @@ def fixtures_dir() -> Path:
 
 
 @pytest.fixture(autouse=True, scope="session")
-def _single_thread_torch():
-    """Tiny test models run fastest on one thread; more threads only spin-wait."""
-    import torch
+def _one_thread():
+    """Every test computes on one thread: torch, scikit-learn's OpenMP pool and BLAS
+    (:func:`exlm_chem.threads.set_threads`). Tiny test models run fastest on one thread,
+    and at two threads each, two pytest workers on two cores only spin-wait. Commands the
+    tests run in-process or as subprocesses read ``$EXLM_CHEM_THREADS`` first, so it is
+    pinned too."""
+    from exlm_chem.threads import THREADS_ENV, set_threads
 
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    # the CLI sets torch's threads per command (exlm_chem.threads): keep commands run
-    # in-process or as subprocesses on one thread too
-    env = os.environ.get("EXLM_CHEM_THREADS")
-    os.environ["EXLM_CHEM_THREADS"] = "1"
-    yield
-    if env is None:
-        os.environ.pop("EXLM_CHEM_THREADS", None)
-    else:
-        os.environ["EXLM_CHEM_THREADS"] = env
-    torch.set_num_threads(previous)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(THREADS_ENV, "1")
+        set_threads(1)
+        yield
 
 
 @pytest.fixture(scope="session")
