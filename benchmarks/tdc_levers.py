@@ -33,7 +33,7 @@ the raw feature blocks (:func:`exlm_chem.benchmark.features.task_features`, kept
 Every ``trees`` head is the package's head itself (``FrozenTrees.fit`` and
 ``decision_of``; no model is needed to score precomputed states, so none is passed),
 seeded as an estimator with ``random_state=seed`` seeds it
-(:func:`~exlm_chem.sklearn.base.held_out_split`). Unlike the estimator's head it is fitted
+(:func:`~exlm_chem.sklearn.held_out.held_out_split`). Unlike the estimator's head it is fitted
 on all train rows: the estimator holds out ``validation_fraction`` of them for its own
 choices, which this study does not make. The features reach it unscaled
 (:func:`~exlm_chem.benchmark.features.task_features`): ``FrozenTrees.fit`` scales them on
@@ -223,7 +223,7 @@ def predict_valid(head: Head, data: Any, states: np.ndarray | None, raw: np.ndar
     from scipy.special import expit
 
     from exlm_chem.model.frozen_trees import FrozenTrees
-    from exlm_chem.sklearn.base import held_out_split
+    from exlm_chem.sklearn.held_out import held_out_split
     from exlm_chem.sklearn.target_transform import forward, inverse
 
     classification = data.task_type == "classification"

@@ -2,7 +2,7 @@
 
 A lever study for ``ExLMMoleculeClassifier``'s defaults (issue 48). The classifier averages
 the fine-tuned network's probabilities with its tree head's at ``tree_weight_`` = one half;
-the regressor instead takes the weight of :data:`~exlm_chem.sklearn.base.TREE_WEIGHTS`
+the regressor instead takes the weight of :data:`~exlm_chem.sklearn.held_out.TREE_WEIGHTS`
 that fits its held-out molecules best. This script asks whether the classifier should too.
 
 Per MoleculeNet task (the paper's scaffold split) and seed it fits the classifier with its
@@ -64,7 +64,7 @@ CRITERIA = ("roc_auc", "brier")  # what the held-out molecules choose the weight
 def _weighted(est, smiles: list[str]) -> dict[float, np.ndarray]:
     """Probabilities [n, T] of canonical ``smiles`` per tree weight, from one pass of the
     network and the trees."""
-    from exlm_chem.sklearn.base import TREE_WEIGHTS
+    from exlm_chem.sklearn.held_out import TREE_WEIGHTS
 
     samples, trees = est._all_outputs(smiles, None)  # [M, V, n, T], [n, T]
     fitted, out = est.tree_weight_, {}
@@ -197,7 +197,7 @@ def mixes(network_logits: np.ndarray, tree_logits: np.ndarray,
 def held_out_mask(n: int, seed: int, fraction: float = 0.1) -> np.ndarray:
     """The estimator's held-out rows of ``n`` fit rows for ``random_state=seed`` (its fit's
     rule), for kept outputs from before the mask was stored."""
-    from exlm_chem.sklearn.base import held_out_split
+    from exlm_chem.sklearn.held_out import held_out_split
 
     mask = np.zeros(n, dtype=bool)
     mask[held_out_split(n, seed, fraction).valid_rows] = True

@@ -197,6 +197,15 @@ class FeatureSpec:
     scaler: FeatureScaler
     rdkit_version: str
 
+    @classmethod
+    def fit(cls, kinds: tuple[str, ...], raw: np.ndarray, train_rows: np.ndarray,
+            column_names: list[str] | None = None) -> FeatureSpec:
+        """The spec of unscaled features ``raw`` [n, F] of ``kinds``, scaled on the rows
+        ``train_rows`` alone (the other rows, held out, stay unseen); ``column_names`` name
+        the caller's columns (:data:`USER_KIND`), the other kinds' names are computed."""
+        names = {k: column_names if k == USER_KIND else feature_names(k) for k in kinds}
+        return cls(kinds, names, FeatureScaler.fit(raw[train_rows]), rdkit_version())
+
     @property
     def n_features(self) -> int:
         return self.scaler.n_features

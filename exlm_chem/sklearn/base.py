@@ -6,107 +6,37 @@ one model per ensemble member; a prediction checks its SMILES once at the edge
 inference loop. The fit loop reads top to bottom as skorch's: check, hold out, features,
 members, what the held-out molecules decide (calibration, conformal scores). Classifier
 and regressor differ in ``_task`` and their target hooks, never in base-class order. The
-public classes live in :mod:`exlm_chem.sklearn.estimator`.
+public classes live in :mod:`exlm_chem.sklearn.estimator`; the mechanisms the fit loop and
+the outputs call in their own modules: the parameter checks (:mod:`.params`), the held-out
+split (:mod:`.held_out`), the members (:mod:`.members`), the averaging of their outputs
+(:mod:`exlm_chem.uncertainty.ensemble`).
 """
 
 from __future__ import annotations
 
 import os
 import warnings
-from dataclasses import fields
-from typing import Any, ClassVar, NamedTuple, Self
+from typing import Any, ClassVar, Self
 
 import numpy as np
 from sklearn.base import BaseEstimator
-from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from exlm_chem.data.descriptors import feature_names, rdkit_version
-from exlm_chem.data.feature_spec import (
-    USER_KIND,
-    FeatureScaler,
-    FeatureSpec,
-    feature_kinds,
-    raw_features,
-)
+from exlm_chem.data.feature_spec import USER_KIND, FeatureSpec, feature_kinds, raw_features
 from exlm_chem.data.featurize import check_smiles, raise_for_invalid, warn_unknown_tokens
 from exlm_chem.device import resolve_device
 from exlm_chem.model.frozen_trees import DEFAULT_TREE_WEIGHT, TREE_KINDS, FrozenTrees
-from exlm_chem.model.molecule_model import (
-    EMBED,
-    PREDICT,
-    ModelInputs,
-    ModelOutputs,
-    check_max_length,
-)
-from exlm_chem.model.pooling import DEFAULT_POOLING, Pooling
-from exlm_chem.presets import FinetuneSettings
+from exlm_chem.model.molecule_model import EMBED, PREDICT, ModelInputs, ModelOutputs
+from exlm_chem.model.pooling import DEFAULT_POOLING
 from exlm_chem.sklearn import persistence
-from exlm_chem.sklearn.inputs import (
-    Targets,
-    as_smiles_list,
-    default_column_names,
-    smiles_and_columns,
-)
-from exlm_chem.sklearn.target_transform import (
-    check_target_transform,
-    choose_log,
-    forward,
-    inverse,
-)
-from exlm_chem.uncertainty.calibration import fit_calibrator, logit
+from exlm_chem.sklearn.held_out import held_out_split, held_out_tree_weight
+from exlm_chem.sklearn.inputs import Targets, check_feature_columns, default_column_names, split_X
+from exlm_chem.sklearn.members import fit_members, frozen_encoder, member_outputs
+from exlm_chem.sklearn.params import fit_settings
+from exlm_chem.sklearn.target_transform import choose_log, forward, inverse
+from exlm_chem.uncertainty.calibration import fit_calibrator
 from exlm_chem.uncertainty.conformal import conformity_scores
-from exlm_chem.uncertainty.ensemble import Spread, bootstrap_rows, combine, member_seeds
-from exlm_chem.uncertainty.params import is_count, uncertainty_problems
-
-_FIT_POLICIES = ("raise", "drop")
-
-
-#: the weights the regressor's held-out molecules choose from (``tree_weight=None``)
-TREE_WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
-
-
-def held_out_tree_weight(network: np.ndarray, trees: np.ndarray, labels: np.ndarray) -> float:
-    """The weight of :data:`TREE_WEIGHTS` whose average of ``network`` and ``trees``
-    values [n, T] has the lowest squared error on ``labels`` [n, T] (NaN: missing), summed
-    over the tasks; the first of equals."""
-    known = ~np.isnan(labels)
-    errors = [np.square((1 - w) * network + w * trees - labels)[known].sum()
-              for w in TREE_WEIGHTS]
-    return TREE_WEIGHTS[int(np.argmin(errors))]
-
-
-class HeldOutSplit(NamedTuple):
-    """What :func:`held_out_split` draws."""
-
-    seed: int  # the fit's seed: member seeds, the trees and ``tta`` views derive from it
-    train_rows: np.ndarray  # [n - n_valid] int, in the drawn order
-    valid_rows: np.ndarray  # [n_valid] int, in the drawn order
-
-
-def held_out_split(n_rows: int, random_state: int | np.random.RandomState | None,
-                   validation_fraction: float) -> HeldOutSplit:
-    """The estimators' seed and held-out rows of ``n_rows`` fit molecules.
-
-    Parameters
-    ----------
-    n_rows : int
-        Valid molecules fit trains on.
-    random_state : int, RandomState or None
-        As the estimators take it; one integer is drawn from it (a RandomState advances).
-    validation_fraction : float
-        Share held out, rounded to whole rows; none when that rounds to 0 or to all.
-
-    Returns
-    -------
-    HeldOutSplit
-        The seed and the training and held-out rows of a random permutation seeded by it.
-    """
-    seed = int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
-    order = np.random.default_rng(seed).permutation(n_rows)
-    n_valid = round(validation_fraction * n_rows)
-    n_valid = n_valid if 0 < n_valid < n_rows else 0
-    return HeldOutSplit(seed, order[n_valid:], order[:n_valid])
+from exlm_chem.uncertainty.ensemble import Spread, average, classifier_logits, combine
 
 
 class ExLMEstimatorBase(BaseEstimator):
@@ -199,78 +129,12 @@ class ExLMEstimatorBase(BaseEstimator):
         """Inverse of :meth:`_fitted_metadata`."""
 
     # ---- fit -------------------------------------------------------------------------------
-    def _settings(self) -> FinetuneSettings:
-        problems = []
-        if self.on_invalid not in _FIT_POLICIES:
-            problems.append(f"on_invalid must be one of {_FIT_POLICIES} in fit (predict "
-                            f"methods take on_invalid='nan'|'raise'), got {self.on_invalid!r}")
-        vf = self.validation_fraction
-        if not isinstance(vf, int | float) or isinstance(vf, bool) or not 0 <= vf < 1:
-            problems.append(f"validation_fraction must be in [0, 1), got {vf!r}")
-        if self.patience is not None and not is_count(self.patience, 1):
-            problems.append(f"patience must be None or an integer >= 1, got {self.patience!r}")
-        mm = self.max_minutes
-        if mm is not None and (not isinstance(mm, int | float) or not mm > 0):
-            problems.append(f"max_minutes must be None or > 0, got {mm!r}")
-        settings = None
-        try:
-            settings = FinetuneSettings(**{f.name: getattr(self, f.name)
-                                           for f in fields(FinetuneSettings)})
-        except ValueError as err:
-            problems.insert(0, str(err))
-        for check, value in ((Pooling.of, self.pooling), (check_max_length, self.max_length),
-                             (self._feature_kinds, self.features)):
-            try:
-                check(value)
-            except ValueError as err:
-                problems.append(str(err))
-        nj = self.n_jobs
-        if nj is not None and (not isinstance(nj, int | np.integer) or isinstance(nj, bool)
-                               or nj == 0):
-            problems.append(f"n_jobs must be None or a non-zero integer, got {nj!r}")
-        problems += [f"{name} must be True or False, got {getattr(self, name)!r}"
-                     for name in ("tree_head", "head_first")
-                     if not isinstance(getattr(self, name), bool | np.bool_)]
-        problems += self._tree_forest_problems()
-        tw = self.tree_weight
-        if tw is not None and (not isinstance(tw, int | float | np.floating)
-                               or isinstance(tw, bool) or not 0 <= tw <= 1):
-            problems.append(f"tree_weight must be None or in [0, 1], got {tw!r}")
-        if self.train_layers is not None and not is_count(self.train_layers, 1):
-            problems.append(f"train_layers must be None or an integer >= 1, got "
-                            f"{self.train_layers!r}")
-        problems += uncertainty_problems(self, self._task)
-        try:
-            check_target_transform(self.target_transform, self._task)
-        except ValueError as err:
-            problems.append(str(err))
-        if problems:  # every problem at once, not one per attempt
-            raise ValueError("; ".join(problems))
-        return settings
-
     def _uses_forest(self) -> bool:
         """Whether fit adds the forest to the tree head: ``tree_forest``, where None is
         the measured default (the classifier's tree head has one, the regressor's not)."""
         if self.tree_forest is None:
             return self._task == "classification" and bool(self.tree_head)
         return bool(self.tree_forest)
-
-    def _tree_forest_problems(self) -> list[str]:
-        """What is wrong with ``tree_forest``: a value other than None or a boolean, or
-        True beside the other parameters."""
-        switches = (bool, np.bool_)
-        if self.tree_forest is None or (isinstance(self.tree_forest, switches)
-                                        and not self.tree_forest):
-            return []
-        if not isinstance(self.tree_forest, switches):
-            return [f"tree_forest must be None, True or False, got {self.tree_forest!r}"]
-        if self._task != "classification":
-            return ["tree_forest applies to classifiers only (a forest beside the "
-                    "regressor's trees was not measured); use tree_forest=None or False"]
-        if isinstance(self.tree_head, switches) and not self.tree_head:
-            return ["tree_forest=True needs the tree head it joins the forest to: set "
-                    "tree_head=True, or tree_forest=False"]
-        return []
 
     def fit(self, X: Any, y: Any) -> Self:
         """Fine-tune on SMILES ``X`` and labels ``y``; returns ``self``.
@@ -286,9 +150,9 @@ class ExLMEstimatorBase(BaseEstimator):
         from exlm_chem.model.pretrained import load_backbone
         from exlm_chem.train.finetune import LabelledSmiles
 
-        settings = self._settings()
-        kinds = self._feature_kinds(self.features)
-        smiles, columns, column_names = self._split_X(X, kinds)
+        settings = fit_settings(self, self._task)
+        kinds = feature_kinds(self.features, auto=self.AUTO_FEATURES)
+        smiles, columns, column_names = split_X(X, kinds)
         targets = self._targets(y, len(smiles))
 
         # the one check of fit's SMILES; the model reads the canonical form, the
@@ -325,8 +189,7 @@ class ExLMEstimatorBase(BaseEstimator):
                                self.n_jobs, computed, molecules)  # each molecule computed once
             if columns is not None and column_names is None:
                 column_names = default_column_names(columns.shape[1])
-            names = {k: column_names if k == USER_KIND else feature_names(k) for k in kinds}
-            spec = FeatureSpec(kinds, names, FeatureScaler.fit(raw[train_rows]), rdkit_version())
+            spec = FeatureSpec.fit(kinds, raw, train_rows, column_names)
             features = spec.scaler.transform(raw)  # [n_valid_rows, F]
 
         with torch.random.fork_rng(devices=[]):  # loading draws throw-away initial weights
@@ -334,7 +197,8 @@ class ExLMEstimatorBase(BaseEstimator):
         warn_unknown_tokens(backbone.tokenizer, canonical, rows)
         frozen, states = None, None
         if self.tree_head or self.head_first:  # what the encoder knows before fine-tuning
-            frozen = self._frozen_model(backbone, seed)
+            frozen = self._on_device(frozen_encoder(backbone, seed, self.pooling,
+                                                    int(self.max_length))).eval()
             states = frozen.run(canonical, EMBED, 2 * self.batch_size)  # [n, d]
         self.tree_head_, held_out_trees = None, None
         if self.tree_head:
@@ -346,7 +210,7 @@ class ExLMEstimatorBase(BaseEstimator):
         data = LabelledSmiles(canonical, labels, features,
                               states if self.head_first else None)
         train, valid = data.rows(train_rows), data.rows(valid_rows) if n_valid else None
-        members = self._fit_members(backbone, settings, train, valid, spec, seed)
+        members = fit_members(self, self._task, backbone, settings, train, valid, spec, seed)
 
         # what fit learned
         first = members[0][1]
@@ -373,51 +237,6 @@ class ExLMEstimatorBase(BaseEstimator):
         self._fit_held_out(valid, held_out_trees)
         return self
 
-    def _fit_members(self, backbone: Any, settings: FinetuneSettings, train: Any,
-                     valid: Any, spec: FeatureSpec | None, seed: int) -> list[tuple[Any, Any]]:
-        """``(model, FinetuneResult)`` of each ensemble member, fine-tuned from one loaded
-        checkpoint; members differ in seed (and with ``bootstrap`` in training rows)."""
-        import torch
-
-        from exlm_chem.model.molecule_model import build_model
-        from exlm_chem.train.finetune import finetune, freeze_lower_layers
-
-        device = resolve_device(self.device)
-        cuda = [device.index or 0] if device.type == "cuda" else []
-        patience = None if self.patience is None else int(self.patience)
-        members = []
-        for member_seed in member_seeds(seed, int(self.n_models)):
-            member_train = train
-            if self.bootstrap:
-                member_train = train.rows(bootstrap_rows(len(train.smiles), member_seed))
-            with torch.random.fork_rng(devices=cuda):  # reproducible, global RNG untouched
-                torch.manual_seed(member_seed)
-                model = build_model(backbone.config, backbone.tokenizer, train.labels.shape[1],
-                                    backbone.encoder_state, settings.pooler_dropout,
-                                    self.pooling, int(self.max_length),
-                                    0 if spec is None else spec.n_features, spec).to(device)
-                if self.train_layers is not None:
-                    freeze_lower_layers(model.encoder, int(self.train_layers))
-                result = finetune(model, member_train, settings, self._task, valid,
-                                  bool(self.progress), self.max_minutes, member_seed,
-                                  int(self.augment), patience=patience,
-                                  head_first=bool(self.head_first))
-            members.append((model, result))
-        return members
-
-    def _frozen_model(self, backbone: Any, seed: int) -> Any:
-        """The encoder as it is before fine-tuning, pooling as the estimator does, no
-        head: its states train the head first (``head_first``) and feed the tree head."""
-        import torch
-
-        from exlm_chem.model.molecule_model import build_model
-
-        with torch.random.fork_rng(devices=[]):  # a random encoder (pretrained=None) is seeded
-            torch.manual_seed(seed)
-            model = build_model(backbone.config, backbone.tokenizer, 0, backbone.encoder_state,
-                                pooling=self.pooling, max_length=int(self.max_length))
-        return self._on_device(model).eval()
-
     def _fit_held_out(self, valid: Any, trees: np.ndarray | None) -> None:
         """What the held-out molecules decide beside the best epoch: the tree head's weight
         (``tree_weight``), the classifier's calibration map (``calibrate``), the
@@ -440,34 +259,15 @@ class ExLMEstimatorBase(BaseEstimator):
             proba = self._combined(self._samples(valid.smiles, valid.features), trees)
             self.calibrator_ = fit_calibrator(self.calibrate, valid.labels, proba)  # [n, T]
 
-    def _feature_kinds(self, features: Any) -> tuple[str, ...]:
-        """``features`` as a tuple of kinds, ``"auto"`` as :attr:`AUTO_FEATURES`."""
-        return feature_kinds(features, auto=self.AUTO_FEATURES)
-
     # ---- X ---------------------------------------------------------------------------------
-    @staticmethod
-    def _split_X(X: Any, kinds: tuple[str, ...]
-                 ) -> tuple[list[Any], np.ndarray | None, list[str] | None]:
-        """(SMILES, the user's feature columns [N, F] or None, their names)."""
-        return smiles_and_columns(X) if USER_KIND in kinds else (as_smiles_list(X), None, None)
-
     def _prepared(self, X: Any, on_invalid: str) -> ModelInputs:
         """X checked at the edge of a prediction call: its SMILES (each distinct one parsed
         once) and the scaled features of the valid rows."""
         check_is_fitted(self, "model_")
         spec = getattr(self, "feature_spec_", None)  # absent in pickles from before features
-        smiles, columns, names = self._split_X(X, () if spec is None else spec.kinds)
+        smiles, columns, names = split_X(X, () if spec is None else spec.kinds)
         if columns is not None:
-            fitted = spec.names[USER_KIND]
-            if columns.shape[1] != len(fitted):
-                raise ValueError(f"X has {columns.shape[1]} feature columns, the model was "
-                                 f"fitted with {len(fitted)}: {fitted}")
-            # names are compared when both sides have them (DataFrames): a swapped column
-            # would otherwise be read as the other feature without a word
-            if names is not None and fitted != default_column_names(len(fitted)) \
-                    and names != fitted:
-                raise ValueError(f"X's feature columns {names} are not the ones the model "
-                                 f"was fitted with: {fitted}")
+            check_feature_columns(columns, names, spec.names[USER_KIND])
         return self._prepared_rows(smiles, columns, on_invalid)
 
     def _prepared_rows(self, smiles: list[Any], columns: np.ndarray | None,
@@ -492,12 +292,7 @@ class ExLMEstimatorBase(BaseEstimator):
             raise ValueError(f"tta must be an integer >= 0, got {tta!r}")
         views = tta_views(smiles, int(tta), getattr(self, "seed_", 0)) if tta else [smiles]
         models = [self._on_device(model) for model in self.models_]
-        out = np.empty((len(models), len(views), len(smiles), self.n_tasks_))
-        for v, view in enumerate(views):  # one view at a time: the memory of one prediction
-            rows = models[0].token_rows(view)  # tokenised once for every member
-            for m, model in enumerate(models):
-                out[m, v] = model.run(rows, PREDICT, 2 * self.batch_size, features)
-        return out
+        return member_outputs(models, views, 2 * self.batch_size, self.n_tasks_, features)
 
     def _all_outputs(self, smiles: list[str], features: np.ndarray | None,
                      molecules: list[Any] | None = None
@@ -524,26 +319,25 @@ class ExLMEstimatorBase(BaseEstimator):
     def _combined(self, samples: np.ndarray, trees: np.ndarray | None) -> np.ndarray:
         """[n, T] on the output scale (probabilities, values): the mean over the
         networks' members x views ``samples`` [M, V, n, T], averaged with the tree head's
-        outputs ``trees`` [n, T] when there is one, the trees weighing ``tree_weight_``."""
-        combined = self._spread_scale(samples).mean(axis=(0, 1))  # [n, T]
-        if trees is not None:  # saves and pickles from before the weight: one half
-            weight = getattr(self, "tree_weight_", DEFAULT_TREE_WEIGHT)
-            combined = (1 - weight) * combined + weight * self._spread_scale(trees)
-        return combined
+        outputs ``trees`` [n, T] when there is one, the trees weighing ``tree_weight_``
+        (:func:`~exlm_chem.uncertainty.ensemble.average`)."""
+        # saves and pickles from before the weight have none: one half
+        weight = getattr(self, "tree_weight_", DEFAULT_TREE_WEIGHT)
+        return average(self._spread_scale(samples),
+                       None if trees is None else self._spread_scale(trees), weight)
 
     def _aggregate(self, samples: np.ndarray, trees: np.ndarray | None) -> np.ndarray:
         """One output [n, T] per molecule (:meth:`_combined`): the value (regressor); the
         network's own logits for one member and view and no tree head, else the logit of
-        the combined probability, calibrated by ``calibrator_`` when set (classifier)."""
+        the combined probability, calibrated by ``calibrator_`` when set (classifier:
+        :func:`~exlm_chem.uncertainty.ensemble.classifier_logits`)."""
         if self._task == "regression":
             return self._combined(samples, trees)
-        calibrator = getattr(self, "calibrator_", None)  # absent in pre-ensemble pickles
-        if samples.shape[:2] == (1, 1) and calibrator is None and trees is None:
-            return samples[0, 0]
-        proba = self._combined(samples, trees)  # [n, T]
-        if calibrator is not None:
-            proba = calibrator.apply(proba)
-        return logit(proba)
+        # no weight in older saves and pickles (as in _combined), no calibrator in pickles
+        # from before ensembles
+        return classifier_logits(samples, trees,
+                                 getattr(self, "tree_weight_", DEFAULT_TREE_WEIGHT),
+                                 getattr(self, "calibrator_", None))
 
     def _outputs(self, X: Any, on_invalid: str, output: str = PREDICT) -> ModelOutputs:
         return self._outputs_of(self._prepared(X, on_invalid), output)

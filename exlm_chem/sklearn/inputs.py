@@ -10,10 +10,12 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from exlm_chem.data.feature_spec import USER_KIND
 from exlm_chem.data.featurize import smiles_sequence
 
-__all__ = ["Targets", "as_smiles_list", "classification_targets", "default_column_names",
-           "numeric_columns", "regression_targets", "smiles_and_columns"]
+__all__ = ["Targets", "as_smiles_list", "check_feature_columns", "classification_targets",
+           "default_column_names", "numeric_columns", "regression_targets",
+           "smiles_and_columns", "split_X"]
 
 _SHOWN = 10  # rows listed in an error message
 
@@ -91,6 +93,27 @@ def smiles_and_columns(X: Any) -> tuple[list[Any], np.ndarray, list[str] | None]
     values = frame.iloc[:, 1:]
     names = [str(c) for c in values.columns] if named else None
     return frame.iloc[:, 0].tolist(), numeric_columns(values), names
+
+
+def split_X(X: Any, kinds: tuple[str, ...]
+            ) -> tuple[list[Any], np.ndarray | None, list[str] | None]:
+    """X as (SMILES, the caller's feature columns [N, F] or None, their names or None):
+    columns only for feature ``kinds`` that include the caller's (:data:`USER_KIND`)."""
+    return smiles_and_columns(X) if USER_KIND in kinds else (as_smiles_list(X), None, None)
+
+
+def check_feature_columns(columns: np.ndarray, names: list[str] | None,
+                          fitted: list[str]) -> None:
+    """A ValueError unless a prediction's feature ``columns`` [N, F] (named ``names``, or
+    None) are the ``fitted`` columns a model was fitted with."""
+    if columns.shape[1] != len(fitted):
+        raise ValueError(f"X has {columns.shape[1]} feature columns, the model was "
+                         f"fitted with {len(fitted)}: {fitted}")
+    # names are compared when both sides have them (DataFrames): a swapped column
+    # would otherwise be read as the other feature without a word
+    if names is not None and fitted != default_column_names(len(fitted)) and names != fitted:
+        raise ValueError(f"X's feature columns {names} are not the ones the model "
+                         f"was fitted with: {fitted}")
 
 
 def numeric_columns(values: Any) -> np.ndarray:

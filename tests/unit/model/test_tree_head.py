@@ -1,4 +1,4 @@
-"""exlm_chem.model.tree_head: boosted trees saved as arrays, walked by numpy as sklearn does.
+"""exlm_chem.model.tree_head (and task_trees): trees saved as arrays, walked as sklearn does.
 
 Every score is compared with scikit-learn's own ``decision_function``/``predict`` of the same
 fitted models, on fresh rows with NaN and infinite features, so a wrong traversal rule fails.
@@ -16,7 +16,8 @@ from sklearn.ensemble import (
     RandomForestClassifier,
 )
 
-from exlm_chem.model.tree_head import FOREST_SETTINGS, ForestHead, TaskTrees, TreeHead
+from exlm_chem.model.task_trees import TaskTrees
+from exlm_chem.model.tree_head import FOREST_SETTINGS, ForestHead, TreeHead
 
 N_ROWS, N_FEATURES, SEED = 300, 12, 7
 

@@ -20,8 +20,8 @@ from sklearn.base import clone
 from exlm_chem.errors import CheckpointError
 from exlm_chem.model.molecule_model import EMBED, PREDICT
 from exlm_chem.model.tree_head import FOREST_SETTINGS
-from exlm_chem.sklearn.base import TREE_WEIGHTS, held_out_split, held_out_tree_weight
 from exlm_chem.sklearn.estimator import ExLMMoleculeClassifier, ExLMMoleculeRegressor
+from exlm_chem.sklearn.held_out import TREE_WEIGHTS, held_out_split, held_out_tree_weight
 
 
 @pytest.fixture(scope="module")
