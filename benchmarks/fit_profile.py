@@ -40,7 +40,7 @@ from pathlib import Path
 #: function's cumulative time, counting only the calls made from ``caller`` when one is named
 PHASES = {
     "check_smiles": ("data/featurize.py", "check_smiles", None),
-    "raw_features": ("data/descriptors.py", "raw_features", None),
+    "raw_features": ("data/feature_spec.py", "raw_features", None),
     "load_backbone": ("model/pretrained.py", "load_backbone", None),
     "encoder inference": ("model/molecule_model.py", "run", None),
     "boosted trees": ("model/tree_head.py", "fit", "fit"),  # TreeHead.fit, from FrozenTrees

@@ -319,10 +319,14 @@ class EncoderMethod:
                     else est.predict_proba(smiles)).astype(np.float64)
 
         valid = predict(data.valid) if data.held_out_valid and len(data.valid) else None
+        # what fit chose from the data, beside the parameters it was given
+        chosen: dict[str, Any] = {"tree_weight": float(est.tree_weight_)}
+        if data.task_type == "regression":
+            chosen["target_log"] = [bool(v) for v in est.target_log_]
         return MethodOutput(predict(data.test), epochs=len(est.history_),
                             best_epoch=est.best_epoch_, stopped_early=est.stopped_early_,
                             settings={**estimator_settings(data.name, budget, self.params),
-                                      "selection": est.selection_metric_,
+                                      "selection": est.selection_metric_, "chosen": chosen,
                                       **feature_settings(self._kinds(data.name))},
                             valid_scores=valid)
 

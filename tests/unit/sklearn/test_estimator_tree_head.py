@@ -105,18 +105,32 @@ def test_a_corrupt_tree_head_file_is_a_checkpoint_error(fitted, tmp_path):
 
 
 def test_the_regressor_weighs_values_as_its_held_out_molecules_chose_and_its_intervals_see_it(
-        params, data, tmp_path):
+        params, data, tmp_path, monkeypatch):
+    import exlm_chem.sklearn.base as base
+
     X, y = data
-    values = np.log1p(np.arange(len(X), dtype=float)) + y
-    est = ExLMMoleculeRegressor(**params).fit(X, values)
+    # positive and skewed, fitted on its log: network and trees output log values, the
+    # weight is chosen and applied on y's scale
+    values = np.exp(np.log1p(np.arange(len(X), dtype=float)) + y)
+    chosen_on = []
+    monkeypatch.setattr(base, "held_out_tree_weight",
+                        lambda *args: chosen_on.append(args) or held_out_tree_weight(*args))
+    est = ExLMMoleculeRegressor(**params, target_transform="log").fit(X, values)
+    assert est.target_log_.tolist() == [True]
     # the choice, redone from the held-out rows fit used
     held_out = np.flatnonzero(est.held_out_mask_)
     assert len(held_out) == round(params["validation_fraction"] * len(X))
     net_h, trees_h = _net_and_trees(est, [X[i] for i in held_out])
-    assert est.tree_weight_ == held_out_tree_weight(net_h, trees_h, values[held_out, None])
+    (network, trees, labels), = chosen_on  # the held-out rows in their drawn order
+    np.testing.assert_allclose(np.sort(labels, axis=0), np.sort(values[held_out, None], axis=0))
+    np.testing.assert_allclose(np.sort(network, axis=0), np.sort(np.exp(net_h), axis=0),
+                               rtol=1e-5)  # y's scale, not log(y)'s
+    np.testing.assert_allclose(np.sort(trees, axis=0), np.sort(np.exp(trees_h), axis=0),
+                               rtol=1e-5)
+    assert est.tree_weight_ == held_out_tree_weight(network, trees, labels)
     w = est.tree_weight_
     net, trees = _net_and_trees(est, X[:12])
-    expected = (1 - w) * net[:, 0] + w * trees[:, 0]
+    expected = (1 - w) * np.exp(net[:, 0]) + w * np.exp(trees[:, 0])
     np.testing.assert_allclose(est.predict(X[:12]), expected, atol=1e-5)
     interval = est.predict_interval(X[:12], alpha=0.5)
     np.testing.assert_allclose((interval.lower + interval.upper) / 2, est.predict(X[:12]),
