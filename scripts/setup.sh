@@ -6,14 +6,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m venv .venv
-PIP=".venv/bin/pip"
-$PIP install -q --upgrade pip
+# --no-compile: pip would byte-compile every module it installs (torch's alone took 30 of
+# its 46 CPU-s to install); Python compiles the ones a command imports, once, on first use
+PIP=(.venv/bin/pip install -q --no-compile)
+"${PIP[@]}" --upgrade pip
 # torch first and pinned: a plain `pip install torch` would pull the newest CUDA build
-$PIP install -q torch==2.13.0
+"${PIP[@]}" torch==2.13.0
 if [ "${1:-}" = "dev" ]; then
-  $PIP install -q -c constraints.txt -e ".[dev,triton]"
+  "${PIP[@]}" -c constraints.txt -e ".[dev,triton]"
   bash scripts/test_triton36.sh --setup
 else
-  $PIP install -q -c constraints.txt -e .
+  "${PIP[@]}" -c constraints.txt -e .
 fi
 .venv/bin/python -c "import torch, exlm_chem; print('exlm_chem', exlm_chem.__version__, 'torch', torch.__version__)"

@@ -14,7 +14,7 @@ if [ "${1:-}" = "--setup" ]; then
   [ -x .venv/bin/python ] || { echo "run 'bash scripts/setup.sh' first: torch comes from .venv" >&2; exit 1; }
   rm -rf "$VENV"
   python3 -m venv "$VENV"
-  "$VENV/bin/pip" install -q -c constraints.txt triton==3.6.0 "numpy<2.4" "pytest>=7.4"
+  "$VENV/bin/pip" install -q --no-compile -c constraints.txt triton==3.6.0 "numpy<2.4" "pytest>=7.4"
   # torch (and its dependencies) from .venv rather than a second install of the same wheel:
   # a .pth file appends .venv's site-packages after this venv's own, so triton 3.6, NumPy
   # and pytest installed here shadow .venv's copies. Written after pip, so that pip never
