@@ -2,9 +2,10 @@
 # The TDC ADMET rows of benchmarks/results/tdc_admet, in the order a CPU-hour buys most:
 # small tasks before large ones, the lever comparisons before the rows they decide.
 # Usage: bash benchmarks/tdc_admet_runs.sh LANE   (LANE 1 or 2 from a worktree of 5445a9e,
-# 0.3.0; 3 or 4 from one of 0.4.0: two processes, one thread each; run two lanes at once on
-# a 2-core machine). Every command resumes: cells already
-# in a records folder are skipped, so rerunning a lane continues where it stopped.
+# 0.3.0; 3 or 4 from one of 0.4.0; 5 and 6 from one of eb09cd4 or later: two processes,
+# one thread each; run two lanes at once on a 2-core machine). Every command resumes:
+# cells already in a records folder are skipped, so rerunning a lane continues where it
+# stopped.
 # Then: bash benchmarks/tdc_admet_runs.sh report
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -67,11 +68,30 @@ case "${1:-}" in
       --tasks $SMALL_REG --out $OUT/records/random-reg
     "${RUN[@]}" --methods exlm_defaults --tasks $BIG_CLS --out $OUT/records/default-cls
     ;;
+  5)
+    # from a worktree of eb09cd4 or later: the regressor's tree weight chosen on y's scale
+    # changes the four log-fitted tasks, whose 0.4.0 cells are made again beside the old
+    "${RUN[@]}" --methods exlm_defaults --tasks $SKEWED --out $OUT/records/default-reg-040-fix
+    "${RUN[@]}" --methods exlm_defaults --estimator-params pretrained=None --seeds 1 2 3 \
+      --tasks $SMALL_REG --out $OUT/records/random-reg
+    "${RUN[@]}" --methods exlm_defaults --tasks ames cyp2c9_veith --out $OUT/records/default-cls
+    ;;
+  6)
+    # beside lane 5: the other two CYP sets, then the rest of the pretrained=None rows
+    # (the classifier and the regressor on tasks fitted without the log are the same
+    # before and after eb09cd4)
+    "${RUN[@]}" --methods exlm_defaults --tasks cyp2d6_veith cyp3a4_veith \
+      --out $OUT/records/default-cls-b
+    "${RUN[@]}" --methods exlm_defaults --estimator-params pretrained=None --seeds 1 2 3 \
+      --tasks $BIG_REG --out $OUT/records/random-reg-b
+    "${RUN[@]}" --methods exlm_defaults --estimator-params pretrained=None --seeds 1 2 3 \
+      --tasks $BIG_CLS --out $OUT/records/random-cls
+    ;;
   report)
     "${RUN[@]}" --report-only --out $OUT --merge $OUT/records/*/
     ;;
   *)
-    echo "usage: bash benchmarks/tdc_admet_runs.sh 1|2|3|4|report" >&2
+    echo "usage: bash benchmarks/tdc_admet_runs.sh 1|2|3|4|5|6|report" >&2
     exit 2
     ;;
 esac
