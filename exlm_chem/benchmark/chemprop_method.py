@@ -10,37 +10,30 @@ regression targets are standardised on the training rows and predictions unscale
 
 With ``features="rdkit2d"`` every molecule also gets chemprop's RDKit descriptor
 featurizer as extra descriptors (``x_d``) beside the learned fingerprint, as
-``chemprop train --molecule-featurizers`` does: ``v1_rdkit_2d_normalized`` (chemprop v1's
-``rdkit_2d_normalized`` recipe, through descriptastorus) when descriptastorus imports,
-else ``rdkit_2d``; scaled by a StandardScaler fitted on the training rows (the CLI's
-default ``X_d_transform``), a value it cannot compute read as 0 (chemprop's own rule).
+``chemprop train --molecule-featurizers`` does (:mod:`exlm_chem.benchmark.chemprop_features`:
+which featurizer, computed once per task); scaled by a StandardScaler fitted on the
+training rows (the CLI's default ``X_d_transform``).
 
 ``Budget.max_epochs`` caps the 50 epochs (the schedule is fitted to the cap, as the CLI's
 ``--epochs`` would); ``Budget.max_minutes`` stops training through Lightning's
 ``max_time``. Records carry ``chemprop_version`` in their settings.
 
 Resuming: with ``state_dir`` a cell writes its whole training state after every epoch to
-one file there (a Lightning checkpoint: weights, optimizer, LR schedule, epoch counter,
-the kept epoch's weights and loss, the sampler's random state; a few MB), named by task,
-seed, features and a hash of what a resume must share (data checksum, split indices,
-settings, epoch cap, time cap, chemprop version), and written to a temporary file renamed
-into place, so a kill mid-write leaves the previous epoch whole. A cell that finds its
-file continues after the saved epoch, in another process or on another machine, and ends
-as an uninterrupted run would: chemprop's seeded sampler shuffles its index array in
-place with one generator, so a fresh sampler would replay epoch 1's order; its generator
-and array travel in the file instead. A file under the cell's name whose recorded
-settings differ is refused, never overwritten. The file goes once the cell is scored.
+one file there (:mod:`exlm_chem.benchmark.chemprop_state`: where, what it must match,
+when it is written). A cell that finds its file continues after the saved epoch, in
+another process or on another machine, and ends as an uninterrupted run would: chemprop's
+seeded sampler shuffles its index array in place with one generator, so a fresh sampler
+would replay epoch 1's order; its generator and array travel in the file instead, as do
+the kept epoch's weights and loss (the callbacks here). The file goes once the cell is
+scored.
 """
 
 from __future__ import annotations
 
 import datetime
-import hashlib
-import json
 import logging
 import math
 import os
-import re
 import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -48,14 +41,19 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from exlm_chem.benchmark.chemprop_features import (
+    descriptor_featurizer,
+    require_chemprop,
+    task_descriptors,
+)
+from exlm_chem.benchmark.chemprop_state import SaveState, cell_state
 from exlm_chem.benchmark.records import Budget, MethodOutput
 from exlm_chem.benchmark.tasks import TaskData
-from exlm_chem.files.safe_write import atomic_path
 
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["ChempropSettings", "chemprop_method", "chemprop_version", "require_chemprop"]
+__all__ = ["ChempropSettings", "chemprop_method"]
 
 logger = logging.getLogger(__name__)
 
@@ -75,68 +73,6 @@ class ChempropSettings:
     init_lr: float = 1e-4
     max_lr: float = 1e-3
     final_lr: float = 1e-4
-
-
-def require_chemprop() -> None:
-    """Raise ImportError with the install line when chemprop v2 is missing."""
-    try:
-        import chemprop  # noqa: F401
-    except ImportError as error:
-        raise ImportError("the chemprop method needs chemprop v2: "
-                          "pip install 'exlm_chem[baselines]' (or pip install chemprop)") from error
-
-
-def chemprop_version() -> str:
-    require_chemprop()
-    import chemprop
-
-    return str(chemprop.__version__)
-
-
-def descriptor_featurizer() -> tuple[str, object]:
-    """(registry name, featurizer) of chemprop's RDKit 2D descriptors: the v1 normalised
-    set when descriptastorus is installed, else RDKit's plain descriptor list."""
-    from chemprop.featurizers import molecule
-
-    try:
-        import descriptastorus  # noqa: F401
-    except ImportError:
-        return "rdkit_2d", molecule.RDKit2DFeaturizer()
-    return "v1_rdkit_2d_normalized", molecule.V1RDKit2DNormalizedFeaturizer()
-
-
-def _task_descriptors(data: TaskData,
-                      cache_dir: str | os.PathLike[str] | None) -> np.ndarray:
-    """[N, D] descriptors of ``data.smiles`` from chemprop's featurizer, through the
-    benchmark's feature cache: MUV's cost about 80 CPU-minutes, so every seed and every
-    resumed run of a cell reads them from ``cache_dir`` once one run has computed them."""
-    from exlm_chem.benchmark.features import cached_task_values, task_key
-    from exlm_chem.data.descriptors import rdkit_version
-
-    name, _ = descriptor_featurizer()
-    key = task_key(data, f"chemprop_{name}", chemprop_version=chemprop_version(),
-                   rdkit_version=rdkit_version(), descriptastorus_version=_descriptastorus())
-    return cached_task_values(data, key, lambda: _descriptors(data.smiles), cache_dir)
-
-
-def _descriptastorus() -> str:
-    from importlib import metadata
-
-    try:
-        return metadata.version("descriptastorus")
-    except metadata.PackageNotFoundError:
-        return "none"
-
-
-def _descriptors(smiles: list[str]) -> np.ndarray:
-    """[N, D] float32 descriptors from chemprop's featurizer; non-finite values -> 0."""
-    from rdkit import Chem, rdBase
-
-    _, featurizer = descriptor_featurizer()
-    with rdBase.BlockLogs():
-        rows = [np.asarray(featurizer(Chem.MolFromSmiles(t)), dtype=np.float64) for t in smiles]
-    values = np.stack(rows) if rows else np.zeros((0, 0))
-    return np.nan_to_num(values, nan=0.0, posinf=0.0, neginf=0.0).astype(np.float32)
 
 
 def _dataset(smiles: list[str], labels: np.ndarray, rows: np.ndarray,
@@ -169,6 +105,9 @@ def _build(n_tasks: int, regression: bool, settings: ChempropSettings, output_tr
                        X_d_transform=descriptor_transform)
 
 
+# _KeepBest and _RandomState keep their names: Lightning files a callback's state under its
+# qualified class name (Callback.state_key), so a rename would orphan the state in the
+# files of cells killed before it.
 class _KeepBest:
     """Lightning callback: a copy of the weights of the lowest ``val_loss`` epoch, in memory
     (the CLI's ModelCheckpoint on val_loss, without writing checkpoints); its state rides
@@ -235,116 +174,6 @@ class _RandomState:
                 torch.set_rng_state(state_dict["torch_rng"])
 
         return RandomState(sampler)
-
-
-#: top-level checkpoint key of what a resume must match
-_FINGERPRINT_KEY = "exlm_chem_chemprop_cell"
-
-
-@dataclass(frozen=True)
-class _CellState:
-    """Where one cell keeps its training state between processes, and what it must match."""
-
-    path: Path
-    fingerprint: dict
-    label: str  # "muv seed 0 (rdkit2d)", for the log
-    n_epochs: int
-
-    def saved_epochs(self) -> int | None:
-        """How many epochs the state file holds; None when there is no file.
-
-        Raises
-        ------
-        ValueError
-            When the file was written for other settings, data or split, or cannot be read.
-        """
-        if not self.path.is_file():
-            return None
-        saved, epochs = _read_state(self.path)
-        if saved != self.fingerprint:
-            differ = sorted(k for k in {*saved, *self.fingerprint}
-                            if saved.get(k) != self.fingerprint.get(k))
-            raise ValueError(f"{self.path}: chemprop state written for another cell (differs "
-                             f"in {', '.join(differ)}); refusing to resume from or overwrite "
-                             "it: delete the file to train this cell from epoch 0")
-        return epochs
-
-    def write(self, trainer) -> None:
-        """Checkpoint ``trainer`` through the package's atomic writer, so that a kill
-        mid-write leaves the previous epoch's file whole."""
-        with atomic_path(self.path, durable=True) as temp:
-            trainer.save_checkpoint(temp)
-
-    def remove(self) -> None:
-        self.path.unlink(missing_ok=True)
-
-
-def _read_state(path: Path) -> tuple[dict, int]:
-    """(fingerprint, epochs done) of a state file."""
-    import torch
-
-    try:  # tensors and plain values only: the file may come from another machine
-        checkpoint = torch.load(path, map_location="cpu", weights_only=True)
-        # saved at the end of an epoch, before Lightning counts it as completed
-        return dict(checkpoint[_FINGERPRINT_KEY]), int(checkpoint["epoch"]) + 1
-    except Exception as error:
-        raise ValueError(f"{path}: not a readable chemprop state file ({error}); delete it "
-                         "to train this cell from epoch 0") from error
-
-
-def _split_sha256(data: TaskData) -> str:
-    digest = hashlib.sha256()
-    for part in (data.train, data.valid, data.test):
-        rows = np.ascontiguousarray(part, dtype=np.int64)
-        digest.update(len(rows).to_bytes(8, "little") + rows.tobytes())
-    return digest.hexdigest()
-
-
-def _cell_state(state_dir: Path, data: TaskData, seed: int, settings: ChempropSettings,
-                n_epochs: int, budget: Budget, features: str | None) -> _CellState:
-    """The cell's state file: named by task, seed and features, with a hash of everything a
-    resume must share, so cells of other splits or budgets in one folder never collide."""
-    fingerprint = {
-        "task": data.name, "task_type": data.task_type, "data_sha256": data.data_sha256,
-        "split_sha256": _split_sha256(data), "seed": int(seed), "features": features,
-        "descriptors": descriptor_featurizer()[0] if features else None,
-        "settings": asdict(settings), "n_epochs": int(n_epochs),
-        "max_minutes": budget.max_minutes, "chemprop_version": chemprop_version(),
-    }
-    # through JSON, so the fingerprint compares equal to one read back from a checkpoint
-    text = json.dumps(fingerprint, sort_keys=True)
-    short = hashlib.sha256(text.encode()).hexdigest()[:12]
-    name = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{data.name}_seed{seed}_{features or 'plain'}")
-    state_dir.mkdir(parents=True, exist_ok=True)
-    label = f"{data.name} seed {seed}" + (f" ({features})" if features else "")
-    return _CellState(state_dir / f"{name}_{short}.ckpt", json.loads(text), label,
-                      int(n_epochs))
-
-
-class _SaveState:
-    """Lightning callback: the cell's state file after every epoch, with one log line."""
-
-    def __new__(cls, cell: _CellState):
-        import lightning.pytorch as pl
-
-        class SaveState(pl.Callback):
-            def __init__(self, cell: _CellState) -> None:
-                self.cell = cell
-
-            def on_train_epoch_end(self, trainer, module) -> None:
-                # the epoch's validation (and _KeepBest) has run; Lightning resumes a
-                # checkpoint taken here at the next epoch
-                self.cell.write(trainer)
-                logger.info("%s: epoch %d/%d saved to %s", self.cell.label,
-                            trainer.current_epoch + 1, self.cell.n_epochs, self.cell.path)
-
-            def on_save_checkpoint(self, trainer, module, checkpoint: dict) -> None:
-                checkpoint[_FINGERPRINT_KEY] = self.cell.fingerprint
-                # chemprop's hyper-parameters hold modules and classes, which a
-                # weights-only load refuses; the resumed model is built from settings
-                checkpoint.pop("hyper_parameters", None)
-
-        return SaveState(cell)
 
 
 def _predict(model, loader) -> torch.Tensor:
@@ -414,7 +243,7 @@ def chemprop_method(data: TaskData, seed: int, budget: Budget, progress: bool = 
     n_tasks = labels.shape[1]
     if features not in (None, "rdkit2d"):
         raise ValueError(f"chemprop features must be None or 'rdkit2d', got {features!r}")
-    x_d = _task_descriptors(data, feature_cache) if features else None
+    x_d = task_descriptors(data, feature_cache) if features else None
     train = _dataset(data.smiles, labels, data.train, x_d)
     valid = _dataset(data.smiles, labels, data.valid, x_d)
     test = _dataset(data.smiles, labels, data.test, x_d)
@@ -442,10 +271,11 @@ def chemprop_method(data: TaskData, seed: int, budget: Budget, progress: bool = 
     callbacks = [keep]
     cell = resume = None
     if state_dir is not None:
-        cell = _cell_state(Path(state_dir), data, seed, settings, n_epochs, budget, features)
+        cell = cell_state(Path(state_dir), data, seed, asdict(settings), n_epochs, budget,
+                          features)
         done = cell.saved_epochs()
         resume = None if done is None else cell.path
-        callbacks += [_RandomState(train_loader.sampler), _SaveState(cell)]
+        callbacks += [_RandomState(train_loader.sampler), SaveState(cell)]
     max_time = (None if budget.max_minutes is None
                 else datetime.timedelta(minutes=budget.max_minutes))
     lightning_log = logging.getLogger("lightning.pytorch")

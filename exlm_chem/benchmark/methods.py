@@ -165,7 +165,8 @@ def _specs(names: Sequence[str], model: str | os.PathLike[str] | None,
 def _chemprop_spec(features: str | None = None,
                    state_dir: str | os.PathLike[str] | None = None,
                    feature_cache: str | os.PathLike[str] | None = None) -> MethodSpec:
-    from exlm_chem.benchmark.chemprop_method import chemprop_method, chemprop_version
+    from exlm_chem.benchmark.chemprop_features import chemprop_version
+    from exlm_chem.benchmark.chemprop_method import chemprop_method
 
     # the version is part of the row's name: another chemprop is another baseline
     method = "chemprop" if features is None else f"chemprop_{features}"
@@ -183,11 +184,8 @@ def _chemprop_protocol(task: str, budget: Budget,
                        features: str | None = None) -> tuple[None, dict]:
     from dataclasses import asdict
 
-    from exlm_chem.benchmark.chemprop_method import (
-        ChempropSettings,
-        chemprop_version,
-        descriptor_featurizer,
-    )
+    from exlm_chem.benchmark.chemprop_features import chemprop_version, descriptor_featurizer
+    from exlm_chem.benchmark.chemprop_method import ChempropSettings
 
     settings = {**asdict(ChempropSettings()), "chemprop_version": chemprop_version()}
     if features is not None:

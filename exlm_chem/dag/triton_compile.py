@@ -16,13 +16,12 @@ from typing import NamedTuple
 import triton
 import triton.language as tl
 
-from exlm_chem.dag.triton_kernels import (
+from exlm_chem.dag.triton_kernels import kernel_config
+from exlm_chem.dag.triton_single_tile import _bwd_single_tile_kernel, _fwd_single_tile_kernel
+from exlm_chem.dag.triton_tiled import (
     _bwd_beta_tiled_kernel,
-    _bwd_single_tile_kernel,
     _bwd_trans_tiled_kernel,
-    _fwd_single_tile_kernel,
     _fwd_tiled_kernel,
-    kernel_config,
 )
 
 __all__ = ["CompiledKernelInfo", "compile_for_gpu"]

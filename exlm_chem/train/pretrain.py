@@ -5,10 +5,14 @@ Both objectives read the same molecules in the same order with the same masks: b
 ``(seed, epoch, position)``. That, the step-determined learning rate and the saved
 optimizer/RNG state make a resumed run continue exactly where it stopped.
 
-Batches are built in DataLoader workers (:mod:`exlm_chem.train.pretrain_data`); a training step
-never waits for the device (no ``.item()``, no branch on device values): loss, invalid
-paths and the gradient norm stay on the device and are read at logging time only. On
-CUDA: bf16 autocast, TF32 matmuls, fused AdamW and optionally ``torch.compile``.
+Here: the model with its objective as one module, the run's data, model and optimizer
+(:class:`Pretrainer`) and its step loop. Batches are built in DataLoader workers
+(:mod:`exlm_chem.train.pretrain_data`), checkpoints and snapshots written and resumed by
+:mod:`exlm_chem.train.pretrain_checkpoint`, the held-out slice scored by
+:mod:`exlm_chem.train.pretrain_validation`. A training step never waits for the device (no
+``.item()``, no branch on device values): loss, invalid paths and the gradient norm stay
+on the device and are read at logging time only. On CUDA: bf16 autocast, TF32 matmuls,
+fused AdamW and optionally ``torch.compile``.
 """
 
 from __future__ import annotations
@@ -18,19 +22,15 @@ import json
 import logging
 import os
 import time
-from dataclasses import asdict
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from exlm_chem.data.batching import BatchStream
 from exlm_chem.data.collate import MLMBatch, SpecialIds
 from exlm_chem.data.tokenizer import SmilesTokenizer
 from exlm_chem.device import resolve_device
-from exlm_chem.files.safe_write import atomic_directory
 from exlm_chem.model import ExLMConfig, ExLMModel
-from exlm_chem.model.checkpoint import save_checkpoint
 from exlm_chem.presets import model_preset
 from exlm_chem.train.objectives import (
     descriptor_loss,
@@ -41,6 +41,13 @@ from exlm_chem.train.objectives import (
     translation_loss,
 )
 from exlm_chem.train.pretrain_args import PretrainArgs, check_args, learning_rate
+from exlm_chem.train.pretrain_checkpoint import (
+    can_resume,
+    resume_run,
+    save_run,
+    save_snapshot,
+    start_from,
+)
 from exlm_chem.train.pretrain_data import (
     BatchMaker,
     PretrainBatches,
@@ -50,7 +57,7 @@ from exlm_chem.train.pretrain_data import (
     prepared_summary,
     to_device,
 )
-from exlm_chem.train.training_state import read_training_state, write_training_state
+from exlm_chem.train.pretrain_validation import validate
 
 logger = logging.getLogger(__name__)
 
@@ -147,11 +154,13 @@ class Pretrainer:
     def batches(self, progress: dict) -> PretrainBatches:
         """The training stream from the saved position on."""
         maker = BatchMaker(self.train, self.special, self.args, self.config.k_states,
-                           self.tokenizer, self._targets("train"))
+                           self.tokenizer, self.split_targets("train"))
         return PretrainBatches(self.stream, maker, self.args.seed, progress["epoch"],
                                progress["position"], self.rank, self.world, progress["step"])
 
-    def _targets(self, split: str):
+    def split_targets(self, split: str):
+        """The descriptor targets [n, D] of ``split`` ("train" or "valid"); None without
+        the auxiliary objective."""
         return None if self.descriptors is None else self.descriptors[split]
 
     def loader(self, progress: dict):
@@ -239,124 +248,12 @@ class Pretrainer:
         return self.train_step(to_device(item.batch, self.device), step, targets, columns,
                                views, canonical)
 
-    # ----- checkpoints ------------------------------------------------------------
-    def checkpoint_dir(self) -> Path:
-        return self.out / "checkpoint"
-
-    def save(self, progress: dict) -> None:
-        if self.rank != 0:
-            return
-        with atomic_directory(self.checkpoint_dir()) as tmp:
-            save_checkpoint(tmp, self.model, self.config, self.tokenizer.tokens,
-                            self._metadata(progress))
-            write_training_state(tmp, self.optimizer, progress)
-            self.checkpoint_files(tmp)
-
-    def _metadata(self, progress: dict) -> dict:
-        return {
-            "objective": self.args.objective,
-            "steps": progress["step"],
-            "tokens_seen": progress["tokens_seen"],
-            "invalid_paths": progress["invalid_paths"],
-            "wall_seconds": progress["wall_seconds"],
-            "device": (torch.cuda.get_device_name(self.device) if self.device.type == "cuda"
-                       else "cpu"),
-            "corpus_sha256": self.corpus_checksums,
-            "hygiene": self.hygiene_summary,
-            "corpus_counts": self.corpus_counts,  # what preparation kept of the files' lines
-            "pretrain_args": asdict(self.args),
-            "budget": self.budget,
-            "last_validation": progress.get("last_validation"),
-            "recipe": {"objective": self.args.objective, "mask_ratio": self.args.mask_ratio,
-                       "token_weight": self.args.token_weight,
-                       "aux_weight": self.args.aux_weight, "aux_clip": self.args.aux_clip,
-                       "aux_share": self.args.aux_share,
-                       "contrast_weight": self.args.contrast_weight,
-                       "contrast_temperature": self.args.contrast_temperature,
-                       "translate_weight": self.args.translate_weight,
-                       "d_model": self.config.d_model,
-                       "k_states": self.config.k_states, "dropout": self.config.dropout},
-            "descriptors": self.descriptor_info,  # the head's targets and their scaler
-            "cpu_seconds": progress.get("cpu_seconds"),
-            # where the data stream stood: a run started --init-from these weights goes on there
-            "progress": {k: progress[k] for k in ("epoch", "position", "tokens_seen",
-                                                  "cpu_seconds", "wall_seconds")},
-            "lineage": self.lineage,  # earlier segments this run started from (init_from)
-        }
-
-    def snapshot(self, progress: dict) -> None:
-        """Weights and metadata only (no optimizer state) in ``OUT/snapshots/step_NNNNNNN``:
-        the points of a learning curve, probed after the run."""
-        if self.rank != 0:
-            return
-        metadata = {**self._metadata(progress), "snapshot": True}
-        with atomic_directory(self.out / "snapshots" / f"step_{progress['step']:07d}") as tmp:
-            save_checkpoint(tmp, self.model, self.config, self.tokenizer.tokens, metadata)
-            self.checkpoint_files(tmp)
-
+    # ----- checkpoints (written by exlm_chem.train.pretrain_checkpoint) -----------
     def checkpoint_files(self, directory: Path) -> None:
-        """Extra files for the checkpoint being assembled (the text path adds its tokenizer)."""
+        """Extra files for the checkpoint or snapshot being assembled in ``directory`` (the
+        text path adds its tokenizer)."""
 
     # ----- loop -------------------------------------------------------------------
-    @torch.no_grad()
-    def validate(self) -> dict:
-        """Loss and masked-token accuracy on the held-out slice, with fixed masks."""
-        self.model.eval()
-        rng = np.random.default_rng([self.args.seed, 10**6])
-        maker = BatchMaker(self.valid, self.special, self.args, self.config.k_states,
-                           self.tokenizer, self._targets("valid"))
-        batches = BatchStream(self.valid.lengths(), self.args.max_tokens, self.args.seed)
-        losses, invalid, predicted, correct, n = 0.0, 0, 0, 0, 0
-        aux = contrast = translate = 0.0
-        for _, _, idx in batches.iterate():
-            if n >= len(self.valid):
-                break
-            targets, canonical = maker.targets(idx), maker.canonical(idx)
-            batch = maker(idx, rng)
-            views = maker.views(idx, rng)
-            with self.autocast, self._eager():
-                out = self.objective(to_device(batch, self.device),
-                                     None if targets is None else targets.to(self.device),
-                                     with_accuracy=True,
-                                     views=None if views is None else to_device(views,
-                                                                                self.device),
-                                     canonical=None if canonical is None else canonical.to(
-                                         self.device))
-            if out.aux_loss is not None:
-                aux += float(out.aux_loss) * out.n_samples
-            if out.contrast_loss is not None:
-                contrast += float(out.contrast_loss) * out.n_samples
-            if out.translate_loss is not None:
-                translate += float(out.translate_loss) * out.n_samples
-            n_invalid = int(out.n_invalid)
-            losses += float(out.loss) * (out.n_samples - n_invalid)
-            invalid += n_invalid
-            predicted += out.n_predicted
-            correct += out.n_correct
-            n += out.n_samples
-        self.model.train()
-        record = {} if self.descriptors is None else {"valid_aux_loss": aux / max(1, n)}
-        if self.args.contrast_weight > 0:  # batch-size dependent: compare runs of one size
-            record["valid_contrast_loss"] = contrast / max(1, n)
-        if self.args.translate_weight > 0:
-            record["valid_translate_loss"] = translate / max(1, n)
-        return {
-            **record,
-            "valid_loss": losses / max(1, n - invalid),
-            "valid_accuracy": correct / max(1, predicted),
-            "valid_invalid_paths": invalid,
-            "valid_molecules": n,
-        }
-
-    def _eager(self):
-        """No compilation for validation: an eval/no-grad graph would be compiled anew, which
-        costs more than a few eager batches (the compiled training graph stays cached)."""
-        import contextlib
-
-        if self.args.compile and hasattr(torch.compiler, "set_stance"):
-            return torch.compiler.set_stance("force_eager")
-        return contextlib.nullcontext()
-
     def _fresh_progress(self) -> dict:
         return {"step": 0, "epoch": 0, "position": 0, "tokens_seen": 0, "invalid_paths": 0,
                 "wall_seconds": 0.0, "cpu_seconds": 0.0}
@@ -366,17 +263,10 @@ class Pretrainer:
         self.load_data()
         self.build_model()
         progress = self._fresh_progress()
-        if resume and (self.checkpoint_dir() / "training_state.json").exists():
-            from exlm_chem.model.checkpoint import load_checkpoint
-
-            saved, _, _ = load_checkpoint(self.checkpoint_dir(), map_location=self.device)
-            self.model.load_state_dict(saved.state_dict())
-            progress = read_training_state(self.checkpoint_dir(), self.optimizer)
-            self.lineage = json.loads(
-                (self.checkpoint_dir() / "metadata.json").read_text()).get("lineage", [])
-            logger.info("resumed at step %d", progress["step"])
+        if resume and can_resume(self.out):
+            progress, self.lineage = resume_run(self)
         elif self.args.init_from is not None:
-            progress = self._start_from(Path(self.args.init_from), progress)
+            progress, self.lineage = start_from(self, Path(self.args.init_from), progress)
         if self.args.budget_minutes is not None or self.args.budget_from:
             from exlm_chem.train.budget import decide_budget
 
@@ -384,34 +274,6 @@ class Pretrainer:
             self.args = dataclasses.replace(self.args, **self.budget["applied"])
         self.model.train()
         return self._loop(progress)
-
-    def _start_from(self, directory: Path, progress: dict) -> dict:
-        """Load a milestone's weights; carry its tokens, CPU time and, when it read the same
-        corpus, its data position (another corpus is read from its start)."""
-        from exlm_chem.model.checkpoint import load_checkpoint
-
-        saved, config, meta = load_checkpoint(directory, map_location=self.device)
-        ours, theirs = self.config.to_dict(), config.to_dict()
-        differ = [f"{k}: {theirs[k]!r} there, {ours[k]!r} here" for k in ours
-                  if ours[k] != theirs[k] and k not in ("dropout", "attention_dropout")]
-        if differ:
-            raise ValueError(f"init_from {directory}: another model shape ({'; '.join(differ)})")
-        self.model.load_state_dict(saved.state_dict())
-        carried = meta.get("progress") or {"tokens_seen": meta.get("tokens_seen", 0),
-                                           "cpu_seconds": meta.get("cpu_seconds") or 0.0}
-        # paths differ between machines; the files' checksums say whether it is one corpus
-        if sorted(meta.get("corpus_sha256", {}).values()) != sorted(self.corpus_checksums.values()):
-            carried = {k: v for k, v in carried.items() if k not in ("epoch", "position")}
-            logger.info("%s was trained on another corpus: reading this one from its start",
-                        directory)
-        progress = {**progress, **carried}
-        self.lineage = [*meta.get("lineage", []),
-                        {"init_from": str(directory), "steps": meta.get("steps"),
-                         "tokens_seen": progress["tokens_seen"],
-                         "cpu_seconds": progress["cpu_seconds"],
-                         "recipe": meta.get("recipe")}]
-        logger.info("starting from %s (%d tokens seen)", directory, progress["tokens_seen"])
-        return progress
 
     def _loop(self, progress: dict) -> dict:
         args = self.args
@@ -497,17 +359,17 @@ class Pretrainer:
                 window_tokens, window_steps, window_start = 0, 0, time.monotonic()
             bar.update(1)
             if validating:
-                progress["last_validation"] = {"step": step, **self.validate()}
+                progress["last_validation"] = {"step": step, **validate(self)}
                 if log is not None:
                     log.write(json.dumps(progress["last_validation"]) + "\n")
                     log.flush()
             if saving:
-                self.save(progress)
+                save_run(self, progress)
             if interval and progress["cpu_seconds"] >= interval * next_snapshot:
-                self.snapshot(progress)
+                save_snapshot(self, progress)
                 next_snapshot += 1
             elif args.snapshot_every and step % args.snapshot_every == 0:
-                self.snapshot(progress)
+                save_snapshot(self, progress)
             if timed_out:
                 logger.info("pausing at step %d (time budget or --stop-at-step)", step)
                 break

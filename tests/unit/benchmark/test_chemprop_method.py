@@ -26,6 +26,7 @@ from exlm_chem.benchmark.chemprop_method import (  # noqa: E402
 from exlm_chem.benchmark.methods import build_methods  # noqa: E402
 
 module = importlib.import_module("exlm_chem.benchmark.chemprop_method")
+state_module = importlib.import_module("exlm_chem.benchmark.chemprop_state")
 
 
 def _subset(name: str, n: int, task_type: str, tasks: int = 1) -> TaskData:
@@ -88,7 +89,7 @@ class _Killed(Exception):
 def _run_until_killed(monkeypatch: pytest.MonkeyPatch, data: TaskData, budget: Budget,
                       state_dir: Path, epoch: int) -> None:
     """Run a cell that is cut off right after writing its state of ``epoch``."""
-    write = module._CellState.write
+    write = state_module.CellState.write
 
     def write_then_die(self, trainer) -> None:
         write(self, trainer)
@@ -96,7 +97,7 @@ def _run_until_killed(monkeypatch: pytest.MonkeyPatch, data: TaskData, budget: B
             raise _Killed(epoch)
 
     with monkeypatch.context() as patch:
-        patch.setattr(module._CellState, "write", write_then_die)
+        patch.setattr(state_module.CellState, "write", write_then_die)
         with pytest.raises(_Killed):
             chemprop_method(data, 0, budget, settings=SMALL_BATCHES, state_dir=state_dir)
 
@@ -118,7 +119,8 @@ def test_a_killed_cell_resumes_to_the_uninterrupted_result(
     _run_until_killed(monkeypatch, data, budget, tmp_path, killed_after)
     (state,) = tmp_path.iterdir()  # and no temporary file beside it
     assert state.name.startswith(f"{task}_seed0_plain_") and state.suffix == ".ckpt"
-    with caplog.at_level(logging.INFO, logger=module.__name__):
+    # the resume is logged by chemprop_method, each saved epoch by chemprop_state
+    with caplog.at_level(logging.INFO, logger="exlm_chem.benchmark"):
         resumed = chemprop_method(data, 0, budget, settings=SMALL_BATCHES, state_dir=tmp_path)
     assert f"resumed after epoch {killed_after} of 3 from {state}" in caplog.text
     assert ("epoch 3/3 saved" in caplog.text) == (killed_after < 3)
@@ -160,4 +162,4 @@ def test_a_failed_write_keeps_the_last_epoch_whole(
         with pytest.raises(OSError, match="No space"):
             chemprop_method(data, 0, budget, settings=SMALL_BATCHES, state_dir=tmp_path)
     assert list(tmp_path.iterdir()) == [state]  # the temporary file is gone
-    assert module._read_state(state)[1] == 1  # still epoch 1's state, readable
+    assert state_module._read_state(state)[1] == 1  # still epoch 1's state, readable

@@ -165,7 +165,7 @@ def test_estimator_defaults_on_a_regression_set(tiny_checkpoint):
 
 def test_chemprop_with_its_descriptor_featurizer(bbbp):
     pytest.importorskip("chemprop")
-    from exlm_chem.benchmark.chemprop_method import descriptor_featurizer
+    from exlm_chem.benchmark.chemprop_features import descriptor_featurizer
 
     spec = _spec("chemprop_rdkit2d", None)
     assert spec.method == "chemprop_rdkit2d" and "+ RDKit 2D" in spec.label
@@ -190,7 +190,7 @@ def test_chemprop_descriptors_are_computed_once_per_feature_cache(bbbp, tmp_path
     pytest.importorskip("chemprop")
     import importlib
 
-    cells = importlib.import_module("exlm_chem.benchmark.chemprop_method")
+    cells = importlib.import_module("exlm_chem.benchmark.chemprop_features")
     (spec,) = build_methods(["chemprop_rdkit2d"], None, None, "finetune",
                             budget=Budget(max_epochs=1), feature_cache=tmp_path)
     first = spec.run(bbbp, 0, Budget(max_epochs=1), False)
