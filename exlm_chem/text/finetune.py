@@ -264,8 +264,8 @@ def run_glue(
     on_bad_rows : {"error", "skip"}
         See :func:`~exlm_chem.text.glue.read_glue_tsv`.
     """
+    from exlm_chem.device import resolve_device
     from exlm_chem.model.molecule_model import build_model
-    from exlm_chem.train.pretrain import resolve_device
 
     task_ = get_task(task)
     settings = settings or glue_settings(task_)

@@ -32,8 +32,8 @@ def write_training_state(
 ) -> None:
     """Write optimizer and RNG state and ``progress`` into ``directory``.
 
-    The learning rate is a pure function of the step (see :mod:`exlm_chem.train.pretrain`),
-    so there is no scheduler object to save.
+    The learning rate is a pure function of the step (see
+    :mod:`exlm_chem.train.pretrain_args`), so there is no scheduler object to save.
     """
     opt = optimizer.state_dict()
     tensors: dict[str, torch.Tensor] = {"rng.torch": torch.get_rng_state()}
