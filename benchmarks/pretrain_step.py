@@ -117,7 +117,7 @@ def measure(preset: str, samples, tok, special, args, device) -> dict[str, dict]
         torch.manual_seed(0)
         module = ObjectiveModule(ExLMModel(config).to(device), objective)
         if compiled:  # as `pretrain --compile` does: the encoder, in place, dynamic shapes
-            module.model.encoder.compile(dynamic=True)
+            module.model.encoder.compile(dynamic=True, backend=args.compile_backend)
         if objective == "exlm":
             batch = collate_exlm(samples, config.k_states, special)
         else:
@@ -170,6 +170,10 @@ def main() -> None:
     parser.add_argument("--compile", action="store_true",
                         help="also time each objective with its encoder torch.compile'd "
                              "(as `pretrain --compile`), side by side with eager")
+    parser.add_argument("--compile-backend", default="inductor",
+                        help="torch.compile's backend (the GPU's: inductor; the CPU dry run "
+                             "of scripts/gpu: aot_eager, dynamo's capture and AOTAutograd's "
+                             "graphs without a C++ build the GPU would not use)")
     parser.add_argument("--json", type=Path, help="also write the rows here")
     args = parser.parse_args()
     if args.device == "auto":
