@@ -109,8 +109,8 @@ def test_the_regressor_weighs_values_as_its_held_out_molecules_chose_and_its_int
     import exlm_chem.sklearn.base as base
 
     X, y = data
-    # positive and skewed, fitted on its log: network and trees output log values, the
-    # weight is chosen and applied on y's scale
+    # positive and skewed, fitted on its log: network and trees output log values; the
+    # weight is chosen on that scale and applied on y's
     values = np.exp(np.log1p(np.arange(len(X), dtype=float)) + y)
     chosen_on = []
     monkeypatch.setattr(base, "held_out_tree_weight",
@@ -122,11 +122,10 @@ def test_the_regressor_weighs_values_as_its_held_out_molecules_chose_and_its_int
     assert len(held_out) == round(params["validation_fraction"] * len(X))
     net_h, trees_h = _net_and_trees(est, [X[i] for i in held_out])
     (network, trees, labels), = chosen_on  # the held-out rows in their drawn order
-    np.testing.assert_allclose(np.sort(labels, axis=0), np.sort(values[held_out, None], axis=0))
-    np.testing.assert_allclose(np.sort(network, axis=0), np.sort(np.exp(net_h), axis=0),
-                               rtol=1e-5)  # y's scale, not log(y)'s
-    np.testing.assert_allclose(np.sort(trees, axis=0), np.sort(np.exp(trees_h), axis=0),
-                               rtol=1e-5)
+    np.testing.assert_allclose(np.sort(labels, axis=0),
+                               np.sort(np.log(values[held_out, None]), axis=0))  # log y's
+    np.testing.assert_allclose(np.sort(network, axis=0), np.sort(net_h, axis=0), rtol=1e-5)
+    np.testing.assert_allclose(np.sort(trees, axis=0), np.sort(trees_h, axis=0), rtol=1e-5)
     assert est.tree_weight_ == held_out_tree_weight(network, trees, labels)
     w = est.tree_weight_
     net, trees = _net_and_trees(est, X[:12])

@@ -1,0 +1,63 @@
+"""Two sets of TDC ADMET cells side by side, seed by seed: a lever against the row it would
+change, on the held-out valid parts (what decides a default) and the test parts.
+
+Each argument is a ``results.jsonl``; cells pair up by task and seed (the newest record of
+each), and only pairs count. Prints a markdown table: per task, the seeds paired, the mean
+valid and test metric of each, and on how many seeds the second is ahead on its valid part
+(for MAE: lower).
+
+Usage::
+
+    python benchmarks/tdc_paired.py BASE.jsonl LEVER.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+LOWER_IS_BETTER = {"mae"}
+
+
+def _cells(path: Path) -> dict[tuple[str, int], dict]:
+    cells = {}
+    for line in path.read_text().splitlines():
+        if line.strip():
+            record = json.loads(line)
+            cells[(record["task"], record["seed"])] = record  # the newest wins
+    return cells
+
+
+def paired_table(base: dict[tuple[str, int], dict], lever: dict[tuple[str, int], dict]
+                 ) -> list[str]:
+    """Markdown lines: one row per task both have cells of."""
+    lines = ["| task | metric | seeds | valid: base | valid: lever | test: base | test: lever "
+             "| lever ahead on valid |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for task in sorted({t for t, _ in base} & {t for t, _ in lever}):
+        seeds = sorted(s for t, s in base if t == task and (t, s) in lever)
+        a, b = [base[(task, s)] for s in seeds], [lever[(task, s)] for s in seeds]
+        metric = a[0]["metric"]
+        sign = -1 if metric in LOWER_IS_BETTER else 1
+        gains = [sign * (y["valid_score"] - x["valid_score"]) for x, y in zip(a, b, strict=True)]
+        ahead, ties = sum(g > 0 for g in gains), sum(g == 0 for g in gains)
+
+        def mean(cells: list[dict], key: str) -> float:
+            return sum(c[key] for c in cells) / len(cells)
+
+        lines.append(f"| {task} | {metric} | {len(seeds)} | {mean(a, 'valid_score'):.3f} | "
+                     f"{mean(b, 'valid_score'):.3f} | {mean(a, 'score'):.3f} | "
+                     f"{mean(b, 'score'):.3f} | {ahead} of {len(seeds)} ({ties} equal) |")
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("base", type=Path, help="results.jsonl of the row as it is")
+    parser.add_argument("lever", type=Path, help="results.jsonl of the same with the lever")
+    args = parser.parse_args()
+    print("\n".join(paired_table(_cells(args.base), _cells(args.lever))))
+
+
+if __name__ == "__main__":
+    main()

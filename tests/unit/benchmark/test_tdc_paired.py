@@ -1,0 +1,32 @@
+"""benchmarks/tdc_paired.py: two rows' TDC cells paired by task and seed."""
+
+from __future__ import annotations
+
+import json
+
+from repo_scripts import load_script
+
+
+def _write(path, cells):
+    path.write_text("".join(json.dumps(dict(zip(("task", "seed", "metric", "valid_score",
+                                                 "score"), c, strict=True))) + "\n"
+                            for c in cells))
+    return path
+
+
+def test_pairs_by_task_and_seed_and_counts_who_is_ahead_on_valid(tmp_path):
+    paired = load_script("benchmarks/tdc_paired.py")
+    base = _write(tmp_path / "a.jsonl", [("vdss", 1, "spearman", 0.5, 0.6),
+                                         ("vdss", 2, "spearman", 0.4, 0.6),
+                                         ("vdss", 3, "spearman", 0.9, 0.9),  # no pair
+                                         ("caco2", 1, "mae", 0.30, 0.30),
+                                         ("caco2", 1, "mae", 0.40, 0.40)])  # the newest
+    lever = _write(tmp_path / "b.jsonl", [("vdss", 1, "spearman", 0.6, 0.5),
+                                          ("vdss", 2, "spearman", 0.4, 0.7),
+                                          ("caco2", 1, "mae", 0.35, 0.20),
+                                          ("herg", 1, "roc_auc", 0.8, 0.8)])  # no pair
+    rows = paired.paired_table(paired._cells(base), paired._cells(lever))[2:]
+    assert rows == [
+        "| caco2 | mae | 1 | 0.400 | 0.350 | 0.400 | 0.200 | 1 of 1 (0 equal) |",  # lower
+        "| vdss | spearman | 2 | 0.450 | 0.500 | 0.600 | 0.600 | 1 of 2 (1 equal) |",
+    ]
