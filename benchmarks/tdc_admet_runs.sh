@@ -2,7 +2,7 @@
 # The TDC ADMET rows of benchmarks/results/tdc_admet, in the order a CPU-hour buys most:
 # small tasks before large ones, the lever comparisons before the rows they decide.
 # Usage: bash benchmarks/tdc_admet_runs.sh LANE   (LANE 1 or 2 from a worktree of 5445a9e,
-# 0.3.0; 3 or 4 from one of 0.4.0; 5 and 6 from one of eb09cd4 or later: two processes,
+# 0.3.0; 3 or 4 from one of 0.4.0; 5 and 6 from one of f93c42b or later: two processes,
 # one thread each; run two lanes at once on a 2-core machine). Every command resumes:
 # cells already in a records folder are skipped, so rerunning a lane continues where it
 # stopped.
@@ -69,17 +69,15 @@ case "${1:-}" in
     "${RUN[@]}" --methods exlm_defaults --tasks $BIG_CLS --out $OUT/records/default-cls
     ;;
   5)
-    # from a worktree of eb09cd4 or later: the regressor's tree weight chosen on y's scale
-    # changes the four log-fitted tasks, whose 0.4.0 cells are made again beside the old
-    "${RUN[@]}" --methods exlm_defaults --tasks $SKEWED --out $OUT/records/default-reg-040-fix
+    # (eb09cd4's tree weight chosen on y's scale was measured on the log-fitted tasks by
+    # `... --tasks $SKEWED --out tree_weight_scale` from a worktree of eb09cd4, and withdrawn)
     "${RUN[@]}" --methods exlm_defaults --estimator-params pretrained=None --seeds 1 2 3 \
       --tasks $SMALL_REG --out $OUT/records/random-reg
     "${RUN[@]}" --methods exlm_defaults --tasks ames cyp2c9_veith --out $OUT/records/default-cls
     ;;
   6)
     # beside lane 5: the other two CYP sets, then the rest of the pretrained=None rows
-    # (the classifier and the regressor on tasks fitted without the log are the same
-    # before and after eb09cd4)
+    # (the classifier and the regressor predict as at 0.4.0)
     "${RUN[@]}" --methods exlm_defaults --tasks cyp2d6_veith cyp3a4_veith \
       --out $OUT/records/default-cls-b
     "${RUN[@]}" --methods exlm_defaults --estimator-params pretrained=None --seeds 1 2 3 \
