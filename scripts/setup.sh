@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 python3 -m venv .venv
 # --no-compile: pip would byte-compile every module it installs (torch's alone took 30 of
 # its 46 CPU-s to install); Python compiles the ones a command imports, once, on first use
+# (where PYTHONDONTWRITEBYTECODE is set, on every use: scripts/test.sh unsets it)
 PIP=(.venv/bin/pip install -q --no-compile)
 "${PIP[@]}" --upgrade pip
 # torch first and pinned: a plain `pip install torch` would pull the newest CUDA build

@@ -10,6 +10,11 @@ PY=".venv/bin/python"
 [ -x "$PY" ] || PY=python3
 : "${EXLM_CHEM_DATA:=$(cd .. && pwd)/shared/data/moleculenet}"
 export EXLM_CHEM_DATA
+# The suite starts a hundred-odd Python processes (CLI runs, workers, torchrun, the GPU dry
+# run), each importing torch. Where PYTHONDONTWRITEBYTECODE is set (some CI images set it)
+# and pip installed without byte-compiling (scripts/setup.sh), each of them would compile
+# those modules again; cached once, they are read.
+unset PYTHONDONTWRITEBYTECODE
 "$PY" -m ruff check . || exit 1
 status36=0
 args=("$@")

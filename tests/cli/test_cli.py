@@ -93,16 +93,3 @@ def test_pretrain_survives_a_kill_and_resumes(pretrain_dir, moleculenet_dir, tmp
     assert final == saved_step + 10
 
 
-@pytest.mark.slow
-def test_pretrain_under_torchrun_with_two_cpu_processes(pretrain_dir, moleculenet_dir, tmp_path):
-    torchrun = Path(sys.executable).with_name("torchrun")
-    out = tmp_path / "ddp"
-    cmd = [str(torchrun), "--standalone", "--nproc_per_node", "2", "-m", "exlm_chem.cli"]
-    cmd += _pretrain_cmd(pretrain_dir / "moses_train.smi.gz", out, steps=6)
-    done = subprocess.run(cmd, env=_env(moleculenet_dir), capture_output=True, text=True,
-                          timeout=300)  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    records = [json.loads(x) for x in (out / "log.jsonl").read_text().splitlines()]
-    assert [r["step"] for r in records if "loss" in r] == [1, 2, 3, 4, 5, 6]
-    meta = json.loads((out / "checkpoint" / "metadata.json").read_text())
-    assert meta["steps"] == 6

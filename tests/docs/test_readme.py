@@ -21,6 +21,7 @@ minutes on 2 CPU cores; the CLI examples use the shipped checkpoint (fewer epoch
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -55,8 +56,8 @@ SHORTEN = [
      "5 seeds x 10 epochs"),
     (r"^exlm-chem pretrain ", TINY_PRETRAIN,
      "20000 steps of the small preset; corpus hygiene loads and splits all 7 sets"),
-    (r"^torchrun ", [*TINY_PRETRAIN, "--out", "runs/ddp"],
-     "as above; its own folder, the previous run's is complete"),
+    (r"^torchrun ", [*TINY_PRETRAIN, "--out", "runs/ddp", "--log-every", "1"],
+     "as above; its own folder, the previous run's is complete; every step logged"),
     (r"^exlm-chem benchmark (?!.*--report-only)(?!--tasks esol)",
      ["--tasks", "bbbp", "--seeds", "0", "--budget", "epochs=1", "--model", "{tiny}",
       "--methods", "exlm", "--no-progress"],
@@ -223,6 +224,11 @@ def _check_outputs(block, work: Path) -> None:
     if "exlm-chem pretrain" in block.code:
         for run in ("exlm", "mlm", "ddp"):
             assert (work / "runs" / run / "checkpoint" / "model.safetensors").is_file(), run
+        # torchrun's two CPU processes took each step together, logged once
+        ddp = work / "runs" / "ddp"
+        records = [json.loads(x) for x in (ddp / "log.jsonl").read_text().splitlines()]
+        assert [r["step"] for r in records if "loss" in r] == [1, 2, 3]
+        assert json.loads((ddp / "checkpoint" / "metadata.json").read_text())["steps"] == 3
     if "exlm-chem benchmark" in block.code:
         report = (work / "runs" / "bench" / "report.md").read_text(encoding="utf-8")
         assert "(probe)" in report and "(finetune)" in report
