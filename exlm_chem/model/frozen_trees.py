@@ -19,8 +19,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from exlm_chem.data.descriptors import feature_names, rdkit_version
-from exlm_chem.data.feature_spec import FeatureScaler, FeatureSpec
+from exlm_chem.data.feature_spec import FeatureSpec
 from exlm_chem.model.molecule_model import EMBED, MoleculeModel
 from exlm_chem.model.tree_head import ForestHead, TreeHead
 
@@ -62,8 +61,7 @@ class FrozenTrees(NamedTuple):
             raise ValueError(f"the tree head's forest is for classification only, got task "
                              f"{task!r}")
         kinds = tuple(kinds)
-        spec = FeatureSpec(kinds, {k: feature_names(k) for k in kinds},
-                           FeatureScaler.fit(raw[train_rows]), rdkit_version())
+        spec = FeatureSpec.fit(kinds, raw, train_rows)
         scaled = spec.scaler.transform(raw[train_rows])  # [n_train, F]
         trees = TreeHead.fit(_side_by_side(states[train_rows], scaled), labels[train_rows],
                              task, seed)

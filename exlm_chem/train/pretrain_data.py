@@ -35,6 +35,7 @@ from exlm_chem.data.collate import (
 )
 from exlm_chem.data.collate_flat import MaskedFlat, collate_exlm_flat, collate_mlm_flat, mask_flat
 from exlm_chem.data.corpus import TokenizedCorpus
+from exlm_chem.train.pretrain_checkpoint import can_resume
 
 logger = logging.getLogger(__name__)
 
@@ -278,7 +279,7 @@ def prepare_run_corpus(args: Any, rank: int = 0) -> Path:
                                  "settings, or a new --out (or remove that folder)")
             logger.info("reusing the corpus prepared in %s", directory)
         else:
-            if (Path(args.out) / "checkpoint" / "training_state.json").is_file():
+            if can_resume(args.out):
                 logger.warning("%s/checkpoint predates %s: its steps read the SMILES files as "
                                "written; from here on the run reads them prepared (canonical, "
                                "deduplicated)", args.out, directory)

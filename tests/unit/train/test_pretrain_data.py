@@ -64,6 +64,22 @@ def test_corpus_files_are_prepared_canonical_and_deduplicated_then_reused(
         prepare_run_corpus(_args(path, tmp_path, aux_weight=1.0, aux_targets="morgan"))
 
 
+
+def test_a_checkpoint_without_a_prepared_corpus_is_named_before_preparing(
+        messy_corpus, tmp_path, caplog):
+    from exlm_chem.train.pretrain_checkpoint import run_checkpoint_dir
+    from exlm_chem.train.training_state import SCALARS
+
+    path, _ = messy_corpus
+    with caplog.at_level("WARNING", logger="exlm_chem.train.pretrain_data"):
+        prepare_run_corpus(_args(path, tmp_path / "fresh"))
+    assert "predates" not in caplog.text
+    run_checkpoint_dir(tmp_path / "old").mkdir(parents=True)
+    (run_checkpoint_dir(tmp_path / "old") / SCALARS).write_text("{}")
+    with caplog.at_level("WARNING", logger="exlm_chem.train.pretrain_data"):
+        directory = prepare_run_corpus(_args(path, tmp_path / "old"))
+    assert f"checkpoint predates {directory}" in caplog.text
+
 def test_fragment_masking_reads_the_smiles_back_from_the_ids():
     from exlm_chem.data.fragments import fragment_token_groups
 
