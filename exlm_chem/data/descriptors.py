@@ -22,8 +22,10 @@ overflows float32); :mod:`exlm_chem.data.feature_spec` scales them. Rows never m
 
 Computation runs over worker processes
 (:func:`~exlm_chem.data.process_map.map_chunks`, as scaffolds and canonical SMILES do)
-once there are enough molecules to pay for starting them; callers compute each distinct
-canonical SMILES once (:func:`molecule_features` deduplicates). Callers that checked their
+once there are enough molecules to pay for starting them. :func:`molecule_features`
+computes each distinct SMILES once and keeps the rows in :data:`MEMO` (the last
+:data:`MEMO_BYTES` of them), so that a refit, a cross-validation fold or a prediction on
+molecules this process has seen computes nothing again. Callers that checked their
 SMILES already pass the check's RDKit molecules too (``molecules=``,
 :attr:`~exlm_chem.data.featurize.CheckedSmiles.molecules`), so nothing parses them again.
 """
@@ -31,6 +33,8 @@ SMILES already pass the check's RDKit molecules too (``molecules=``,
 from __future__ import annotations
 
 import functools
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -41,8 +45,9 @@ from exlm_chem.data.process_map import map_chunks
 from exlm_chem.data.rdkit_reasons import as_molecule
 
 __all__ = [
-    "AVALON_BITS", "COMPUTED_KINDS", "ERG_WIDTH", "FAST_NAMES", "MORGAN_BITS", "MORGAN_RADIUS",
-    "descriptor_values", "feature_names", "molecule_features", "morgan_counts",
+    "AVALON_BITS", "COMPUTED_KINDS", "ERG_WIDTH", "FAST_NAMES", "MEMO", "MEMO_BYTES",
+    "MORGAN_BITS", "MORGAN_RADIUS", "RowMemo", "descriptor_values", "feature_names",
+    "molecule_features", "morgan_counts",
     "rdkit2d_descriptors", "rdkit2d_names", "rdkit_version",
 ]  # fmt: skip
 
@@ -250,28 +255,70 @@ def feature_names(kind: str) -> list[str]:
     raise ValueError(f"unknown feature kind {kind!r}; choose from {COMPUTED_KINDS}")
 
 
+class RowMemo:
+    """Feature rows computed in this process, ``(kind, SMILES) -> float32 row``; past
+    ``max_bytes`` of rows the least recently used go first. Thread-safe."""
+
+    def __init__(self, max_bytes: int = 0) -> None:
+        self.max_bytes = max_bytes
+        self._rows: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, str]) -> np.ndarray | None:
+        with self._lock:
+            row = self._rows.get(key)
+            if row is not None:
+                self._rows.move_to_end(key)
+            return row
+
+    def put(self, key: tuple[str, str], row: np.ndarray) -> None:
+        row = np.array(row, dtype=np.float32)  # its own copy: never a view of a chunk
+        with self._lock:
+            old = self._rows.pop(key, None)
+            self._bytes += row.nbytes - (0 if old is None else old.nbytes)
+            self._rows[key] = row
+            while self._bytes > self.max_bytes and self._rows:
+                self._bytes -= self._rows.popitem(last=False)[1].nbytes
+
+    def clear(self) -> None:
+        with self._lock:
+            self._rows.clear()
+            self._bytes = 0
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+
+# 256 MiB: RDKit 2D rows (the tree head's) of about 300k molecules, Morgan counts of 32k
+MEMO_BYTES = 256 * 2**20
+MEMO = RowMemo(MEMO_BYTES)
+
+
 def molecule_features(kinds: Sequence[str], smiles: Sequence[str], n_jobs: int | None = None,
-                      cache: dict[tuple[str, str], np.ndarray] | None = None,
                       molecules: Sequence[Any] | None = None) -> np.ndarray:
     """Raw features [N, sum of widths] float32 of ``kinds`` side by side, row-aligned.
 
-    Each distinct SMILES is computed once; ``cache`` (``(kind, SMILES) -> row``) carries
-    rows between calls, e.g. over the parts of one fit. Pass canonical SMILES so that
-    two spellings of a molecule share an entry. ``molecules``: the RDKit molecules of
-    ``smiles`` row for row, as :func:`descriptor_values` takes them.
+    Each distinct SMILES is computed once, and not at all when :data:`MEMO` holds its
+    row from an earlier call of this process (the parts of one fit, a refit, a
+    prediction). Pass canonical SMILES so that two spellings of a molecule share a row.
+    ``molecules``: the RDKit molecules of ``smiles`` row for row, as
+    :func:`descriptor_values` takes them.
     """
     smiles_sequence(smiles, "smiles")
-    cache = {} if cache is None else cache
     # the molecule of each SMILES: what is computed, read instead of parsing the SMILES
     source = dict(zip(smiles, smiles if molecules is None else molecules, strict=True))
     blocks = []
     for kind in kinds:
-        missing = list(dict.fromkeys(s for s in smiles if (kind, s) not in cache))
+        rows = {s: MEMO.get((kind, s)) for s in source}  # held here: eviction cannot drop them
+        missing = [s for s, row in rows.items() if row is None]
         if missing:
             values = _computed(kind, [source[s] for s in missing], n_jobs)
-            cache.update(((kind, s), v) for s, v in zip(missing, values, strict=True))
+            for s, row in zip(missing, values, strict=True):
+                MEMO.put((kind, s), row)
+                rows[s] = row
         width = len(feature_names(kind))
-        blocks.append(np.array([cache[(kind, s)] for s in smiles], np.float32).reshape(-1, width))
+        blocks.append(np.array([rows[s] for s in smiles], np.float32).reshape(-1, width))
     if not blocks:
         return np.zeros((len(smiles), 0), dtype=np.float32)
     return np.concatenate(blocks, axis=1)

@@ -157,14 +157,13 @@ def feature_kinds(features: Any, auto: tuple[str, ...] = ()) -> tuple[str, ...]:
 
 def raw_features(kinds: Sequence[str], smiles: Sequence[str], columns: np.ndarray | None,
                  n_jobs: int | None = None,
-                 cache: dict[tuple[str, str], np.ndarray] | None = None,
                  molecules: Sequence[Any] | None = None) -> np.ndarray:
     """Unscaled features [n, F] float32 of valid canonical SMILES, ``kinds`` side by side;
     ``columns`` [n, F_user]: the caller's own (:data:`USER_KIND`), None without them;
-    ``cache`` and ``molecules`` (the SMILES's RDKit molecules, parsed already): as in
+    ``molecules`` (the SMILES's RDKit molecules, parsed already): as in
     :func:`molecule_features`."""
     computed = [k for k in kinds if k != USER_KIND]
-    values = molecule_features(computed, smiles, n_jobs, cache, molecules)
+    values = molecule_features(computed, smiles, n_jobs, molecules)
     blocks, start = [], 0
     for kind in kinds:
         if kind == USER_KIND:

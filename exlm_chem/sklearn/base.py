@@ -183,10 +183,9 @@ class ExLMEstimatorBase(BaseEstimator):
                              f"{len(canonical)} molecules leaves none")
 
         spec, features = None, None
-        computed: dict = {}  # (kind, SMILES) -> row: the network and the trees share them
         if kinds:  # scaled on the training rows only: the held-out rows stay unseen
             raw = raw_features(kinds, canonical, None if columns is None else columns[rows],
-                               self.n_jobs, computed, molecules)  # each molecule computed once
+                               self.n_jobs, molecules)  # each molecule computed once
             if columns is not None and column_names is None:
                 column_names = default_column_names(columns.shape[1])
             spec = FeatureSpec.fit(kinds, raw, train_rows, column_names)
@@ -202,8 +201,8 @@ class ExLMEstimatorBase(BaseEstimator):
             states = frozen.run(canonical, EMBED, 2 * self.batch_size)  # [n, d]
         self.tree_head_, held_out_trees = None, None
         if self.tree_head:
-            raw = raw_features(TREE_KINDS, canonical, None, self.n_jobs, computed,
-                               molecules)  # [n, F]
+            raw = raw_features(TREE_KINDS, canonical, None, self.n_jobs,
+                               molecules)  # [n, F]; the network's kinds are computed already
             self.tree_head_ = FrozenTrees.fit(frozen, states, raw, labels, train_rows,
                                               self._task, seed, forest=self._uses_forest())
             held_out_trees = self.tree_head_.decision_of(states[valid_rows], raw[valid_rows])

@@ -55,6 +55,7 @@ def test_task_features_are_computed_once_per_task(bbbp, monkeypatch):
     real = descriptors._compute
     monkeypatch.setattr(descriptors, "_compute",
                         lambda kind, smiles: calls.append(kind) or real(kind, smiles))
+    monkeypatch.setattr(descriptors, "MEMO", descriptors.RowMemo(0))  # counts the task caches
     bench_features._cache.clear()
     first = bench_features.scaled_task_features(bbbp, ["rdkit2d"])
     again = bench_features.scaled_task_features(bbbp._replace(train=bbbp.train[:10]),
@@ -71,6 +72,7 @@ def test_task_features_are_kept_on_disk_between_runs(bbbp, tmp_path, monkeypatch
     real = descriptors._compute
     monkeypatch.setattr(descriptors, "_compute",
                         lambda kind, smiles: calls.append(len(smiles)) or real(kind, smiles))
+    monkeypatch.setattr(descriptors, "MEMO", descriptors.RowMemo(0))  # counts the task caches
     bench_features._cache.clear()
     first = bench_features.task_features(bbbp, "rdkit2d", cache_dir=tmp_path)
     (stored,) = tmp_path.glob("bbbp_rdkit2d_*.npz")

@@ -92,7 +92,7 @@ def test_values_beyond_float32_become_nan(monkeypatch):
     assert np.isnan(values).all()
 
 
-def test_each_distinct_smiles_is_computed_once(monkeypatch):
+def test_each_distinct_smiles_is_computed_once_and_remembered(monkeypatch):
     calls = []
     real = descriptors._compute
 
@@ -101,14 +101,34 @@ def test_each_distinct_smiles_is_computed_once(monkeypatch):
         return real(kind, smiles)
 
     monkeypatch.setattr(descriptors, "_compute", counting)
-    cache: dict = {}
-    first = molecule_features(["rdkit2d", "morgan"], ["CCO", "CCN", "CCO"], cache=cache)
+    monkeypatch.setattr(descriptors, "MEMO", descriptors.RowMemo(descriptors.MEMO_BYTES))
+    first = molecule_features(["rdkit2d", "morgan"], ["CCO", "CCN", "CCO"])
     assert calls == [["CCO", "CCN"], ["CCO", "CCN"]]
     np.testing.assert_array_equal(first[0], first[2])
-    again = molecule_features(["rdkit2d", "morgan"], ["CCN", "CCO"], cache=cache)
-    assert len(calls) == 2  # all cached
+    again = molecule_features(["rdkit2d", "morgan"], ["CCN", "CCO"])
+    assert len(calls) == 2  # remembered from the first call
     np.testing.assert_array_equal(again, first[[1, 0]])
+    again[:] = 0  # the caller's array is its own: the memo keeps its rows
+    np.testing.assert_array_equal(molecule_features(["rdkit2d", "morgan"], ["CCN", "CCO"]),
+                                  first[[1, 0]])
+    mixed = molecule_features(["morgan"], ["CCC", "CCO"])
+    assert calls[2:] == [["CCC"]]  # only the new molecule
+    np.testing.assert_array_equal(mixed[1], first[0, -2048:])
     assert molecule_features([], ["CCO"]).shape == (1, 0)
+
+
+def test_the_memo_drops_the_least_recently_used_rows_past_its_size():
+    memo = descriptors.RowMemo(max_bytes=2 * 3 * 4)  # two rows of 3 float32
+    memo.put(("k", "a"), np.ones(3))
+    memo.put(("k", "b"), np.ones(3))
+    assert memo.get(("k", "a")) is not None  # now "b" is the least recently used
+    memo.put(("k", "c"), np.ones(3))
+    assert memo.get(("k", "b")) is None and len(memo) == 2
+    memo.put(("k", "a"), np.zeros(3))  # replaced, not added
+    assert len(memo) == 2 and memo.get(("k", "a")).sum() == 0
+    assert memo.get(("k", "c")).dtype == np.float32
+    memo.clear()
+    assert len(memo) == 0 and memo.get(("k", "a")) is None
 
 
 def test_parallel_computation_gives_the_same_rows(monkeypatch):

@@ -85,6 +85,7 @@ def test_the_descriptors_change_the_prediction(fitted, data, monkeypatch):
     before = fitted.decision_function(X[:4])
     real = descriptors._compute
     monkeypatch.setattr(descriptors, "_compute", lambda kind, smiles: real(kind, smiles) * 3)
+    monkeypatch.setattr(descriptors, "MEMO", descriptors.RowMemo(descriptors.MEMO_BYTES))
     assert not np.allclose(fitted.decision_function(X[:4]), before)
 
 
@@ -145,11 +146,15 @@ def test_each_molecule_is_computed_once_per_fit(params, data, monkeypatch):
     real = descriptors._compute
     monkeypatch.setattr(descriptors, "_compute",
                         lambda kind, smiles: calls.append(len(smiles)) or real(kind, smiles))
+    monkeypatch.setattr(descriptors, "MEMO", descriptors.RowMemo(descriptors.MEMO_BYTES))
     clf = ExLMMoleculeClassifier(features="rdkit2d", n_models=2, augment=1, tta=2,
                                  calibrate="platt", **params)
     clf.fit(X + X[:5], np.concatenate([y, y[:5]]))  # five molecules twice
     assert calls == [len(X)]  # train and held-out rows, members, epochs and views: once
     calls.clear()
+    clf.predict_uncertainty(X[:5] + X[:5])
+    assert calls == []  # the process computed them in fit
+    descriptors.MEMO.clear()  # as in a new process (a loaded model)
     clf.predict_uncertainty(X[:5] + X[:5])
     assert calls == [5]
 
