@@ -38,7 +38,6 @@ PINNED_TEST_SHA = {
     "sider": "18531417667048a5",
     "tox21": "f0be872371df1e0d",
     "toxcast": "5217ff96a081e7a8",
-    "muv": "8467254fa1d85353",
 }
 # (train, valid, test) sizes of that split. ExLM paper Table 9 for comparison: BACE
 # 1210/151/151, BBBP 1631/204/204, ClinTox 1182/148/148, Tox21 6264/783/783, ToxCast
@@ -52,11 +51,10 @@ PINNED_SIZES = {
     "sider": (1141, 143, 143),
     "tox21": (6258, 782, 783),
     "toxcast": (6877, 860, 860),
-    "muv": (74501, 9313, 9313),
 }
 
 # ---------------------------------------------------------------- cached real data
-# Parsing and scaffolding MUV takes tens of seconds on 2 cores: do each once per session.
+# Parsing and scaffolding a set is done once per session, whichever tests read it.
 _CACHE: dict[tuple, object] = {}
 
 
@@ -87,8 +85,8 @@ def _scaffolds(moleculenet_dir: Path, name: str, chiral: bool) -> list[str]:
 
 
 def _scaffold_split(moleculenet_dir: Path, name: str, chiral: bool) -> SplitIndices:
-    # MUV also exercises the worker-pool path (the result does not depend on n_jobs)
-    n_jobs = 2 if name == "muv" else 1
+    # Tox21 (7.8k) also takes the worker-pool path (the result does not depend on n_jobs)
+    n_jobs = 2 if name == "tox21" else 1
     return _cached(
         ("split", name, chiral),
         lambda: scaffold_split(
@@ -215,9 +213,9 @@ def test_empty_input_gives_empty_splits():
 # ---------------------------------------------------------------- real data: DeepChem
 
 
-# MUV met DeepChem 2.8.0's splitter index for index too (checked once, 2026-12-01); it is
-# not rerun: scaffolding MUV without chirality as well as with it would cost a minute of
-# CI, and MUV's pinned default split below runs the same code at that size.
+# MUV (93k molecules) met DeepChem 2.8.0's splitter index for index too, and its default
+# split had test sha 8467254fa1d85353, sizes 74501/9313/9313 (both checked 2026-12-01).
+# Neither is rerun: a minute of CI a pass over MUV, for the same code the six sets here run.
 @pytest.mark.parametrize("name", SMALL)
 def test_scaffold_split_equals_deepchem(moleculenet_dir, name):
     smiles = _smiles(moleculenet_dir, name)
@@ -249,8 +247,7 @@ def _check_pinned(moleculenet_dir: Path, name: str) -> None:
     sizes = tuple(len(p) for p in split)
     print(f"{name}: scaffold_split sizes train/valid/test = {sizes}, test sha {_sha16(split.test)}")
     _assert_partition(split, len(_smiles(moleculenet_dir, name)))
-    if name != "muv":  # scaffolding MUV a second time costs half a minute
-        _assert_no_shared_scaffold(split, _scaffolds(moleculenet_dir, name, chiral=True))
+    _assert_no_shared_scaffold(split, _scaffolds(moleculenet_dir, name, chiral=True))
     assert sizes == PINNED_SIZES[name]
     assert _sha16(split.test) == PINNED_TEST_SHA[name]
 
@@ -258,11 +255,6 @@ def _check_pinned(moleculenet_dir: Path, name: str) -> None:
 @pytest.mark.parametrize("name", SMALL)
 def test_default_scaffold_split_is_pinned(moleculenet_dir, name):
     _check_pinned(moleculenet_dir, name)
-
-
-@pytest.mark.slow
-def test_default_scaffold_split_is_pinned_muv(moleculenet_dir):
-    _check_pinned(moleculenet_dir, "muv")
 
 
 def test_deepchem_split_has_no_shared_scaffold(moleculenet_dir):
