@@ -70,7 +70,11 @@ MORGAN_RADIUS = 2
 MORGAN_BITS = 2048
 AVALON_BITS = 1024  # Avalon count fingerprint, folded
 ERG_WIDTH = 315  # RDKit's extended reduced graph (ErG) pharmacophore-pair vector
-_MIN_PER_WORKER = 1000  # fewest molecules worth a worker: under 2000 all run in-process
+# fewest molecules worth a worker (its start-up and imports): RDKit's full 2D set costs
+# about 13 ms a molecule, so 200 pay for one; the other kinds cost a millisecond or less
+# (benchmarks/results/descriptor_cost/)
+_MIN_PER_WORKER = {"rdkit2d": 200}
+_MIN_PER_WORKER_OTHERS = 1000
 _CHUNK = 500  # molecules per task sent to a worker (bounds the float64 rows sent back)
 
 
@@ -185,7 +189,8 @@ def _computed(kind: str, molecules: Sequence[Any], n_jobs: int | None) -> np.nda
     if kind == "rdkit2d_fast":
         _descriptor_functions(kind)  # a missing descriptor fails here, not in every worker
     return map_chunks(functools.partial(_compute, kind), molecules, n_jobs=n_jobs,
-                      min_per_worker=_MIN_PER_WORKER, chunk_size=_CHUNK,
+                      min_per_worker=_MIN_PER_WORKER.get(kind, _MIN_PER_WORKER_OTHERS),
+                      chunk_size=_CHUNK,
                       task=f"computing {kind} features", join=np.concatenate)
 
 
@@ -202,7 +207,8 @@ def descriptor_values(kind: str, smiles: Sequence[str], n_jobs: int | None = Non
         deduplication: :func:`molecule_features` does that).
     n_jobs : int or None
         Worker processes; None or -1: every core this process may use (fewer
-        than 2000 molecules run in-process). Not 0.
+        than 400 molecules of ``"rdkit2d"``, 2000 of the other kinds, run in-process).
+        Not 0.
     molecules : sequence, optional
         The molecules of ``smiles``, row for row, parsed already: RDKit Mols or their
         binary form (:attr:`~exlm_chem.data.featurize.CheckedSmiles.molecules`); None

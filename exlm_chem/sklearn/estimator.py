@@ -92,7 +92,8 @@ _PARAMETERS = """
         returns the pooled state followed by these scaled features: what the head reads.
     n_jobs : int or None, default None
         Processes computing ``features``; None or -1: every core this process may use
-        (fewer than 2000 distinct molecules are computed in-process).
+        (fewer than 400 distinct molecules for RDKit 2D, 2000 for the other kinds, are
+        computed in-process).
     tree_head : bool, default True
         Beside the fine-tuned network, fit gradient-boosted trees (scikit-learn's
         histogram boosting at its defaults, one model per task) on the *pre-trained*

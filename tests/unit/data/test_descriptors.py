@@ -135,7 +135,7 @@ def test_parallel_computation_gives_the_same_rows(monkeypatch):
     from exlm_chem.data import process_map
 
     monkeypatch.setattr(process_map, "available_cores", lambda: 2)  # a pool on any machine
-    monkeypatch.setattr(descriptors, "_MIN_PER_WORKER", 2)
+    monkeypatch.setitem(descriptors._MIN_PER_WORKER, "rdkit2d", 2)
     monkeypatch.setattr(descriptors, "_CHUNK", 3)
     smiles = SMILES * 2
     serial, _ = rdkit2d_descriptors(smiles, n_jobs=1)
