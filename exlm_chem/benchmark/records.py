@@ -106,6 +106,10 @@ class CellRecord(NamedTuple):
     metric: str | None = None
     score: float | None = None
     valid_score: float | None = None
+    # CPU seconds of the cell (user + system): this process, the map workers' chunks
+    # (exlm_chem.data.process_map) and the subprocesses that ended during it; None in
+    # records written before it was kept
+    cpu_s: float | None = None
 
     def key(self) -> tuple:
         return cell_key(self.method, self.model, self.mode, self.task, self.seed, self.split,

@@ -53,6 +53,9 @@ class RowScore(NamedTuple):
     valid_mean: float | None  # mean of the held-out valid parts' metric (None: not scored)
     seeds: tuple[int, ...]
     wall_s: float  # the cells' wall time summed (one thread per cell: about CPU time, at load)
+    cpu_s: float = 0.0  # the CPU time of the cells that record it, summed
+    cpu_cells: int = 0  # how many of the cells record their CPU time
+    cells: int = 0  # how many cells
 
 
 #: A default row's classification cells measured at an older version stand in the newer
@@ -89,7 +92,9 @@ def row_scores(records: Sequence[CellRecord]) -> list[RowScore]:
                              round(float(scores.std()), 3),
                              round(float(np.mean(valid)), 4) if valid else None,
                              tuple(sorted(int(c.seed) for c in cells)),
-                             round(sum(c.wall_s for c in cells), 1)))
+                             round(sum(c.wall_s for c in cells), 1),
+                             round(sum(c.cpu_s for c in cells if c.cpu_s is not None), 1),
+                             sum(c.cpu_s is not None for c in cells), len(cells)))
     return rows
 
 
@@ -160,6 +165,9 @@ class RowSummary(NamedTuple):
     anchor_mean_rank: dict[str, tuple[float, int]]  # anchor -> (its mean rank, tasks) there
     min_seeds: int
     wall_s: float
+    cpu_s: float  # summed over the cells that record it
+    cpu_cells: int
+    cells: int
 
 
 def summarise_row(label: str, rows: Sequence[RowScore]) -> RowSummary:
@@ -180,7 +188,8 @@ def summarise_row(label: str, rows: Sequence[RowScore]) -> RowSummary:
     return RowSummary(label, len(mine), float(np.mean(ranks)) if ranks else float("nan"),
                       ahead, sum(r <= 3 for r in ranks), anchor_ranks,
                       min((len(r.seeds) for r in mine), default=0),
-                      sum(r.wall_s for r in mine))
+                      sum(r.wall_s for r in mine), sum(r.cpu_s for r in mine),
+                      sum(r.cpu_cells for r in mine), sum(r.cells for r in mine))
 
 
 def _labels(rows: Sequence[RowScore]) -> list[str]:
@@ -205,7 +214,8 @@ def markdown_report(records: Sequence[CellRecord], command: str | None = None) -
     lines += ["## Across tasks", ""]
     header = ["row", "tasks", "seeds (min)", "mean rank",
               *[f"ahead of {a}" for a in ANCHORS[:2]], "top 3",
-              *[f"{a}'s mean rank there" for a in ANCHORS], "cell-hours (wall)"]
+              *[f"{a}'s mean rank there" for a in ANCHORS], "cell-hours (wall)",
+              "CPU-hours (cells that record it)"]
     table = []
     for label in _labels(rows):
         s = summarise_row(label, rows)
@@ -213,7 +223,8 @@ def markdown_report(records: Sequence[CellRecord], command: str | None = None) -
                       *[f"{s.ahead_of[a][0]} / {s.ahead_of[a][1]}" for a in ANCHORS[:2]],
                       str(s.top3),
                       *[f"{s.anchor_mean_rank[a][0]:.2f} ({s.anchor_mean_rank[a][1]})"
-                        for a in ANCHORS], f"{s.wall_s / 3600:.2f}"])
+                        for a in ANCHORS], f"{s.wall_s / 3600:.2f}",
+                      f"{s.cpu_s / 3600:.2f} ({s.cpu_cells} of {s.cells})"])
     lines += [*_table(header, table), ""]
     lines += ["## Per task", ""]
     header = ["task", "metric", *[f"{label}" for label in _labels(rows)],

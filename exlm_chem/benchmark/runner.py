@@ -31,6 +31,7 @@ from exlm_chem.benchmark.records import (
 from exlm_chem.benchmark.scoring import score_cell, score_intervals, score_regression
 from exlm_chem.benchmark.tasks import TaskData, load_task, task_sha256
 from exlm_chem.benchmark.tdc import score_tdc
+from exlm_chem.data.process_map import worker_cpu_seconds
 from exlm_chem.data.split_modes import split_depends_on_seed
 from exlm_chem.uncertainty.scores import calibration_scores
 
@@ -55,6 +56,14 @@ class MethodSpec(NamedTuple):
 
 def _rounded(values: np.ndarray) -> list[float | None]:
     return [None if np.isnan(v) else round(float(v), 6) for v in values]
+
+
+def _cpu_seconds() -> float:
+    """CPU seconds so far of this process, its ended subprocesses and the map workers'
+    chunks: a cell's CPU time is the difference across it."""
+    times = os.times()
+    return (times.user + times.system + times.children_user + times.children_system
+            + worker_cpu_seconds())
 
 
 def _cell_budget(spec: MethodSpec, budget: Budget) -> dict:
@@ -119,7 +128,7 @@ def run_cell(cell: Cell, data: TaskData, split: str, budget: Budget, commit: str
     if data.data_sha256 != cell.protocol["data_sha256"]:
         raise RuntimeError(f"{cell.task}: the data file changed while the benchmark ran "
                            f"(sha256 {cell.protocol['data_sha256']} -> {data.data_sha256})")
-    spec, started = cell.spec, time.monotonic()
+    spec, started, cpu_started = cell.spec, time.monotonic(), _cpu_seconds()
     output = spec.run(data, cell.seed, budget, progress)
     if data.task_type == "regression":
         scores = score_regression(data, output)
@@ -147,6 +156,7 @@ def run_cell(cell: Cell, data: TaskData, split: str, budget: Budget, commit: str
         epochs=output.epochs, best_epoch=output.best_epoch,
         stopped_early=bool(output.stopped_early), budget=_cell_budget(spec, budget),
         settings=dict(output.settings or {}), wall_s=round(time.monotonic() - started, 2),
+        cpu_s=round(_cpu_seconds() - cpu_started, 1),
         commit=commit, machine=host,
         finished_at=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         protocol=cell.protocol, **extra,
@@ -161,7 +171,9 @@ def describe(record: CellRecord) -> str:
         scores = f"RMSE {record.rmse:.4f}, MAE {record.mae:.4f}"
     else:
         scores = f"ROC-AUC {record.roc_auc:.4f}, PRC-AUC {record.prc_auc:.4f}"
-    return f"{record.label} | {record.task} | seed {record.seed}: {scores}, {record.wall_s:.0f} s"
+    cpu = "" if record.cpu_s is None else f" ({record.cpu_s:.0f} CPU-s)"
+    return (f"{record.label} | {record.task} | seed {record.seed}: {scores}, "
+            f"{record.wall_s:.0f} s{cpu}")
 
 
 def run_benchmark(

@@ -19,10 +19,15 @@ and canonical SMILES (:mod:`exlm_chem.data.hygiene`) all call :func:`map_chunks`
   "__main__":`` guard) can fit with ``n_jobs > 1``. A worker imports only the mapped
   function's module: keep such modules free of torch at import. The workers stay up for
   a while and serve the next map, so repeated fits pay the start-up once.
+* Because the workers outlive a map, the operating system's account of this process's
+  children does not hold their CPU time; each chunk reports its own, and
+  :func:`worker_cpu_seconds` sums them (what a benchmark cell records as its CPU time).
 """
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
@@ -37,6 +42,7 @@ __all__ = [
     "map_chunks",
     "resolve_n_jobs",
     "worker_count",
+    "worker_cpu_seconds",
 ]
 
 T = TypeVar("T")
@@ -44,6 +50,24 @@ R = TypeVar("R")
 
 # Several chunks per worker even out chunks of unequal cost (ring systems, big molecules).
 CHUNKS_PER_WORKER = 4
+
+_worker_cpu = [0.0]  # CPU seconds the workers spent on this process's chunks
+_worker_cpu_lock = threading.Lock()
+
+
+def worker_cpu_seconds() -> float:
+    """CPU seconds (user + system) that worker processes have spent on this process's
+    chunks so far; their start-up and imports are not counted. Read it before and after
+    a piece of work: the difference is that work's share in the workers."""
+    with _worker_cpu_lock:
+        return _worker_cpu[0]
+
+
+def _timed(func: Callable[[list[T]], R], chunk: list[T]) -> tuple[R, float]:
+    """``func(chunk)`` in a worker, with the worker's CPU seconds for it."""
+    started = time.process_time()
+    result = func(chunk)
+    return result, time.process_time() - started
 
 
 def resolve_n_jobs(n_jobs: int | None) -> int:
@@ -199,10 +223,13 @@ def map_chunks(
 
     try:
         # results come back in submission order, whatever order the workers finish in
-        parts = Parallel(n_jobs=workers, backend="loky")(delayed(func)(c) for c in chunks)
+        timed = Parallel(n_jobs=workers, backend="loky")(delayed(_timed)(func, c)
+                                                         for c in chunks)
     except TerminatedWorkerError as err:
         raise RuntimeError(
             f"a worker process died while {task} with n_jobs={n_jobs} (killed, or out of "
             "memory); n_jobs=1 computes in this process"
         ) from err
-    return join(parts)
+    with _worker_cpu_lock:
+        _worker_cpu[0] += sum(seconds for _, seconds in timed)
+    return join([part for part, _ in timed])

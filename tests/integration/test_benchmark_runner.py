@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -142,6 +144,21 @@ def test_finetune_regression_cell_returns_validation_predictions(moleculenet_dir
     out = EncoderMethod(tiny_checkpoint, "finetune")(small, 0, Budget(max_epochs=1), False)
     assert out.valid_scores.shape == (32, 1)  # the restored net on the same rows
     np.testing.assert_allclose(out.valid_scores, out.test_scores, rtol=1e-5)
+
+
+def test_a_cell_records_its_cpu_time(tmp_path, moleculenet_dir):
+    def busy_rf(data, seed, budget, progress):
+        started = time.process_time()
+        while time.process_time() - started < 0.5:  # at least half a CPU-second
+            pass
+        return small_rf(data, seed, budget, progress)
+
+    spec = MethodSpec("rf_ecfp4", "RF", None, "supervised", busy_rf, uses_budget=False)
+    (record,) = run_benchmark([spec], ["bace"], [0], "scaffold", Budget(), tmp_path,
+                              data_path=moleculenet_dir, progress=False)
+    assert 0.5 <= record.cpu_s < 0.5 + 60
+    (stored,) = ResultsFile(tmp_path / "results.jsonl").records()
+    assert stored.cpu_s == record.cpu_s
 
 
 def test_regression_cell_records_conformal_intervals(tmp_path, moleculenet_dir):

@@ -156,3 +156,13 @@ def test_a_classification_cell_of_a_kept_classifier_counts_in_the_newer_default_
     assert sorted((r.label, r.task) for r in rows) == sorted([
         (old, "herg"), (new, "herg"), (old, "caco2_wang"), (new, "ppbr_az"),
         (f"{old[:-1]}, pretrained=None)", "dili")])
+
+
+def test_a_rows_cpu_time_sums_the_cells_that_record_it_and_says_how_many() -> None:
+    cells = [_cell("ours", "herg", "classification", 0.8)._replace(seed=seed, cpu_s=cpu)
+             for seed, cpu in ((1, 100.0), (2, None), (3, 50.0))]
+    (row,) = report_tdc.row_scores(cells)
+    assert (row.cpu_s, row.cpu_cells, row.cells) == (150.0, 2, 3)
+    summary = report_tdc.summarise_row("ours", [row])
+    assert (summary.cpu_s, summary.cpu_cells, summary.cells) == (150.0, 2, 3)
+    assert "| 0.04 (2 of 3) |" in report_tdc.markdown_report(cells)

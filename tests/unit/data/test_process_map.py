@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import joblib
@@ -34,6 +35,14 @@ def _squares_and_origin(chunk: list[int]) -> list[tuple[int, int, str]]:
 
 def _aranges(chunk: list[int]) -> np.ndarray:
     return np.concatenate([np.arange(float(n)) for n in chunk])
+
+
+def _spin(chunk: list[int]) -> list[int]:
+    """At least 0.05 CPU-s of work per chunk."""
+    started = time.process_time()
+    while time.process_time() - started < 0.05:
+        pass
+    return chunk
 
 
 def _die(chunk: list[int]) -> list[int]:
@@ -185,6 +194,16 @@ def test_the_join_makes_the_whole_result(two_cores, recording_pool):
     whole = map_chunks(_aranges, items, n_jobs=2, min_per_worker=100, join=np.concatenate)
     assert recording_pool.started == [(2, "loky")]
     np.testing.assert_array_equal(whole, _aranges(items))
+
+
+def test_the_workers_cpu_time_is_summed_and_in_process_work_is_not(two_cores):
+    before = process_map.worker_cpu_seconds()
+    assert map_chunks(_spin, list(range(8)), n_jobs=2, min_per_worker=1,
+                      chunk_size=1) == list(range(8))
+    after_workers = process_map.worker_cpu_seconds()
+    assert after_workers - before >= 8 * 0.05  # every chunk's CPU, from both workers
+    map_chunks(_spin, list(range(8)), n_jobs=1, min_per_worker=1, chunk_size=1)
+    assert process_map.worker_cpu_seconds() == after_workers  # this process's own time
 
 
 def test_a_dead_worker_is_a_runtime_error(two_cores):
