@@ -2,8 +2,9 @@
 # The TDC ADMET rows of benchmarks/results/tdc_admet, in the order a CPU-hour buys most:
 # small tasks before large ones, the lever comparisons before the rows they decide.
 # Usage: bash benchmarks/tdc_admet_runs.sh LANE   (LANE 1 or 2 from a worktree of 5445a9e,
-# 0.3.0; 3 or 4 from one of 0.4.0; 5 and 6 from one of f93c42b or later: two processes,
-# one thread each; run two lanes at once on a 2-core machine). Every command resumes:
+# 0.3.0; 3 or 4 from one of 0.4.0; 5 and 6 from one of f93c42b or later, 21a6262 or later
+# for records that keep their CPU time: two processes, one thread each; run two lanes at
+# once on a 2-core machine). Every command resumes:
 # cells already in a records folder are skipped, so rerunning a lane continues where it
 # stopped.
 # Then: bash benchmarks/tdc_admet_runs.sh report
@@ -74,12 +75,12 @@ case "${1:-}" in
     "${RUN[@]}" --methods exlm_defaults --estimator-params pretrained=None --seeds 1 2 3 \
       --tasks $SMALL_REG --out $OUT/records/random-reg
     "${RUN[@]}" --methods exlm_defaults --tasks ames cyp2c9_veith --out $OUT/records/default-cls
+    "${RUN[@]}" --methods exlm_defaults --tasks cyp3a4_veith --out $OUT/records/default-cls-c
     ;;
   6)
-    # beside lane 5: the other two CYP sets, then the rest of the pretrained=None rows
+    # beside lane 5: CYP2D6 inhibition, then the rest of the pretrained=None rows
     # (the classifier and the regressor predict as at 0.4.0)
-    "${RUN[@]}" --methods exlm_defaults --tasks cyp2d6_veith cyp3a4_veith \
-      --out $OUT/records/default-cls-b
+    "${RUN[@]}" --methods exlm_defaults --tasks cyp2d6_veith --out $OUT/records/default-cls-b
     "${RUN[@]}" --methods exlm_defaults --estimator-params pretrained=None --seeds 1 2 3 \
       --tasks $BIG_REG --out $OUT/records/random-reg-b
     "${RUN[@]}" --methods exlm_defaults --estimator-params pretrained=None --seeds 1 2 3 \
