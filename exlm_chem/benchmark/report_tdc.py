@@ -25,6 +25,7 @@ from exlm_chem.benchmark.records import CellRecord
 from exlm_chem.files.safe_write import atomic_path, write_text_atomic
 
 __all__ = ["ANCHORS", "RowScore", "leaderboard", "markdown_report", "placed", "published_rank",
+           "row_labels",
            "row_scores", "write_report"]
 
 #: Published entries every summary shows beside our rows.
@@ -65,7 +66,7 @@ class RowScore(NamedTuple):
 SAME_CLASSIFIER = {"(estimator 0.3.0 defaults)": "(estimator 0.4.0 defaults)"}
 
 
-def _row_labels(record: CellRecord) -> list[str]:
+def row_labels(record: CellRecord) -> list[str]:
     """The rows a record counts in: its own, and for a classification cell the newer
     default row of :data:`SAME_CLASSIFIER` that kept its classifier."""
     labels = [record.label]
@@ -82,7 +83,7 @@ def row_scores(records: Sequence[CellRecord]) -> list[RowScore]:
     groups: dict[tuple[str, str], list[CellRecord]] = {}
     for record in records:
         if record.metric and record.score is not None:
-            for label in _row_labels(record):
+            for label in row_labels(record):
                 groups.setdefault((label, record.task), []).append(record)
     rows = []
     for (label, task), cells in groups.items():

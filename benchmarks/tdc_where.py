@@ -1,0 +1,167 @@
+"""Where the default row stands on each TDC ADMET task, and what the records say of why.
+
+Reads the cell records of ``benchmarks/results/tdc_admet/records/*/results.jsonl`` (each
+folder's :meth:`~exlm_chem.benchmark.records.ResultsFile.latest`) and the lever study's
+``levers/results.jsonl``, and prints one markdown table, the default row's worst rank
+first. Per task:
+
+- the default row's TDC figure (test mean over its seeds) and its rank among the
+  published entries, beside MapLight's rank and the best published entry;
+- the measured row that is best on the **held-out valid parts**, on the seeds it shares
+  with the default row, its valid margin over the default (positive: better, whatever
+  the metric's direction) and its own test figure and rank. chemprop's rows are left out
+  of this choice: its CLI picks its epoch on the valid part, which is then not held out;
+- what the pre-trained encoder buys through the estimator: the default row's valid margin
+  over ``pretrained=None`` on their shared seeds;
+- from the lever study (the tree head alone, fitted on the train part, scored on the same
+  valid parts): what the encoder's frozen states add to the trees,
+  ``trees(emb+rdkit2d) - trees(rdkit2d)``, and what MapLight's features would add,
+  ``trees(emb+maplight) - trees(emb+rdkit2d)``, on their shared seeds.
+
+Below the table: the default row's mean rank, and the mean rank it would have if on each
+task it scored what the row best on the valid parts scored on the test part (a choice a
+user could make from the valid parts alone, without reading a test part).
+
+The default row is the newest default label of the records, with the classification
+cells the report counts in it (:func:`exlm_chem.benchmark.report_tdc.row_labels`).
+
+Usage::
+
+    python benchmarks/tdc_where.py > benchmarks/results/tdc_admet/where.md
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+RESULTS = Path(__file__).resolve().parent / "results" / "tdc_admet"
+DEFAULT = "ExLM exlm-small (estimator 0.4.0 defaults)"
+RANDOM = "ExLM exlm-small (estimator 0.4.0 defaults, pretrained=None)"
+#: rows whose valid part is not held out (the valid part chose their epoch)
+NOT_HELD_OUT = ("chemprop",)
+
+Cells = dict[int, tuple[float, float | None]]  # seed -> (test, valid)
+
+
+def measured_cells(records_dir: Path = RESULTS / "records") -> dict[tuple[str, str], Cells]:
+    """(row label, task) -> {seed: (test metric, valid metric)} of every TDC record, a
+    record counting in each row :func:`~exlm_chem.benchmark.report_tdc.row_labels` gives."""
+    from exlm_chem.benchmark.records import ResultsFile
+    from exlm_chem.benchmark.report_tdc import row_labels
+
+    cells: dict[tuple[str, str], Cells] = defaultdict(dict)
+    for path in sorted(records_dir.glob("*/results.jsonl")):
+        for record in ResultsFile(path).latest():
+            if record.metric and record.score is not None:
+                for label in row_labels(record):
+                    cells[label, record.task][record.seed] = (record.score,
+                                                              record.valid_score)
+    return cells
+
+
+def lever_cells(path: Path = RESULTS / "levers" / "results.jsonl"
+                ) -> dict[tuple[str, str], dict[int, float]]:
+    """(head, task) -> {seed: valid metric} of the lever study."""
+    cells: dict[tuple[str, str], dict[int, float]] = defaultdict(dict)
+    if path.is_file():
+        for line in path.read_text().splitlines():
+            row = json.loads(line)
+            cells[row["head"], row["task"]][row["seed"]] = row["valid_score"]
+    return cells
+
+
+def margin(a: dict[int, float], b: dict[int, float], sign: float) -> tuple[float, int] | None:
+    """Mean of ``sign * (a - b)`` over the seeds both have, and how many; None: none."""
+    seeds = sorted(s for s in set(a) & set(b) if a[s] is not None and b[s] is not None)
+    if not seeds:
+        return None
+    return sign * float(np.mean([a[s] - b[s] for s in seeds])), len(seeds)
+
+
+def _valid(cells: Cells) -> dict[int, float]:
+    return {seed: valid for seed, (_, valid) in cells.items() if valid is not None}
+
+
+def _test_figure(cells: Cells) -> float:
+    """TDC's figure: the mean test metric over the seeds, rounded to 3 decimals."""
+    return round(float(np.mean([test for test, _ in cells.values()])), 3)
+
+
+def _fmt_margin(found: tuple[float, int] | None) -> str:
+    return "–" if found is None else f"{found[0]:+.3f} ({found[1]})"
+
+
+def where(cells: dict[tuple[str, str], Cells],
+          levers: dict[tuple[str, str], dict[int, float]]) -> list[str]:
+    """The markdown lines: the per-task table and the two mean ranks below it."""
+    from exlm_chem.benchmark.report_tdc import leaderboard, published_rank
+
+    board = leaderboard()["tasks"]
+    rows, mine, chosen = [], [], []
+    for task in [t for t in board if (DEFAULT, t) in cells]:
+        higher = board[task]["higher_is_better"]
+        sign = 1.0 if higher else -1.0
+        default = cells[DEFAULT, task]
+        figure = _test_figure(default)
+        rank, n = published_rank(task, figure)
+        maplight = next((e for e in board[task]["entries"] if e["model"] == "MapLight"), None)
+        best = board[task]["entries"][0]
+        peers = []
+        for (label, peer_task), peer in cells.items():
+            if (peer_task != task or label in (DEFAULT, RANDOM) or label.startswith("ExLM")
+                    or any(label.startswith(x) for x in NOT_HELD_OUT)):
+                continue
+            found = margin(_valid(peer), _valid(default), sign)
+            if found is not None:
+                peers.append((found, label, peer))
+        top = max(peers, default=None, key=lambda p: p[0][0])
+        if top is not None and top[0][0] > 0:
+            peer_figure = _test_figure(top[2])
+            peer_text = (f"{top[1]}: {_fmt_margin(top[0])}, test {peer_figure:.3f} "
+                         f"(#{published_rank(task, peer_figure)[0]})")
+            chosen.append(published_rank(task, peer_figure)[0])
+        else:
+            peer_text = "none ahead"
+            chosen.append(rank)
+        random = cells.get((RANDOM, task))
+        encoder = None if random is None else margin(_valid(default), _valid(random), sign)
+        states = margin(levers.get(("trees(emb+rdkit2d)", task), {}),
+                        levers.get(("trees(rdkit2d)", task), {}), sign)
+        maplight_features = margin(levers.get(("trees(emb+maplight)", task), {}),
+                                   levers.get(("trees(emb+rdkit2d)", task), {}), sign)
+        mine.append(rank)
+        maplight_text = "–" if maplight is None else (
+            f"{maplight['mean']:.3f} (#{published_rank(task, maplight['mean'])[0]})")
+        rows.append((rank, [task, board[task]["metric"], f"{figure:.3f} (#{rank}/{n}, "
+                            f"n={len(default)})", maplight_text,
+                            f"{best['mean']:.3f} ({best['model']})", peer_text,
+                            _fmt_margin(encoder), _fmt_margin(states),
+                            _fmt_margin(maplight_features)]))
+    header = ["task", "metric", "default: test (rank, seeds)", "MapLight (published)",
+              "best (published)",
+              "best on the valid parts: margin over the default (seeds), its test",
+              "pre-trained over random weights, valid (seeds)",
+              "trees: the encoder's states add, valid (seeds)",
+              "trees: MapLight's features add, valid (seeds)"]
+    lines = ["| " + " | ".join(header) + " |",
+             "|" + "|".join("---" if i < 2 else "---:" for i in range(len(header))) + "|"]
+    lines += ["| " + " | ".join(cols) + " |" for _, cols in sorted(rows, key=lambda r: -r[0])]
+    lines += ["", f"The default row: mean rank {np.mean(mine):.2f} over {len(mine)} tasks. "
+              f"Taking on each task the row best on its valid parts: mean rank "
+              f"{np.mean(chosen):.2f}."]
+    return lines
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    print("\n".join(where(measured_cells(), lever_cells())))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
