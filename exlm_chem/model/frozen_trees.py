@@ -19,15 +19,36 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from exlm_chem.data.feature_spec import FeatureSpec
+from exlm_chem.data.descriptors import COMPUTED_KINDS
+from exlm_chem.data.feature_spec import USER_KIND, FeatureSpec, feature_kinds
 from exlm_chem.model.molecule_model import EMBED, MoleculeModel
 from exlm_chem.model.tree_head import ForestHead, TreeHead
 
-__all__ = ["DEFAULT_TREE_WEIGHT", "TREE_KINDS", "FrozenTrees", "mean_logit"]
+__all__ = ["DEFAULT_TREE_WEIGHT", "TREE_KINDS", "FrozenTrees", "mean_logit", "tree_kinds"]
 
 # read beside the pooled state; Morgan counts too would make every tree histogram about
 # five times wider for a fraction of a point (benchmarks/results/tree_head_cpu)
 TREE_KINDS = ("rdkit2d",)
+
+
+def tree_kinds(tree_features: Any) -> tuple[str, ...]:
+    """The estimators' ``tree_features=`` option as the kinds the tree head reads:
+    ``"auto"`` -> :data:`TREE_KINDS`, a kind or a list of distinct computed kinds
+    (:data:`~exlm_chem.data.descriptors.COMPUTED_KINDS`) as given; anything else raises
+    ``ValueError`` (the caller's own columns are the network's, not the trees')."""
+    problem = (f"tree_features must be 'auto', one of {COMPUTED_KINDS} or a list of "
+               f"distinct ones, got {tree_features!r}")
+    if tree_features is None:
+        raise ValueError(problem)
+    try:
+        kinds = feature_kinds(tree_features, auto=TREE_KINDS)
+    except ValueError:
+        raise ValueError(problem) from None
+    if not kinds or USER_KIND in kinds:
+        raise ValueError(problem)
+    return kinds
+
+
 #: the trees' share of the estimators' average where nothing chose it: the classifier's
 #: default, and the weight of saves from before the estimators chose one
 DEFAULT_TREE_WEIGHT = 0.5

@@ -25,7 +25,7 @@ from sklearn.utils.validation import check_is_fitted
 from exlm_chem.data.feature_spec import USER_KIND, FeatureSpec, feature_kinds, raw_features
 from exlm_chem.data.featurize import check_smiles, raise_for_invalid, warn_unknown_tokens
 from exlm_chem.device import resolve_device
-from exlm_chem.model.frozen_trees import DEFAULT_TREE_WEIGHT, TREE_KINDS, FrozenTrees
+from exlm_chem.model.frozen_trees import DEFAULT_TREE_WEIGHT, FrozenTrees, tree_kinds
 from exlm_chem.model.molecule_model import EMBED, PREDICT, ModelInputs, ModelOutputs
 from exlm_chem.model.pooling import DEFAULT_POOLING
 from exlm_chem.sklearn import persistence
@@ -78,6 +78,7 @@ class ExLMEstimatorBase(BaseEstimator):
         tree_head: bool = True,
         tree_weight: float | None = None,
         tree_forest: bool | None = None,
+        tree_features: str | list[str] = "auto",
         head_first: bool = True,
         train_layers: int | None = 3,
         target_transform: str | None = "auto",
@@ -111,6 +112,7 @@ class ExLMEstimatorBase(BaseEstimator):
         self.tree_head = tree_head
         self.tree_weight = tree_weight
         self.tree_forest = tree_forest
+        self.tree_features = tree_features
         self.head_first = head_first
         self.train_layers = train_layers
         self.target_transform = target_transform
@@ -201,10 +203,12 @@ class ExLMEstimatorBase(BaseEstimator):
             states = frozen.run(canonical, EMBED, 2 * self.batch_size)  # [n, d]
         self.tree_head_, held_out_trees = None, None
         if self.tree_head:
-            raw = raw_features(TREE_KINDS, canonical, None, self.n_jobs,
+            trees_read = tree_kinds(self.tree_features)
+            raw = raw_features(trees_read, canonical, None, self.n_jobs,
                                molecules)  # [n, F]; the network's kinds are computed already
             self.tree_head_ = FrozenTrees.fit(frozen, states, raw, labels, train_rows,
-                                              self._task, seed, forest=self._uses_forest())
+                                              self._task, seed, kinds=trees_read,
+                                              forest=self._uses_forest())
             held_out_trees = self.tree_head_.decision_of(states[valid_rows], raw[valid_rows])
         data = LabelledSmiles(canonical, labels, features,
                               states if self.head_first else None)

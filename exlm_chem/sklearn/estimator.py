@@ -113,6 +113,12 @@ _PARAMETERS = """
         classifier (chosen on the validation parts of the scaffold splits,
         benchmarks/results/tree_weight_cpu), off for the regressor, where True is refused
         (not measured there). Saved as arrays, like the boosted trees.
+    tree_features : "auto", str or list of str, default "auto"
+        What the tree head reads beside the pre-trained state (and its forest alone):
+        ``"auto"``: RDKit's 2D descriptors; otherwise computed kinds as for ``features``
+        (``"rdkit2d"``, ``"rdkit2d_fast"``, ``"morgan"``, ``"avalon"`` (Avalon counts),
+        ``"erg"``), e.g. MapLight's set ``["morgan", "avalon", "erg", "rdkit2d"]``. Scaled
+        on the training rows like ``features``; saved with the model.
     head_first : bool, default True
         LP-FT: before fine-tuning, train the head alone on the pre-trained encoder's
         pooled states (its best step on the held-out molecules is kept), so the encoder

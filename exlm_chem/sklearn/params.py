@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from exlm_chem.data.feature_spec import feature_kinds
+from exlm_chem.model.frozen_trees import tree_kinds
 from exlm_chem.model.molecule_model import check_max_length
 from exlm_chem.model.pooling import Pooling
 from exlm_chem.presets import FinetuneSettings
@@ -63,7 +64,8 @@ def fit_settings(est: Any, task: str) -> FinetuneSettings:
     except ValueError as err:
         problems.insert(0, str(err))
     for check, value in ((Pooling.of, est.pooling), (check_max_length, est.max_length),
-                         (lambda v: feature_kinds(v, auto=est.AUTO_FEATURES), est.features)):
+                         (lambda v: feature_kinds(v, auto=est.AUTO_FEATURES), est.features),
+                         (tree_kinds, est.tree_features)):
         try:
             check(value)
         except ValueError as err:

@@ -318,3 +318,40 @@ def test_tree_forest_needs_the_classifiers_tree_head(params, data):
     assert not ExLMMoleculeRegressor()._uses_forest()
     assert not ExLMMoleculeClassifier(tree_head=False)._uses_forest()
     assert not ExLMMoleculeClassifier(tree_forest=False)._uses_forest()
+
+
+# ---- what the tree head reads (tree_features) ------------------------------------------------
+
+def test_the_tree_head_reads_the_kinds_it_is_given_and_keeps_them(params, data, tmp_path):
+    from exlm_chem.data.descriptors import feature_names
+
+    X, y = data
+    kinds = ["morgan", "erg"]
+    est = ExLMMoleculeRegressor(**params, tree_features=kinds).fit(X, y.astype(float))
+    head = est.tree_head_
+    assert head.features.kinds == tuple(kinds)
+    width = len(feature_names("morgan")) + len(feature_names("erg"))
+    assert head.features.n_features == width
+    assert head.trees.n_features == head.model.run(X[:1], EMBED).shape[1] + width
+    rows = [*X[:10], "not a smiles"]
+    expected = est.predict(rows, on_invalid="nan")
+    est.save(tmp_path / "m")
+    assert json.loads((tmp_path / "m" / "metadata.json").read_text())["params"][
+        "tree_features"] == kinds
+    loaded = ExLMMoleculeRegressor.load(tmp_path / "m")
+    assert loaded.tree_head_.features.kinds == tuple(kinds)
+    np.testing.assert_allclose(loaded.predict(rows, on_invalid="nan"), expected, atol=1e-6)
+    assert clone(est).get_params()["tree_features"] == kinds
+
+
+def test_the_default_tree_head_reads_rdkit2d(fitted):
+    assert fitted.tree_features == "auto"
+    assert fitted.tree_head_.features.kinds == ("rdkit2d",)
+
+
+@pytest.mark.parametrize("bad", [None, "columns", ["rdkit2d", "columns"], [], "ecfp",
+                                 ["morgan", "morgan"]])
+def test_the_tree_features_are_computed_kinds(params, data, bad):
+    X, y = data
+    with pytest.raises(ValueError, match=r"tree_features must be 'auto', one of \("):
+        ExLMMoleculeClassifier(**params, tree_features=bad).fit(X, y)
