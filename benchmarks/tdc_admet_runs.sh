@@ -2,9 +2,10 @@
 # The TDC ADMET rows of benchmarks/results/tdc_admet, in the order a CPU-hour buys most:
 # small tasks before large ones, the lever comparisons before the rows they decide.
 # Usage: bash benchmarks/tdc_admet_runs.sh LANE   (LANE 1 or 2 from a worktree of 5445a9e,
-# 0.3.0; 3 or 4 from one of 0.4.0; 5 and 6 from one of f93c42b or later, 21a6262 or later
-# for records that keep their CPU time: two processes, one thread each; run two lanes at
-# once on a 2-core machine). Every command resumes:
+# 0.3.0; 3 or 4 from one of 0.4.0; 5 and 6 from one of f93c42b to 21a6262 (from 21a6262
+# the records keep their CPU time; 3030dd5 adds tree_features to the estimators, so later
+# commits key the same cells differently); 7 from 3030dd5 or later: two processes, one
+# thread each; run two lanes at once on a 2-core machine). Every command resumes:
 # cells already in a records folder are skipped, so rerunning a lane continues where it
 # stopped.
 # Then: bash benchmarks/tdc_admet_runs.sh report
@@ -86,11 +87,21 @@ case "${1:-}" in
     "${RUN[@]}" --methods exlm_defaults --estimator-params pretrained=None --seeds 1 2 3 \
       --tasks $BIG_CLS --out $OUT/records/random-cls
     ;;
+  7)
+    # a lever through the whole estimator: the tree head on MapLight's features
+    "${RUN[@]}" --methods exlm_defaults --seeds 1 2 3 \
+      --estimator-params "tree_features=['morgan','avalon','erg','rdkit2d']" \
+      --tasks dili hia_hou herg half_life_obach cyp3a4_substrate_carbonmangels \
+      bioavailability_ma cyp2d6_substrate_carbonmangels cyp2c9_substrate_carbonmangels \
+      pgp_broccatelli clearance_microsome_az vdss_lombardo caco2_wang \
+      clearance_hepatocyte_az bbb_martins ppbr_az $BIG_REG $BIG_CLS \
+      --out $OUT/records/tree-maplight
+    ;;
   report)
     "${RUN[@]}" --report-only --out $OUT --merge $OUT/records/*/
     ;;
   *)
-    echo "usage: bash benchmarks/tdc_admet_runs.sh 1|2|3|4|5|6|report" >&2
+    echo "usage: bash benchmarks/tdc_admet_runs.sh 1|2|3|4|5|6|7|report" >&2
     exit 2
     ;;
 esac
