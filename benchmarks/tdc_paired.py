@@ -4,7 +4,8 @@ change, on the held-out valid parts (what decides a default) and the test parts.
 Each argument is a ``results.jsonl``; cells pair up by task and seed (the newest record of
 each), and only pairs count. Prints a markdown table: per task, the seeds paired, the mean
 valid and test metric of each, and on how many seeds the second is ahead on its valid part
-(for MAE: lower).
+(for MAE: lower); then a line over the tasks: on how many the lever's mean valid metric is
+ahead, behind or level, and the mean over tasks of its relative change (positive: better).
 
 Usage::
 
@@ -31,9 +32,10 @@ def _cells(path: Path) -> dict[tuple[str, int], dict]:
 
 def paired_table(base: dict[tuple[str, int], dict], lever: dict[tuple[str, int], dict]
                  ) -> list[str]:
-    """Markdown lines: one row per task both have cells of."""
+    """Markdown lines: one row per task both have cells of, then the line over tasks."""
     lines = ["| task | metric | seeds | valid: base | valid: lever | test: base | test: lever "
              "| lever ahead on valid |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+    changes = []  # per task: sign * (lever - base) / |base| of the mean valid metric
     for task in sorted({t for t, _ in base} & {t for t, _ in lever}):
         seeds = sorted(s for t, s in base if t == task and (t, s) in lever)
         a, b = [base[(task, s)] for s in seeds], [lever[(task, s)] for s in seeds]
@@ -48,6 +50,13 @@ def paired_table(base: dict[tuple[str, int], dict], lever: dict[tuple[str, int],
         lines.append(f"| {task} | {metric} | {len(seeds)} | {mean(a, 'valid_score'):.3f} | "
                      f"{mean(b, 'valid_score'):.3f} | {mean(a, 'score'):.3f} | "
                      f"{mean(b, 'score'):.3f} | {ahead} of {len(seeds)} ({ties} equal) |")
+        before = mean(a, "valid_score")
+        changes.append(sign * (mean(b, "valid_score") - before) / abs(before))
+    if changes:
+        lines += ["", f"Over {len(changes)} tasks the lever's mean valid metric is ahead on "
+                  f"{sum(c > 0 for c in changes)}, behind on {sum(c < 0 for c in changes)}, "
+                  f"level on {sum(c == 0 for c in changes)}; mean relative change "
+                  f"{100 * sum(changes) / len(changes):+.1f}%."]
     return lines
 
 
