@@ -134,9 +134,8 @@ class ExLMEstimatorBase(BaseEstimator):
     def _uses_forest(self) -> bool:
         """Whether fit adds the forest to the tree head: ``tree_forest``, where None is
         the measured default (the classifier's tree head has one, the regressor's not)."""
-        if self.tree_forest is None:
-            return self._task == "classification" and bool(self.tree_head)
-        return bool(self.tree_forest)
+        return (self._task == "classification" and bool(self.tree_head)
+                if self.tree_forest is None else bool(self.tree_forest))
 
     def fit(self, X: Any, y: Any) -> Self:
         """Fine-tune on SMILES ``X`` and labels ``y``; returns ``self``.
@@ -203,12 +202,10 @@ class ExLMEstimatorBase(BaseEstimator):
             states = frozen.run(canonical, EMBED, 2 * self.batch_size)  # [n, d]
         self.tree_head_, held_out_trees = None, None
         if self.tree_head:
-            trees_read = tree_kinds(self.tree_features)
-            raw = raw_features(trees_read, canonical, None, self.n_jobs,
-                               molecules)  # [n, F]; the network's kinds are computed already
-            self.tree_head_ = FrozenTrees.fit(frozen, states, raw, labels, train_rows,
-                                              self._task, seed, kinds=trees_read,
-                                              forest=self._uses_forest())
+            read = tree_kinds(self.tree_features)  # the network's kinds: computed already
+            raw = raw_features(read, canonical, None, self.n_jobs, molecules)  # [n, F]
+            self.tree_head_ = FrozenTrees.fit(frozen, states, raw, labels, train_rows, self._task,
+                                              seed, kinds=read, forest=self._uses_forest())
             held_out_trees = self.tree_head_.decision_of(states[valid_rows], raw[valid_rows])
         data = LabelledSmiles(canonical, labels, features,
                               states if self.head_first else None)
