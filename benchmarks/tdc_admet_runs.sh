@@ -2,7 +2,7 @@
 # The TDC ADMET rows of benchmarks/results/tdc_admet, in the order a CPU-hour buys most:
 # small tasks before large ones, the lever comparisons before the rows they decide.
 # Usage: bash benchmarks/tdc_admet_runs.sh LANE   (LANE 1 or 2 from a worktree of 5445a9e,
-# 0.3.0; 3 or 4 from one of 0.4.0; 5 and 6 from one of f93c42b to 21a6262 (from 21a6262
+# 0.3.0; 3 or 4 from one of 0.4.0; 5, 6 and 6b from one of f93c42b to 21a6262 (from 21a6262
 # the records keep their CPU time; 3030dd5 adds tree_features to the estimators, so later
 # commits key the same cells differently); 7 from 3030dd5 or later: two processes, one
 # thread each; run two lanes at once on a 2-core machine). Every command resumes:
@@ -85,7 +85,16 @@ case "${1:-}" in
     "${RUN[@]}" --methods exlm_defaults --estimator-params pretrained=None --seeds 1 2 3 \
       --tasks $BIG_REG --out $OUT/records/random-reg-b
     "${RUN[@]}" --methods exlm_defaults --estimator-params pretrained=None --seeds 1 2 3 \
-      --tasks $BIG_CLS --out $OUT/records/random-cls
+      --tasks ames --out $OUT/records/random-cls
+    "${RUN[@]}" --methods exlm_defaults --estimator-params pretrained=None --seeds 1 2 \
+      --tasks cyp3a4_veith --out $OUT/records/random-cls
+    ;;
+  6b)
+    # beside lane 6, from the same worktree: the rest of the large classification sets
+    "${RUN[@]}" --methods exlm_defaults --estimator-params pretrained=None --seeds 1 2 3 \
+      --tasks cyp2c9_veith cyp2d6_veith --out $OUT/records/random-cls-b
+    "${RUN[@]}" --methods exlm_defaults --estimator-params pretrained=None --seeds 3 \
+      --tasks cyp3a4_veith --out $OUT/records/random-cls-b
     ;;
   7)
     # a lever through the whole estimator: the tree head on MapLight's features
@@ -101,7 +110,7 @@ case "${1:-}" in
     "${RUN[@]}" --report-only --out $OUT --merge $OUT/records/*/
     ;;
   *)
-    echo "usage: bash benchmarks/tdc_admet_runs.sh 1|2|3|4|5|6|7|report" >&2
+    echo "usage: bash benchmarks/tdc_admet_runs.sh 1|2|3|4|5|6|6b|7|report" >&2
     exit 2
     ;;
 esac
