@@ -90,6 +90,16 @@ def test_the_summary_counts_ranks_and_anchors() -> None:
     assert summary.top3 == 1
 
 
+def test_the_plot_puts_forward_the_default_row_on_the_most_tasks_then_the_newest() -> None:
+    old, new = "ExLM m (estimator 0.3.0 defaults)", "ExLM m (estimator 0.10.0 defaults)"
+    lever = "ExLM m (estimator 0.10.0 defaults, pretrained=None)"  # a lever, never chosen
+    rows = [_row(old, "caco2_wang", 0.3), _row(old, "ppbr_az", 8.0),
+            _row(new, "caco2_wang", 0.3), *[_row(lever, t, 0.3) for t in "abc"]]
+    assert report_tdc.shipped_row(rows) == old  # two tasks against one
+    assert report_tdc.shipped_row([*rows, _row(new, "ppbr_az", 8.0)]) == new  # 10 > 3
+    assert report_tdc.shipped_row([_row(lever, "caco2_wang", 0.3)]) is None
+
+
 def test_the_cli_runs_resumes_and_reports_a_row_among_the_published(tmp_path, caplog) -> None:
     from exlm_chem.cli import main
 
