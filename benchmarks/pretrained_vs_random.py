@@ -35,7 +35,8 @@ SAME_SCALE = ("AUROC", "AUPRC", "Spearman")
 
 
 def _mean(values: dict[int, float], seeds: list[int]) -> float:
-    return float(np.mean([values[s] for s in seeds]))
+    """Mean over the seeds that have a value (a cell may lack its valid figure)."""
+    return float(np.mean([values[s] for s in seeds if s in values]))
 
 
 def tdc_table(cells: dict[tuple[str, str], Cells]) -> list[str]:
