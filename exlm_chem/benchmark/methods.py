@@ -22,9 +22,12 @@ from exlm_chem.benchmark.runner import MethodSpec
 #: estimator with its defaults, without / with ``features="rdkit2d"``; chemprop_rdkit2d:
 #: chemprop with its RDKit descriptor featurizer as extra descriptors; gbt: scikit-learn's
 #: histogram gradient boosting at its defaults on Morgan counts + RDKit 2D; gbt_maplight:
-#: the same on MapLight's features (Morgan counts, Avalon counts, ErG, RDKit 2D).
+#: the same on MapLight's features (Morgan counts, Avalon counts, ErG, RDKit 2D);
+#: catboost_maplight: MapLight's own recipe, CatBoost on its features
+#: (:mod:`exlm_chem.benchmark.maplight`).
 METHODS = ("exlm", "twin", "rf", "attentivefp", "chemprop", "rf_rdkit2d", "exlm_rdkit2d",
-           "exlm_defaults", "exlm_defaults_rdkit2d", "chemprop_rdkit2d", "gbt", "gbt_maplight")
+           "exlm_defaults", "exlm_defaults_rdkit2d", "chemprop_rdkit2d", "gbt", "gbt_maplight",
+           "catboost_maplight")
 MODEL_METHODS = ("exlm", "exlm_rdkit2d", "exlm_defaults", "exlm_defaults_rdkit2d")
 
 
@@ -149,6 +152,14 @@ def _specs(names: Sequence[str], model: str | os.PathLike[str] | None,
                                             features=features),
                                     uses_budget=False,
                                     protocol=partial(_gbt_protocol, features=features)))
+        elif name == "catboost_maplight":
+            from exlm_chem.benchmark.maplight import catboost_maplight_method
+
+            specs.append(MethodSpec(name, "CatBoost on MapLight's features (MapLight's recipe)",
+                                    None, "supervised",
+                                    partial(catboost_maplight_method,
+                                            feature_cache=feature_cache),
+                                    uses_budget=False, protocol=_maplight_protocol))
         elif name == "chemprop":
             specs.append(_chemprop_spec(state_dir=chemprop_state))
         elif name == "chemprop_rdkit2d":
@@ -208,6 +219,12 @@ def _gbt_protocol(task: str, budget: Budget,
     from exlm_chem.benchmark.tasks import task_type
 
     return None, gbt_settings(task_type(task), features or GBT_FEATURES)
+
+
+def _maplight_protocol(task: str, budget: Budget) -> tuple[None, dict]:
+    from exlm_chem.benchmark.maplight import maplight_settings
+
+    return None, maplight_settings(task)
 
 
 def _attentivefp_protocol(task: str, budget: Budget) -> tuple[None, dict]:

@@ -10,6 +10,12 @@ with those, predicts the fixed test part, and the task's metric is averaged over
 valid). Every method fits on train alone; the valid part is a held-out part scored beside
 the test part, so that defaults can be chosen on validation figures without reading a test
 figure (:attr:`TaskData.held_out_valid`).
+
+The leaderboard's entries fit on all of ``train_val`` instead (MapLight, most others): the
+split :data:`TDC_FIT_SPLIT` (``exlm-chem benchmark --suite tdc-admet --fit-on train_val``)
+gives every cell the whole ``train_val`` as its training rows and no valid part; the
+seed then only seeds the method. Those are the rows a report compares with the published
+figures; the held-out rows are the ones that choose defaults.
 """
 
 from __future__ import annotations
@@ -24,8 +30,12 @@ from exlm_chem.benchmark.tasks import TaskData
 
 logger = logging.getLogger(__name__)
 
-#: The name cells record as their split.
+#: The name cells record as their split: train_val re-split, the valid part held out.
 TDC_SPLIT = "tdc_scaffold"
+#: The split of cells fitted on all of train_val, as the leaderboard's entries are.
+TDC_FIT_SPLIT = "tdc_train_val"
+#: ``--fit-on`` -> split
+TDC_SPLITS = {"train": TDC_SPLIT, "train_val": TDC_FIT_SPLIT}
 #: TDC's seeds.
 TDC_SEEDS = (1, 2, 3, 4, 5)
 TRAIN_FRACTION = 0.875
@@ -74,13 +84,16 @@ class TDCSource(NamedTuple):
         return tdc_admet_sha256(self.path)
 
     def load(self, task: str, split: str, seed: int) -> TaskData:
-        return load_tdc_task(task, seed, self.path)
+        if split not in TDC_SPLITS.values():
+            raise ValueError(f"a TDC split is one of {list(TDC_SPLITS.values())}, got {split!r}")
+        return load_tdc_task(task, seed, self.path, fit_train_val=split == TDC_FIT_SPLIT)
 
 
-def load_tdc_task(name: str, seed: int,
-                  path: str | os.PathLike[str] | None = None) -> TaskData:
+def load_tdc_task(name: str, seed: int, path: str | os.PathLike[str] | None = None,
+                  fit_train_val: bool = False) -> TaskData:
     """One TDC task for one seed: ``train_val`` re-split by scaffold into train and valid,
-    the fixed test part after it (rows ``n_train_val ...``), labels as TDC gives them."""
+    the fixed test part after it (rows ``n_train_val ...``), labels as TDC gives them.
+    ``fit_train_val``: all of ``train_val`` is the train part, no valid part."""
     from exlm_chem.data.rdkit_reasons import canonical_or_failure
     from exlm_chem.data.splits import scaffold_balanced_split
     from exlm_chem.data.tdc_admet import load_tdc_admet
@@ -103,12 +116,17 @@ def load_tdc_task(name: str, seed: int,
     smiles = [smiles[i] for i in keep]
     labels = labels[keep]
     n = int((keep < n).sum())
+    test = np.arange(n, len(smiles), dtype=np.int64)
+    if fit_train_val:
+        return TaskData(name, smiles, labels, np.arange(n, dtype=np.int64),
+                        np.zeros(0, np.int64), test, task.sha256, task.spec.task_type,
+                        metric=task.spec.metric, held_out_valid=False)
     parts = scaffold_balanced_split(smiles[:n], (TRAIN_FRACTION, 1.0 - TRAIN_FRACTION, 0.0),
                                     seed=seed)
     # groups that fit neither part are valid's: TDC's two-part split has no third part
     valid = np.sort(np.concatenate([parts.valid, parts.test])).astype(np.int64)
-    return TaskData(name, smiles, labels, np.sort(parts.train).astype(np.int64), valid,
-                    np.arange(n, len(smiles), dtype=np.int64), task.sha256,
+    return TaskData(name, smiles, labels, np.sort(parts.train).astype(np.int64), valid, test,
+                    task.sha256,
                     task.spec.task_type, metric=task.spec.metric, held_out_valid=True)
 
 

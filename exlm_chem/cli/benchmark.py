@@ -105,6 +105,11 @@ class BenchmarkCommand(Subcommand):
         parser.add_argument("--split", choices=SPLITS, default=None,
                             help="moleculenet only (default scaffold); tdc-admet re-splits "
                                  "train_val by scaffold per seed (0.875 / 0.125)")
+        parser.add_argument("--fit-on", choices=("train", "train_val"), default=None,
+                            help="tdc-admet: train (default: the scaffold re-split's train "
+                                 "part; its valid part held out and scored, for choosing) "
+                                 "or train_val (all of it, as the leaderboard's entries fit; "
+                                 "the rows to compare with them)")
         parser.add_argument("--budget", default="none",
                             help="per trained cell, e.g. 'epochs=10,minutes=5' (default: "
                                  "the paper's epochs, no time limit)")
@@ -133,6 +138,8 @@ class BenchmarkCommand(Subcommand):
         if tdc and args.split is not None:
             raise ValueError("--split is for the moleculenet suite; tdc-admet re-splits "
                              "train_val by scaffold for each seed, as TDC does")
+        if args.fit_on is not None and not tdc:
+            raise ValueError("--fit-on is for the tdc-admet suite")
         if args.seeds is None:
             from exlm_chem.benchmark.tdc import TDC_SEEDS
 
@@ -199,9 +206,10 @@ class BenchmarkCommand(Subcommand):
                                 chemprop_state=out / "chemprop_state",
                                 estimator_params=parse_estimator_params(args.estimator_params))
         if args.suite == "tdc-admet":
-            from exlm_chem.benchmark.tdc import TDC_SPLIT, TDCSource
+            from exlm_chem.benchmark.tdc import TDC_SPLITS, TDCSource
 
-            run_benchmark(methods, tasks, args.seeds, TDC_SPLIT, budget, out,
+            run_benchmark(methods, tasks, args.seeds, TDC_SPLITS[args.fit_on or "train"],
+                          budget, out,
                           progress=not args.no_progress, source=TDCSource(args.data))
         else:
             run_benchmark(methods, tasks, args.seeds, args.split or "scaffold", budget, out,
