@@ -326,6 +326,9 @@ class EncoderMethod:
         return MethodOutput(predict(data.test), epochs=len(est.history_),
                             best_epoch=est.best_epoch_, stopped_early=est.stopped_early_,
                             settings={**estimator_settings(data.name, budget, self.params),
+                                      # as run (the key's is the suite's default)
+                                      "fit_rows": "train" if data.held_out_valid
+                                      else "train + valid",
                                       "selection": est.selection_metric_, "chosen": chosen,
                                       **feature_settings(self._kinds(data.name))},
                             valid_scores=valid)

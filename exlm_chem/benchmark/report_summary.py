@@ -26,6 +26,9 @@ SUMMARY_COLUMNS = [
     "label", "method", "mode", "model", "task", "split", "n_seeds", "seeds",
     "roc_auc_mean", "roc_auc_std", "prc_auc_mean", "prc_auc_std",
     "rmse_mean", "rmse_std", "mae_mean", "mae_std",  # regression tasks only (else NaN)
+    # the main figure (ROC-AUC; regression RMSE) on held-out valid parts (``--fit-on
+    # train``; else NaN)
+    "valid_mean", "valid_std",
     "wall_s_mean", "wall_s_max", "epochs_mean", "n_stopped_early", "budget",
     "commit", "machine",
 ]
@@ -133,5 +136,6 @@ def summarize(records: Sequence[CellRecord]) -> Any:
         for metric in ("roc_auc", "prc_auc", "rmse", "mae"):
             row[f"{metric}_mean"], row[f"{metric}_std"], _ = _mean_std(
                 [getattr(r, metric) for r in group])
+        row["valid_mean"], row["valid_std"], _ = _mean_std([r.valid_score for r in group])
         rows.append(row)
     return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)

@@ -96,15 +96,25 @@ class TaskSource(Protocol):
 
 
 class MoleculeNetSource(NamedTuple):
-    """MoleculeNet files parsed and split with RDKit (``path``: as ``--data``)."""
+    """MoleculeNet files parsed and split with RDKit (``path``: as ``--data``);
+    ``held_out_valid``: every method fits on the train part alone and the valid part is
+    scored beside the test part (``--fit-on train``: the check a default change passes
+    before it is read on a test part)."""
 
     path: str | os.PathLike[str] | None = None
+    held_out_valid: bool = False
 
     def sha256(self, task: str) -> str:
         return task_sha256(task, self.path)
 
     def load(self, task: str, split: str, seed: int) -> TaskData:
-        return load_task(task, split, seed, self.path)
+        return load_task(task, split, seed, self.path)._replace(
+            held_out_valid=self.held_out_valid)
+
+
+#: what a cell's protocol records when the source holds its valid part out of every fit
+#: and the suite's own default does not (MoleculeNet's ``--fit-on train``)
+HELD_OUT_VALID = {"valid_part": "held out"}
 
 
 def pending_cells(methods: Sequence[MethodSpec], tasks: Sequence[str], seeds: Sequence[int],
@@ -116,6 +126,9 @@ def pending_cells(methods: Sequence[MethodSpec], tasks: Sequence[str], seeds: Se
         sha = source.sha256(task)
         for spec in methods:
             protocol = spec_protocol(spec, task, budget, sha)
+            if isinstance(source, MoleculeNetSource) and source.held_out_valid:
+                protocol = {**protocol, **HELD_OUT_VALID}
+                spec = spec._replace(label=f"{spec.label} [valid held out]")
             pending += [Cell(task, spec, seed, protocol) for seed in seeds
                         if cell_key(spec.method, spec.model, spec.mode, task, seed, split,
                                     _cell_budget(spec, budget), protocol) not in done]
@@ -146,6 +159,8 @@ def run_cell(cell: Cell, data: TaskData, split: str, budget: Budget, commit: str
     if data.metric:
         tdc = score_tdc(data, output.test_scores, output.valid_scores)
         extra.update(metric=tdc.metric, score=tdc.test, valid_score=tdc.valid)
+    elif data.held_out_valid:  # MoleculeNet's valid mode: its main figure on both parts
+        extra.update(_held_out_scores(data, output))
     return CellRecord(
         method=spec.method, label=spec.label, model=spec.model, mode=spec.mode,
         task=cell.task, seed=int(cell.seed), split=split, roc_auc=roc, prc_auc=prc,
@@ -161,6 +176,23 @@ def run_cell(cell: Cell, data: TaskData, split: str, budget: Budget, commit: str
         finished_at=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         protocol=cell.protocol, **extra,
     )
+
+
+def _held_out_scores(data: TaskData, output: MethodOutput) -> dict:
+    """A MoleculeNet cell's main figure (mean ROC-AUC; regression: RMSE) as ``metric``,
+    on the test part (``score``) and on the held-out valid part (``valid_score``)."""
+    regression = data.task_type == "regression"
+    metric = "rmse" if regression else "roc_auc"
+
+    def figure(part: np.ndarray, scores: np.ndarray) -> float:
+        cell = (data._replace(test=part), output._replace(test_scores=scores))
+        return score_regression(*cell).rmse if regression else score_cell(*cell)[0]
+
+    valid = None
+    if output.valid_scores is not None and len(data.valid):
+        valid = figure(data.valid, output.valid_scores)
+    return {"metric": metric, "score": figure(data.test, output.test_scores),
+            "valid_score": valid}
 
 
 def describe(record: CellRecord) -> str:

@@ -106,10 +106,12 @@ class BenchmarkCommand(Subcommand):
                             help="moleculenet only (default scaffold); tdc-admet re-splits "
                                  "train_val by scaffold per seed (0.875 / 0.125)")
         parser.add_argument("--fit-on", choices=("train", "train_val"), default=None,
-                            help="tdc-admet: train (default: the scaffold re-split's train "
-                                 "part; its valid part held out and scored, for choosing) "
-                                 "or train_val (all of it, as the leaderboard's entries fit; "
-                                 "the rows to compare with them)")
+                            help="train: fit on the train part; the valid part is held out "
+                                 "of every fit and scored beside the test part, for choosing "
+                                 "defaults (tdc-admet's default); train_val: the estimators "
+                                 "fit on train + valid (moleculenet's default), tdc-admet "
+                                 "cells on all of train_val, as the leaderboard's entries "
+                                 "fit (the rows to compare with them)")
         parser.add_argument("--budget", default="none",
                             help="per trained cell, e.g. 'epochs=10,minutes=5' (default: "
                                  "the paper's epochs, no time limit)")
@@ -138,8 +140,6 @@ class BenchmarkCommand(Subcommand):
         if tdc and args.split is not None:
             raise ValueError("--split is for the moleculenet suite; tdc-admet re-splits "
                              "train_val by scaffold for each seed, as TDC does")
-        if args.fit_on is not None and not tdc:
-            raise ValueError("--fit-on is for the tdc-admet suite")
         if args.seeds is None:
             from exlm_chem.benchmark.tdc import TDC_SEEDS
 
@@ -212,5 +212,8 @@ class BenchmarkCommand(Subcommand):
                           budget, out,
                           progress=not args.no_progress, source=TDCSource(args.data))
         else:
+            from exlm_chem.benchmark.runner import MoleculeNetSource
+
             run_benchmark(methods, tasks, args.seeds, args.split or "scaffold", budget, out,
-                          data_path=args.data, progress=not args.no_progress)
+                          progress=not args.no_progress,
+                          source=MoleculeNetSource(args.data, args.fit_on == "train"))

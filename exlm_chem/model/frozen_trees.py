@@ -1,14 +1,16 @@
-"""The estimators' tree head: boosted trees on what the pre-trained encoder already knows.
+"""The estimators' tree head: boosted trees on molecule features, fitted beside the network.
 
-The trees read the *pre-trained* encoder's pooled state (not the fine-tuned one: that
-encoder has seen the training labels, so on training rows its states separate the classes
-better than on new molecules and the trees would trust them too much) and RDKit's 2D
-descriptors side by side, one boosted model per task
-(:class:`~exlm_chem.model.tree_head.TreeHead`). A classifier's tree head may add a random
-forest per task on the scaled descriptors alone (:class:`~exlm_chem.model.tree_head.ForestHead`,
-the benchmark runner's ``rf_rdkit2d``): its errors differ from the boosted trees', which
-read the same pre-trained states as the network (benchmarks/results/tree_weight_cpu). The
-head's probability is then the mean of the two members'. The estimators average its
+By default the trees are MapLight's (the leading fingerprint entry of the TDC ADMET
+leaderboard): CatBoost (:class:`~exlm_chem.model.tree_head.BoostedHead`) on Morgan counts
+(1024 entries), Avalon counts, ErG and RDKit's 2D descriptors, raw. The trees may also read
+the *pre-trained* encoder's pooled state (the kind :data:`STATES_KIND` in
+``tree_features``; not the fine-tuned one: that encoder has seen the training labels, so
+on training rows its states separate the classes better than on new molecules and the
+trees would trust them too much), and the booster may be scikit-learn's histogram
+boosting (:class:`~exlm_chem.model.tree_head.TreeHead`, which reads the features scaled).
+A classifier's tree head may add a random forest per task on the scaled features alone
+(:class:`~exlm_chem.model.tree_head.ForestHead`, the benchmark runner's ``rf_rdkit2d``);
+the head's probability is then the mean of the two members'. The estimators average its
 outputs with their fine-tuned networks'.
 """
 
@@ -20,74 +22,95 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from exlm_chem.data.descriptors import COMPUTED_KINDS
-from exlm_chem.data.feature_spec import USER_KIND, FeatureSpec, feature_kinds
+from exlm_chem.data.feature_spec import FeatureSpec, raw_features
 from exlm_chem.model.molecule_model import EMBED, MoleculeModel
-from exlm_chem.model.tree_head import ForestHead, TreeHead
+from exlm_chem.model.tree_head import BOOSTERS, BoostedHead, ForestHead, TreeHead
 
-__all__ = ["DEFAULT_TREE_WEIGHT", "TREE_KINDS", "FrozenTrees", "mean_logit", "tree_kinds"]
+__all__ = ["DEFAULT_TREE_WEIGHT", "STATES_KIND", "TREE_KINDS", "FrozenTrees", "mean_logit",
+           "tree_kinds"]
 
-# read beside the pooled state; Morgan counts too would make every tree histogram about
-# five times wider for a fraction of a point (benchmarks/results/tree_head_cpu)
-TREE_KINDS = ("rdkit2d",)
+#: MapLight's feature sets: what ``tree_features="auto"`` reads
+TREE_KINDS = ("morgan1024", "avalon", "erg", "rdkit2d")
+#: the pre-trained encoder's pooled state as a kind the trees may read
+STATES_KIND = "exlm"
 
 
 def tree_kinds(tree_features: Any) -> tuple[str, ...]:
     """The estimators' ``tree_features=`` option as the kinds the tree head reads:
-    ``"auto"`` -> :data:`TREE_KINDS`, a kind or a list of distinct computed kinds
-    (:data:`~exlm_chem.data.descriptors.COMPUTED_KINDS`) as given; anything else raises
-    ``ValueError`` (the caller's own columns are the network's, not the trees')."""
-    problem = (f"tree_features must be 'auto', one of {COMPUTED_KINDS} or a list of "
-               f"distinct ones, got {tree_features!r}")
-    if tree_features is None:
+    ``"auto"`` -> :data:`TREE_KINDS`, a kind or a list of distinct kinds of
+    :data:`~exlm_chem.data.descriptors.COMPUTED_KINDS` and :data:`STATES_KIND` as given;
+    anything else raises ``ValueError`` (the caller's own columns are the network's, not
+    the trees')."""
+    allowed = (STATES_KIND, *COMPUTED_KINDS)
+    problem = (f"tree_features must be 'auto', one of {allowed} or a list of distinct "
+               f"ones, got {tree_features!r}")
+    if isinstance(tree_features, str):
+        kinds = TREE_KINDS if tree_features == "auto" else (tree_features,)
+    elif isinstance(tree_features, list | tuple):
+        kinds = tuple(tree_features)
+    else:
         raise ValueError(problem)
-    try:
-        kinds = feature_kinds(tree_features, auto=TREE_KINDS)
-    except ValueError:
-        raise ValueError(problem) from None
-    if not kinds or USER_KIND in kinds:
+    if (not kinds or len(set(kinds)) != len(kinds)
+            or not all(isinstance(k, str) and k in allowed for k in kinds)):
         raise ValueError(problem)
     return kinds
 
 
-#: the trees' share of the estimators' average where nothing chose it: the classifier's
-#: default, and the weight of saves from before the estimators chose one
+#: the trees' share of the estimators' average where nothing chose it (no held-out
+#: molecules), and the weight of saves from before the estimators chose one
 DEFAULT_TREE_WEIGHT = 0.5
 # the bounds mean_logit clips to: the double nearest 1 below it, the least normal one
 _SMALLEST, _BELOW_ONE = np.finfo(np.float64).tiny, np.nextafter(1.0, 0.0)
 
 
 class FrozenTrees(NamedTuple):
-    """Pre-trained encoder (no head) + scaled molecule features -> boosted trees, and
+    """Molecule features (and the pre-trained encoder's states) -> boosted trees, and
     optionally a random forest on the scaled features alone."""
 
-    model: MoleculeModel  # the pre-trained encoder and the estimator's pooling, no head
-    features: FeatureSpec  # TREE_KINDS, scaled on the training rows
-    trees: TreeHead
+    model: MoleculeModel | None  # the pre-trained encoder, no head (None: states not read)
+    features: FeatureSpec  # the computed kinds, scaler fitted on the training rows
+    trees: BoostedHead | TreeHead
     forest: ForestHead | None = None  # classification only; None: the boosted trees alone
+    reads_states: bool = False  # the trees read [states, features] side by side
 
     @classmethod
-    def fit(cls, model: MoleculeModel, states: np.ndarray, raw: np.ndarray,
+    def fit(cls, model: MoleculeModel | None, states: np.ndarray | None, raw: np.ndarray,
             labels: np.ndarray, train_rows: np.ndarray, task: str, seed: int,
-            kinds: Sequence[str] = TREE_KINDS, forest: bool = False) -> FrozenTrees:
+            kinds: Sequence[str] = TREE_KINDS, forest: bool = False,
+            booster: str = "catboost", threads: int = 1,
+            booster_params: dict[str, Any] | None = None) -> FrozenTrees:
         """Trees fitted on the rows ``train_rows`` of n molecules.
 
-        ``states`` [n, d] are ``model``'s pooled states of the molecules, ``raw`` [n, F]
-        their unscaled ``kinds`` features (computed feature kinds of
-        :mod:`exlm_chem.data.descriptors`; the estimators read :data:`TREE_KINDS`),
-        ``labels`` [n, T] (NaN: missing). The scaler sees the training rows only.
+        ``states`` [n, d] are ``model``'s pooled states of the molecules (None: the trees
+        do not read them), ``raw`` [n, F] their unscaled ``kinds`` features (computed kinds
+        of :mod:`exlm_chem.data.descriptors`), ``labels`` [n, T] (NaN: missing). The scaler
+        sees the training rows only; CatBoost (``booster="catboost"``) reads the raw
+        values, histogram boosting (``"hist"``) and the forest the scaled ones.
         ``forest`` (classification only): also a random forest per task on the scaled
-        features, seeded as the boosted trees (:meth:`ForestHead.fit`).
+        features, seeded as the boosted trees (:meth:`ForestHead.fit`). ``threads`` and
+        ``booster_params`` (settings beside MapLight's): CatBoost's.
         """
         if forest and task != "classification":
             raise ValueError(f"the tree head's forest is for classification only, got task "
                              f"{task!r}")
+        if booster not in BOOSTERS:
+            raise ValueError(f"the tree head's booster must be one of {BOOSTERS}, got "
+                             f"{booster!r}")
         kinds = tuple(kinds)
         spec = FeatureSpec.fit(kinds, raw, train_rows)
         scaled = spec.scaler.transform(raw[train_rows])  # [n_train, F]
-        trees = TreeHead.fit(_side_by_side(states[train_rows], scaled), labels[train_rows],
-                             task, seed)
-        return cls(model, spec, trees,
-                   ForestHead.fit(scaled, labels[train_rows], seed) if forest else None)
+        part = None if states is None else states[train_rows]
+        if booster == "catboost":
+            trees = BoostedHead.fit(_side_by_side(part, raw[train_rows]), labels[train_rows],
+                                    task, seed, threads, booster_params)
+        elif booster_params:
+            raise ValueError(f"booster_params are CatBoost's, got {booster_params!r} for "
+                             "the hist booster")
+        else:
+            trees = TreeHead.fit(_side_by_side(part, scaled), labels[train_rows], task, seed)
+        return cls(None if states is None else model, spec, trees,
+                   ForestHead.fit(scaled, labels[train_rows], seed) if forest else None,
+                   reads_states=states is not None)
 
     def decision(self, smiles: Sequence[str], batch_size: int, n_jobs: int | None = None,
                  molecules: Sequence[Any] | None = None) -> np.ndarray:
@@ -95,23 +118,28 @@ class FrozenTrees(NamedTuple):
         forest, the logits of the mean of the boosted trees' and the forest's
         probabilities (:func:`mean_logit`). ``molecules``: the SMILES's RDKit molecules
         from the call's check, read by the descriptors instead of parsing the SMILES."""
-        states = self.model.run(list(smiles), EMBED, batch_size)  # [n, d]
-        return self._decision(states, self.features.values(smiles, None, n_jobs, molecules))
+        states = (self.model.run(list(smiles), EMBED, batch_size)  # [n, d]
+                  if self.reads_states else None)
+        raw = raw_features(self.features.kinds, smiles, None, n_jobs, molecules)  # [n, F]
+        return self._decision(states, raw)
 
-    def decision_of(self, states: np.ndarray, raw: np.ndarray) -> np.ndarray:
-        """The same from molecules' states [n, d] and unscaled features [n, F] computed
-        already (fit's held-out rows)."""
-        return self._decision(states, self.features.scaler.transform(raw))
+    def decision_of(self, states: np.ndarray | None, raw: np.ndarray) -> np.ndarray:
+        """The same from molecules' states [n, d] (None, or ignored, when the trees do not
+        read them) and unscaled features [n, F] computed already (fit's held-out rows)."""
+        return self._decision(states if self.reads_states else None, raw)
 
-    def _decision(self, states: np.ndarray, scaled: np.ndarray) -> np.ndarray:
-        """:meth:`decision` of states [n, d] and scaled features [n, F]."""
-        boosted = self.trees.decision(_side_by_side(states, scaled))
+    def _decision(self, states: np.ndarray | None, raw: np.ndarray) -> np.ndarray:
+        """:meth:`decision` of states [n, d] (or None) and unscaled features [n, F]."""
+        scaled = (self.features.scaler.transform(raw)
+                  if self.forest is not None or self.trees.booster == "hist" else None)
+        read = raw if self.trees.booster == "catboost" else scaled
+        boosted = self.trees.decision(_side_by_side(states, read))
         if self.forest is None:
             return boosted
         return mean_logit(boosted, self.forest.proba(scaled))
 
     def to(self, device: Any) -> FrozenTrees:
-        return self._replace(model=self.model.to(device))
+        return self if self.model is None else self._replace(model=self.model.to(device))
 
 
 def mean_logit(logits: np.ndarray, proba: np.ndarray) -> np.ndarray:
@@ -129,5 +157,6 @@ def mean_logit(logits: np.ndarray, proba: np.ndarray) -> np.ndarray:
     return np.log(mean) - np.log1p(-mean)
 
 
-def _side_by_side(states: np.ndarray, scaled: np.ndarray) -> np.ndarray:
-    return np.concatenate([states, scaled], axis=1)  # [n, d + F]: what the trees read
+def _side_by_side(states: np.ndarray | None, features: np.ndarray) -> np.ndarray:
+    """What the trees read: [n, d + F] states and features, or [n, F] without states."""
+    return features if states is None else np.concatenate([states, features], axis=1)

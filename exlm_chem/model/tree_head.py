@@ -13,16 +13,27 @@ run any code when it is loaded) and never needs the scikit-learn version that fi
 per task in the same arrays (a leaf's value: its positive share over the number of trees);
 it rounds rows to float32 before the walk, as scikit-learn's trees read them.
 
+:class:`BoostedHead` keeps a CatBoost model per task (MapLight's booster: oblivious trees,
+:mod:`exlm_chem.model.oblivious_trees`) in the same spirit: arrays saved beside the
+weights, walked with numpy, CatBoost needed only to fit.
+
 Shapes: N rows, F features, T tasks.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
+from exlm_chem.model.oblivious_trees import ObliviousTrees, fit_catboost
 from exlm_chem.model.task_trees import ARRAY_FIELDS, TaskTrees
 
-__all__ = ["FOREST_SETTINGS", "TASKS", "ForestHead", "TreeHead"]
+__all__ = ["BOOSTERS", "FOREST_SETTINGS", "TASKS", "BoostedHead", "ForestHead", "TreeHead"]
+
+#: the tree head's boosters: CatBoost (:class:`BoostedHead`, MapLight's), scikit-learn's
+#: histogram gradient boosting (:class:`TreeHead`)
+BOOSTERS = ("catboost", "hist")
 
 TASKS = ("classification", "regression")
 # the positive share of a one-class classification task is clipped to this before its
@@ -59,6 +70,8 @@ class TreeHead(_TasksHead):
     trees : list of TaskTrees
         One per task, all fitted on the same number of features.
     """
+
+    booster = "hist"
 
     def __init__(self, task: str, trees: list[TaskTrees]) -> None:
         if task not in TASKS:
@@ -229,6 +242,133 @@ class ForestHead(_TasksHead):
             raise ValueError(f"tree head array 'forest' must be 1, got {arrays['forest']!r}")
         return cls(_tasks_from(arrays, "forest"))
 
+
+
+class BoostedHead(_TasksHead):
+    """CatBoost per task, predicted from plain arrays (:class:`ObliviousTrees`).
+
+    Parameters
+    ----------
+    task : {"classification", "regression"}
+        ``classification``: 0/1 labels, raw scores are logits; ``regression``: values.
+    trees : list of ObliviousTrees
+        One per task, all fitted on the same number of features.
+    """
+
+    booster = "catboost"
+
+    def __init__(self, task: str, trees: list[ObliviousTrees]) -> None:
+        if task not in TASKS:
+            raise ValueError(f"tree head task must be one of {TASKS}, got {task!r}")
+        self.task = task
+        if not trees:
+            raise ValueError("tree head needs at least one task")
+        self.trees = [ObliviousTrees(*t).checked() for t in trees]
+        if len({t.n_features for t in self.trees}) != 1:
+            raise ValueError(f"tree head tasks disagree on the feature count: "
+                             f"{sorted({t.n_features for t in self.trees})}")
+
+    @classmethod
+    def fit(cls, x: np.ndarray, labels: np.ndarray, task: str, seed: int,
+            threads: int = 1, params: dict[str, Any] | None = None) -> BoostedHead:
+        """One CatBoost model per task column at MapLight's settings
+        (:data:`~exlm_chem.model.oblivious_trees.CATBOOST_SETTINGS`).
+
+        Parameters
+        ----------
+        x : ndarray [N, F] float
+            Raw feature rows (CatBoost bins them itself); NaN sorts below every border.
+        labels : ndarray [N, T] float
+            NaN: unknown label; each task is fitted on its known rows only. 0/1 for
+            classification (``Logloss``); regression values are standardised on the
+            task's rows and fitted with ``MAE``, as MapLight fits them, and the scale is
+            folded back into the trees.
+        task : {"classification", "regression"}
+        seed : int
+            Task ``t`` is fitted with ``random_seed = seed + 1000 * t``.
+        threads : int
+            CatBoost's threads.
+        params : dict, optional
+            CatBoost parameters beside MapLight's (``{"iterations": 300}``).
+
+        Returns
+        -------
+        BoostedHead
+            A classification task whose known labels hold one class (or none) scores the
+            log-odds of its positive share, as :meth:`TreeHead.fit`'s does; a regression
+            task with no labelled rows scores 0, one with a single distinct value that
+            value.
+        """
+        if task not in TASKS:
+            raise ValueError(f"tree head task must be one of {TASKS}, got {task!r}")
+        x, labels = _fit_rows(x, labels)
+        params = dict(params or {})
+        n_features = x.shape[1]
+        trees = []
+        for t in range(labels.shape[1]):
+            known = ~np.isnan(labels[:, t])
+            y = labels[known, t]
+            seed_t = seed + 1000 * t
+            if task == "classification":
+                _check_binary(y, t)
+                if np.unique(y).size < 2:
+                    trees.append(ObliviousTrees.constant(n_features, _constant_logit(y)))
+                    continue
+                trees.append(fit_catboost(x[known], y, task, seed_t, threads, **params))
+                continue
+            if y.size == 0 or np.ptp(y) == 0:
+                trees.append(ObliviousTrees.constant(n_features, float(y[0]) if y.size
+                                                     else 0.0))
+                continue
+            mean, sd = float(y.mean()), float(y.std())
+            fitted = fit_catboost(x[known], (y - mean) / sd, task, seed_t, threads, **params)
+            # value = sd * (scale * leaves + bias) + mean
+            trees.append(fitted._replace(scale=fitted.scale * sd,
+                                         bias=fitted.bias * sd + mean))
+        return cls(task, trees)
+
+    def decision(self, x: np.ndarray) -> np.ndarray:
+        """Raw scores [N, T] float64 of raw rows ``x`` [N, F]: logits for classification,
+        values for regression (CatBoost's ``RawFormulaVal``)."""
+        x = _as_rows(x, self.n_features)
+        return np.stack([t.decision(x) for t in self.trees], axis=1)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """Everything :meth:`from_arrays` needs: ``n_tasks``, ``n_features``,
+        ``classification`` and ``catboost`` (1) as int64 scalars, then per task ``t`` its
+        :class:`ObliviousTrees` arrays as ``t{t}.<field>``."""
+        out = {"n_tasks": np.array(len(self.trees), np.int64),
+               "n_features": np.array(self.n_features, np.int64),
+               "classification": np.array(int(self.task == "classification"), np.int64),
+               "catboost": np.array(1, np.int64)}
+        for t, trees in enumerate(self.trees):
+            for name, value in trees.arrays().items():
+                out[f"t{t}.{name}"] = np.ascontiguousarray(value)
+        return out
+
+    @classmethod
+    def from_arrays(cls, task: str, arrays: dict[str, np.ndarray]) -> BoostedHead:
+        """The head :meth:`arrays` described (checked: a ValueError names what is wrong)."""
+        if task not in TASKS:
+            raise ValueError(f"tree head task must be one of {TASKS}, got {task!r}")
+        if _scalar(arrays, "catboost") != 1:
+            raise ValueError("tree head arrays hold no CatBoost trees")
+        stored_task = TASKS[0] if _scalar(arrays, "classification") else TASKS[1]
+        if stored_task != task:
+            raise ValueError(f"tree head arrays hold a {stored_task} head, loaded as {task}")
+        n_tasks = _scalar(arrays, "n_tasks")
+        header = {"n_tasks", "n_features", "classification", "catboost"}
+        per_task = [{key.split(".", 1)[1]: value for key, value in arrays.items()
+                     if key.startswith(f"t{t}.")} for t in range(n_tasks)]
+        extra = sorted(k for k in arrays if k not in header
+                       and not any(k.startswith(f"t{t}.") for t in range(n_tasks)))
+        if extra:
+            raise ValueError(f"tree head arrays: unexpected {extra}")
+        trees = [ObliviousTrees.from_arrays(fields) for fields in per_task]
+        if any(t.n_features != _scalar(arrays, "n_features") for t in trees):
+            raise ValueError("tree head arrays: a task's feature count differs from "
+                             "n_features")
+        return cls(task, trees)
 
 
 def _checked_tasks(trees: list[TaskTrees]) -> list[TaskTrees]:

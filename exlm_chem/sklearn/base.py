@@ -25,7 +25,12 @@ from sklearn.utils.validation import check_is_fitted
 from exlm_chem.data.feature_spec import USER_KIND, FeatureSpec, feature_kinds, raw_features
 from exlm_chem.data.featurize import check_smiles, raise_for_invalid, warn_unknown_tokens
 from exlm_chem.device import resolve_device
-from exlm_chem.model.frozen_trees import DEFAULT_TREE_WEIGHT, FrozenTrees, tree_kinds
+from exlm_chem.model.frozen_trees import (
+    DEFAULT_TREE_WEIGHT,
+    STATES_KIND,
+    FrozenTrees,
+    tree_kinds,
+)
 from exlm_chem.model.molecule_model import EMBED, PREDICT, ModelInputs, ModelOutputs
 from exlm_chem.model.pooling import DEFAULT_POOLING
 from exlm_chem.sklearn import persistence
@@ -34,6 +39,7 @@ from exlm_chem.sklearn.inputs import Targets, check_feature_columns, default_col
 from exlm_chem.sklearn.members import fit_members, frozen_encoder, member_outputs
 from exlm_chem.sklearn.params import fit_settings
 from exlm_chem.sklearn.target_transform import choose_log, forward, inverse
+from exlm_chem.threads import resolve_threads
 from exlm_chem.uncertainty.calibration import fit_calibrator
 from exlm_chem.uncertainty.conformal import conformity_scores
 from exlm_chem.uncertainty.ensemble import Spread, average, classifier_logits, combine
@@ -79,6 +85,8 @@ class ExLMEstimatorBase(BaseEstimator):
         tree_weight: float | None = None,
         tree_forest: bool | None = None,
         tree_features: str | list[str] = "auto",
+        tree_booster: str = "catboost",
+        tree_params: dict[str, Any] | None = None,
         head_first: bool = True,
         train_layers: int | None = 3,
         target_transform: str | None = "auto",
@@ -113,6 +121,8 @@ class ExLMEstimatorBase(BaseEstimator):
         self.tree_weight = tree_weight
         self.tree_forest = tree_forest
         self.tree_features = tree_features
+        self.tree_booster = tree_booster
+        self.tree_params = tree_params
         self.head_first = head_first
         self.train_layers = train_layers
         self.target_transform = target_transform
@@ -133,8 +143,10 @@ class ExLMEstimatorBase(BaseEstimator):
     # ---- fit -------------------------------------------------------------------------------
     def _uses_forest(self) -> bool:
         """Whether fit adds the forest to the tree head: ``tree_forest``, where None is
-        the measured default (the classifier's tree head has one, the regressor's not)."""
+        the measured default (beside the classifier's histogram boosting; not beside
+        CatBoost, which MapLight uses alone, nor in the regressor)."""
         return (self._task == "classification" and bool(self.tree_head)
+                and self.tree_booster == "hist"
                 if self.tree_forest is None else bool(self.tree_forest))
 
     def fit(self, X: Any, y: Any) -> Self:
@@ -174,8 +186,9 @@ class ExLMEstimatorBase(BaseEstimator):
                                 if self._task == "regression" else None, targets.task_names)
         labels = forward(targets.labels[rows], target_log)
 
-        # held-out molecules: they choose the best epoch and fit calibration / intervals
-        seed, train_rows, valid_rows = held_out_split(len(canonical), self.random_state,
+        # held-out molecules, whole scaffolds: they choose the best epoch and the trees'
+        # weight, and fit calibration / intervals
+        seed, train_rows, valid_rows = held_out_split(canonical, self.random_state,
                                                       self.validation_fraction)
         n_valid = len(valid_rows)
         if not n_valid and self.calibrate is not None:
@@ -196,17 +209,28 @@ class ExLMEstimatorBase(BaseEstimator):
             backbone = load_backbone(self.pretrained, self.preset, settings.dropout)
         warn_unknown_tokens(backbone.tokenizer, canonical, rows)
         frozen, states = None, None
-        if self.tree_head or self.head_first:  # what the encoder knows before fine-tuning
+        reads_states = self.tree_head and STATES_KIND in tree_kinds(self.tree_features)
+        if reads_states or self.head_first:  # what the encoder knows before fine-tuning
             frozen = self._on_device(frozen_encoder(backbone, seed, self.pooling,
                                                     int(self.max_length))).eval()
             states = frozen.run(canonical, EMBED, 2 * self.batch_size)  # [n, d]
-        self.tree_head_, held_out_trees = None, None
+        self.tree_head_, held_out_trees, fit_trees = None, None, None
         if self.tree_head:
-            read = tree_kinds(self.tree_features)  # the network's kinds: computed already
-            raw = raw_features(read, canonical, None, self.n_jobs, molecules)  # [n, F]
-            self.tree_head_ = FrozenTrees.fit(frozen, states, raw, labels, train_rows, self._task,
-                                              seed, kinds=read, forest=self._uses_forest())
-            held_out_trees = self.tree_head_.decision_of(states[valid_rows], raw[valid_rows])
+            read = tree_kinds(self.tree_features)
+            computed = tuple(k for k in read if k != STATES_KIND)
+            tree_states = states if STATES_KIND in read else None
+            # the network's kinds are computed already (RowMemo)
+            raw = raw_features(computed, canonical, None, self.n_jobs, molecules)  # [n, F]
+
+            def fit_trees(rows: np.ndarray) -> FrozenTrees:
+                return FrozenTrees.fit(frozen, tree_states, raw, labels, rows, self._task,
+                                       seed, kinds=computed, forest=self._uses_forest(),
+                                       booster=self.tree_booster, threads=resolve_threads(),
+                                       booster_params=self.tree_params)
+            if n_valid and self._reads_held_out_trees():
+                # first without the held-out molecules, which then score them
+                held_out_trees = fit_trees(train_rows).decision_of(
+                    None if tree_states is None else tree_states[valid_rows], raw[valid_rows])
         data = LabelledSmiles(canonical, labels, features,
                               states if self.head_first else None)
         train, valid = data.rows(train_rows), data.rows(valid_rows) if n_valid else None
@@ -235,7 +259,15 @@ class ExLMEstimatorBase(BaseEstimator):
         self.seed_ = seed
         self.feature_spec_ = spec
         self._fit_held_out(valid, held_out_trees)
+        if fit_trees is not None:  # trees are cheap: refitted on every fit molecule
+            self.tree_head_ = fit_trees(np.arange(len(canonical)))
         return self
+
+    def _reads_held_out_trees(self) -> bool:
+        """Whether the held-out molecules need the tree head's outputs: to choose its
+        weight, for the regressor's conformity scores or the classifier's calibration."""
+        return (self.tree_weight is None or self._task == "regression"
+                or self.calibrate is not None)
 
     def _fit_held_out(self, valid: Any, trees: np.ndarray | None) -> None:
         """What the held-out molecules decide beside the best epoch: the tree head's weight
@@ -247,18 +279,25 @@ class ExLMEstimatorBase(BaseEstimator):
             self.tree_weight)
         if valid is None:
             return
+        chooses = self.tree_weight is None and trees is not None
+        if not (chooses or self._task == "regression" or self.calibrate is not None):
+            return
+        samples = self._samples(valid.smiles, valid.features)  # [M, V, n, T]
+        if chooses:
+            # regression on the scale fit works on (log y for the logged tasks), where a
+            # few large values do not outweigh the rest (benchmarks/results/tdc_admet/)
+            network, tree_outputs = samples.mean(axis=(0, 1)), trees
+            if self._task == "classification":  # probabilities are what is averaged
+                network = self._spread_scale(samples).mean(axis=(0, 1))
+                tree_outputs = self._spread_scale(trees)
+            self.tree_weight_ = held_out_tree_weight(network, tree_outputs, valid.labels,
+                                                     self._task)
         if self._task == "regression":
-            samples = self._samples(valid.smiles, valid.features)
-            if self.tree_weight is None and trees is not None:
-                # on the scale fit works on (log y for the logged tasks), where a few large
-                # values do not outweigh the rest (benchmarks/results/tdc_admet/README.md)
-                self.tree_weight_ = held_out_tree_weight(samples.mean(axis=(0, 1)), trees,
-                                                         valid.labels)
             values = self._aggregate(samples, trees)  # on y's scale
             self.conformity_scores_ = conformity_scores(inverse(valid.labels, self.target_log_),
                                                         values)  # [n, T] above
         elif self.calibrate is not None:
-            proba = self._combined(self._samples(valid.smiles, valid.features), trees)
+            proba = self._combined(samples, trees)
             self.calibrator_ = fit_calibrator(self.calibrate, valid.labels, proba)  # [n, T]
 
     # ---- X ---------------------------------------------------------------------------------
@@ -306,7 +345,8 @@ class ExLMEstimatorBase(BaseEstimator):
         trees = getattr(self, "tree_head_", None)  # absent in pickles from before trees
         if trees is None:
             return samples, None
-        trees = trees._replace(model=self._on_device(trees.model))  # no walk when in place
+        if trees.reads_states:
+            trees = trees._replace(model=self._on_device(trees.model))  # no walk in place
         return samples, trees.decision(smiles, 2 * self.batch_size, self.n_jobs, molecules)
 
     def _spread_scale(self, samples: np.ndarray) -> np.ndarray:

@@ -38,8 +38,9 @@ _PARAMETERS = """
         per-task values come from ``finetune_preset(name)``, whose fields match these).
         ``dropout`` replaces the checkpoint's encoder dropout.
     validation_fraction : float, default 0.1
-        Share of the training molecules (random, seeded) held out to choose the best
-        epoch; 0 keeps the last epoch.
+        Share of the training molecules held out, as whole Bemis-Murcko scaffolds in a
+        seeded order (at random where one scaffold holds most of the molecules), to
+        choose the best epoch and the trees' weight; 0 keeps the last epoch.
     patience : int or None, default 5
         Stop when the score on that held-out share has not improved for this many epochs
         (``epochs`` stays the cap); None trains every epoch.
@@ -95,30 +96,41 @@ _PARAMETERS = """
         (fewer than 400 distinct molecules for RDKit 2D, 2000 for the other kinds, are
         computed in-process).
     tree_head : bool, default True
-        Beside the fine-tuned network, fit gradient-boosted trees (scikit-learn's
-        histogram boosting at its defaults, one model per task) on the *pre-trained*
-        encoder's pooled state and RDKit's 2D descriptors of the training molecules;
-        outputs are the weighted average of the two (probabilities for the classifier,
-        values for the regressor; ``tree_weight``). False: the network alone.
+        Beside the fine-tuned network, fit boosted trees, one model per task, on molecule
+        features of the training molecules (``tree_features``, ``tree_booster``); outputs
+        are the weighted average of the two (probabilities for the classifier, values for
+        the regressor; ``tree_weight``). False: the network alone.
     tree_weight : float in [0, 1] or None, default None
         The trees' weight in that average (0: the network alone, 1: the trees alone).
-        None: one half for the classifier; for the regressor the weight of 0, 0.25, 0.5,
-        0.75 and 1 with the lowest squared error on the held-out molecules (one half
-        without held-out molecules). The weight used is ``tree_weight_``.
+        None: the weight of 0, 0.25, 0.5, 0.75 and 1 that scores best on the held-out
+        molecules (log loss of the averaged probabilities; squared error of the averaged
+        values, on the scale fit works on), one half without held-out molecules. Once it
+        is chosen the trees are fitted again on every molecule. The weight used is
+        ``tree_weight_``.
     tree_forest : bool or None, default None
         With ``tree_head``, the tree head adds a random forest per task on the scaled
-        RDKit 2D descriptors alone (the benchmark's ``rf_rdkit2d``: 100 trees, balanced
-        class weights, fitted on the training molecules labelled for the task), and its
-        probability is the mean of the boosted trees' and the forest's. None: on for the
-        classifier (chosen on the validation parts of the scaffold splits,
-        benchmarks/results/tree_weight_cpu), off for the regressor, where True is refused
-        (not measured there). Saved as arrays, like the boosted trees.
+        tree features alone (100 trees, balanced class weights, fitted on the molecules
+        labelled for the task), and its probability is the mean of the boosted trees'
+        and the forest's. None: on beside a classifier's ``tree_booster="hist"`` (its
+        measured default of 0.3.0), off beside CatBoost (MapLight uses it alone) and for
+        the regressor, where True is refused (not measured there). Saved as arrays.
     tree_features : "auto", str or list of str, default "auto"
-        What the tree head reads beside the pre-trained state (and its forest alone):
-        ``"auto"``: RDKit's 2D descriptors; otherwise computed kinds as for ``features``
-        (``"rdkit2d"``, ``"rdkit2d_fast"``, ``"morgan"``, ``"avalon"`` (Avalon counts),
-        ``"erg"``), e.g. MapLight's set ``["morgan", "avalon", "erg", "rdkit2d"]``. Scaled
-        on the training rows like ``features``; saved with the model.
+        What the tree head reads: ``"auto"``: MapLight's sets, Morgan counts (radius 2,
+        1024 entries, ``"morgan1024"``), Avalon counts (``"avalon"``), ErG (``"erg"``)
+        and RDKit's 2D descriptors (``"rdkit2d"``); otherwise computed kinds as for
+        ``features`` (also ``"morgan"``, ``"rdkit2d_fast"``) and ``"exlm"``: the
+        pre-trained encoder's pooled state. CatBoost reads the values raw; histogram
+        boosting and the forest read them scaled on the training rows like ``features``.
+    tree_booster : {"catboost", "hist"}, default "catboost"
+        The trees: CatBoost at MapLight's settings (1,000 oblivious trees of depth 6,
+        ``random_strength=2``; ``MAE`` on a standardised target for the regressor), or
+        scikit-learn's histogram gradient boosting at its defaults (0.4.x's). Fitted on
+        as many threads as ``--threads`` / ``$EXLM_CHEM_THREADS`` allow, saved as arrays
+        and predicted with numpy (loading needs neither library).
+    tree_params : dict or None, default None
+        CatBoost settings beside MapLight's, e.g. ``{"iterations": 300, "depth": 8}``
+        (``loss_function="RMSE"`` for the regressor); not the seed, threads or logging,
+        which fit sets.
     head_first : bool, default True
         LP-FT: before fine-tuning, train the head alone on the pre-trained encoder's
         pooled states (its best step on the held-out molecules is kept), so the encoder
@@ -164,8 +176,9 @@ _ATTRIBUTES = """
     fit_invalid_reasons_ : list of str or None, [N_fit]
         Why each of those rows was rejected (None for the others).
     held_out_mask_ : ndarray of bool [N_fit]
-        Rows of the training X held out of training (``validation_fraction``): they chose
-        the best epoch, the regressor's ``tree_weight_``, calibration and intervals.
+        Rows of the training X held out of training (``validation_fraction``, whole
+        scaffolds): they chose the best epoch, ``tree_weight_``, calibration and
+        intervals.
     pretrained_source_ : str
         The checkpoint fine-tuned from, or ``"random:<preset>"``.
     models_ : list of MoleculeModel

@@ -16,6 +16,7 @@ from exlm_chem.data.feature_spec import feature_kinds
 from exlm_chem.model.frozen_trees import tree_kinds
 from exlm_chem.model.molecule_model import check_max_length
 from exlm_chem.model.pooling import Pooling
+from exlm_chem.model.tree_head import BOOSTERS
 from exlm_chem.presets import FinetuneSettings
 from exlm_chem.sklearn.target_transform import check_target_transform
 from exlm_chem.uncertainty.params import is_count, uncertainty_problems
@@ -23,6 +24,9 @@ from exlm_chem.uncertainty.params import is_count, uncertainty_problems
 __all__ = ["fit_settings", "tree_forest_problems"]
 
 _FIT_POLICIES = ("raise", "drop")
+# what fit sets itself: the seed, the threads, silence and no files
+_FIXED_TREE_PARAMS = frozenset({"random_seed", "thread_count", "verbose",
+                                "allow_writing_files"})
 
 
 def fit_settings(est: Any, task: str) -> FinetuneSettings:
@@ -78,6 +82,17 @@ def fit_settings(est: Any, task: str) -> FinetuneSettings:
                  for name in ("tree_head", "head_first")
                  if not isinstance(getattr(est, name), bool | np.bool_)]
     problems += tree_forest_problems(est.tree_forest, est.tree_head, task)
+    if est.tree_booster not in BOOSTERS:
+        problems.append(f"tree_booster must be one of {BOOSTERS}, got {est.tree_booster!r}")
+    tp = est.tree_params
+    if tp is not None and (not isinstance(tp, dict) or not all(isinstance(k, str) for k in tp)
+                           or _FIXED_TREE_PARAMS & set(tp)):
+        problems.append(f"tree_params must be None or a dict of CatBoost settings other "
+                        f"than {sorted(_FIXED_TREE_PARAMS)}, got {tp!r}")
+    elif tp and est.tree_booster != "catboost":
+        problems.append(f"tree_params are CatBoost's settings: set tree_booster='catboost' "
+                        f"or tree_params=None, got tree_params={tp!r} with "
+                        f"tree_booster={est.tree_booster!r}")
     tw = est.tree_weight
     if tw is not None and (not isinstance(tw, int | float | np.floating)
                            or isinstance(tw, bool) or not 0 <= tw <= 1):

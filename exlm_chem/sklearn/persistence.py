@@ -38,7 +38,7 @@ from exlm_chem.files.output_owner import (
 from exlm_chem.model.checkpoint_format import ESTIMATOR_FORMAT, METADATA_FILE, read_metadata
 from exlm_chem.model.frozen_trees import DEFAULT_TREE_WEIGHT, FrozenTrees
 from exlm_chem.model.saved_model import load_model, model_from_bytes, model_to_bytes, save_model
-from exlm_chem.model.tree_head import ForestHead, TreeHead
+from exlm_chem.model.tree_head import BoostedHead, ForestHead, TreeHead
 from exlm_chem.uncertainty.calibration import Calibrator
 
 __all__ = ["load_estimator", "pickled_state", "read_finetuned_metadata", "save_estimator",
@@ -80,6 +80,9 @@ def _json_param(value: Any) -> Any:
         return value
     if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
         return list(value)  # e.g. features=["rdkit2d", "columns"]
+    if isinstance(value, dict) and all(isinstance(k, str) and isinstance(
+            _json_param(v), str | int | float | bool) for k, v in value.items()):
+        return {k: _json_param(v) for k, v in value.items()}  # e.g. tree_params
     return None  # e.g. a RandomState: not reproducible from JSON anyway
 
 
@@ -150,13 +153,16 @@ def save_estimator(est: Any, path: str | os.PathLike[str]) -> Path:
 
 
 def tree_head_metadata(trees: FrozenTrees) -> dict[str, Any]:
-    return {"net": trees.model.settings(), "features": trees.features.to_dict(),
-            "task": trees.trees.task, "forest": trees.forest is not None}
+    # "net": the pre-trained encoder's settings where the trees read its states, else None
+    return {"net": trees.model.settings() if trees.reads_states else None,
+            "features": trees.features.to_dict(), "task": trees.trees.task,
+            "booster": trees.trees.booster, "forest": trees.forest is not None}
 
 
 def tree_head_files(trees: FrozenTrees) -> dict[str, bytes]:
-    files = {TREE_ENCODER_FILE: model_to_bytes(trees.model),
-             TREE_ARRAYS_FILE: safetensors.numpy.save(trees.trees.arrays())}
+    files = {TREE_ARRAYS_FILE: safetensors.numpy.save(trees.trees.arrays())}
+    if trees.reads_states:
+        files[TREE_ENCODER_FILE] = model_to_bytes(trees.model)
     if trees.forest is not None:
         files[TREE_FOREST_FILE] = safetensors.numpy.save(trees.forest.arrays())
     return files
@@ -165,14 +171,25 @@ def tree_head_files(trees: FrozenTrees) -> dict[str, bytes]:
 def tree_head_file_names(meta: dict[str, Any]) -> tuple[str, ...]:
     """The files the tree head of ``meta`` (:func:`tree_head_metadata`) is read from."""
     forest = (TREE_FOREST_FILE,) if _has_forest(meta) else ()
-    return (TREE_ENCODER_FILE, TREE_ARRAYS_FILE, *forest)
+    encoder = (TREE_ENCODER_FILE,) if meta["net"] is not None else ()
+    return (*encoder, TREE_ARRAYS_FILE, *forest)
 
 
 def tree_head_from(meta: dict[str, Any], files: dict[str, bytes], config: Any,
                    tokenizer: Any) -> FrozenTrees:
     """Inverse of :func:`tree_head_metadata` and :func:`tree_head_files`."""
-    model = model_from_bytes(files[TREE_ENCODER_FILE], config, tokenizer, 0, None, **meta["net"])
-    trees = TreeHead.from_arrays(meta["task"], safetensors.numpy.load(files[TREE_ARRAYS_FILE]))
+    model = None
+    if meta["net"] is not None:
+        model = model_from_bytes(files[TREE_ENCODER_FILE], config, tokenizer, 0, None,
+                                 **meta["net"])
+    arrays = safetensors.numpy.load(files[TREE_ARRAYS_FILE])
+    # saves from before CatBoost (0.4.x) name no booster: histogram boosting
+    booster = meta.get("booster", "hist")
+    if booster not in ("catboost", "hist"):
+        raise ValueError(f"the tree head's booster must be 'catboost' or 'hist', got "
+                         f"{booster!r}")
+    head = BoostedHead if booster == "catboost" else TreeHead
+    trees = head.from_arrays(meta["task"], arrays)
     features, forest = FeatureSpec.from_dict(meta["features"]), None
     if _has_forest(meta):
         forest = ForestHead.from_arrays(safetensors.numpy.load(files[TREE_FOREST_FILE]))
@@ -181,7 +198,7 @@ def tree_head_from(meta: dict[str, Any], files: dict[str, bytes], config: Any,
             raise ValueError(f"the forest has {forest.n_tasks} task(s) of "
                              f"{forest.n_features} features, the head {trees.n_tasks} of "
                              f"{features.n_features}")
-    return FrozenTrees(model, features, trees, forest)
+    return FrozenTrees(model, features, trees, forest, reads_states=model is not None)
 
 
 def _has_forest(meta: dict[str, Any]) -> bool:

@@ -30,16 +30,49 @@ def rows() -> dict[str, np.ndarray]:
             "train": np.arange(N_ROWS - 20), "held_out": np.arange(N_ROWS - 20, N_ROWS)}
 
 
+KINDS = ("rdkit2d",)
+QUICK = {"iterations": 30}  # CatBoost's trees of a test: as many as show the walk
+
+
 @pytest.fixture(scope="module")
 def plain(rows) -> FrozenTrees:
     return FrozenTrees.fit(None, rows["states"], rows["raw"], rows["labels"], rows["train"],
-                           "classification", SEED)
+                           "classification", SEED, kinds=KINDS, booster="hist")
 
 
 @pytest.fixture(scope="module")
 def with_forest(rows) -> FrozenTrees:
     return FrozenTrees.fit(None, rows["states"], rows["raw"], rows["labels"], rows["train"],
-                           "classification", SEED, forest=True)
+                           "classification", SEED, kinds=KINDS, forest=True, booster="hist")
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_catboost_reads_the_raw_features_and_the_states_only_when_asked(rows, task):
+    labels = rows["labels"] if task == "classification" else (
+        rows["labels"] + rows["raw"][:, :2] / 10)
+    held = rows["held_out"]
+    without = FrozenTrees.fit(None, None, rows["raw"], labels, rows["train"], task, SEED,
+                              kinds=KINDS, booster_params=QUICK)
+    assert without.model is None and not without.reads_states
+    assert without.trees.booster == "catboost" and without.trees.n_features == 217
+    np.testing.assert_array_equal(without.decision_of(rows["states"][held], rows["raw"][held]),
+                                  without.trees.decision(rows["raw"][held]))  # raw, unscaled
+    marker = object()  # the encoder travels with the head once the trees read its states
+    with_states = FrozenTrees.fit(marker, rows["states"], rows["raw"], labels, rows["train"],
+                                  task, SEED, kinds=KINDS, booster_params=QUICK)
+    assert with_states.model is marker and with_states.reads_states
+    assert with_states.trees.n_features == N_STATE + 217
+    side_by_side = np.concatenate([rows["states"][held], rows["raw"][held]], axis=1)
+    np.testing.assert_array_equal(with_states.decision_of(rows["states"][held],
+                                                          rows["raw"][held]),
+                                  with_states.trees.decision(side_by_side))
+
+
+def test_catboost_settings_are_refused_for_the_hist_booster(rows):
+    with pytest.raises(ValueError, match="booster_params are CatBoost's"):
+        FrozenTrees.fit(None, None, rows["raw"], rows["labels"], rows["train"],
+                        "classification", SEED, kinds=KINDS, booster="hist",
+                        booster_params=QUICK)
 
 
 def test_without_a_forest_the_boosted_trees_answer_alone(rows, plain):
@@ -84,4 +117,4 @@ def test_the_forest_is_for_classification_only(rows):
     values = np.nan_to_num(rows["labels"]) + rows["raw"][:, :2]
     with pytest.raises(ValueError, match="forest is for classification only"):
         FrozenTrees.fit(None, rows["states"], rows["raw"], values, rows["train"],
-                        "regression", SEED, forest=True)
+                        "regression", SEED, kinds=KINDS, forest=True)
