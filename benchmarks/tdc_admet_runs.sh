@@ -6,7 +6,7 @@
 # the records keep their CPU time; 3030dd5 adds tree_features to the estimators, so later
 # commits key the same cells differently); 7 from 3030dd5 or later: two processes, one
 # thread each; run two lanes at once on a 2-core machine); 8 from the commit that adds
-# catboost_maplight or later. Every command resumes:
+# catboost_maplight or later; 9 and 10 from a commit of the 0.5.0 estimators. Every command resumes:
 # cells already in a records folder are skipped, so rerunning a lane continues where it
 # stopped.
 # Then: bash benchmarks/tdc_admet_runs.sh report
@@ -116,11 +116,23 @@ case "${1:-}" in
     "${RUN[@]}" --methods catboost_maplight --seeds 1 2 3 \
       --tasks $SMALL_CLS $SMALL_REG $BIG_REG $BIG_CLS --out $OUT/records/maplight-valid
     ;;
+  9)
+    # the 0.5.0 defaults (CatBoost on MapLight's features in the tree head, the weight
+    # chosen on whole held-out scaffolds) on the held-out valid parts, seeds 1-3: what
+    # chooses; the 0.4.0 rows of default-cls*/default-reg-040 are the same cells before
+    "${RUN[@]}" --methods exlm_defaults --seeds 1 2 3 \
+      --tasks $SMALL_CLS $SMALL_REG $BIG_REG $BIG_CLS --out $OUT/records/default-050-valid
+    ;;
+  10)
+    # the 0.5.0 defaults as the leaderboard fits, on all of train_val, 22 tasks x 5 seeds
+    "${RUN[@]}" --methods exlm_defaults --fit-on train_val \
+      --tasks $SMALL_CLS $SMALL_REG $BIG_REG $BIG_CLS --out $OUT/records/default-050-fit
+    ;;
   report)
     "${RUN[@]}" --report-only --out $OUT --merge $OUT/records/*/
     ;;
   *)
-    echo "usage: bash benchmarks/tdc_admet_runs.sh 1|2|3|4|5|6|6b|7|8|report" >&2
+    echo "usage: bash benchmarks/tdc_admet_runs.sh 1|2|3|4|5|6|6b|7|8|9|10|report" >&2
     exit 2
     ;;
 esac

@@ -26,18 +26,35 @@ from exlm_chem.data.feature_spec import FeatureSpec, raw_features
 from exlm_chem.model.molecule_model import EMBED, MoleculeModel
 from exlm_chem.model.tree_head import BOOSTERS, BoostedHead, ForestHead, TreeHead
 
-__all__ = ["DEFAULT_TREE_WEIGHT", "STATES_KIND", "TREE_KINDS", "FrozenTrees", "mean_logit",
-           "tree_kinds"]
+__all__ = ["CATBOOST_MAX_TASKS", "DEFAULT_TREE_WEIGHT", "HIST_TREE_KINDS", "STATES_KIND",
+           "TREE_KINDS", "FrozenTrees", "mean_logit", "tree_booster", "tree_kinds"]
 
-#: MapLight's feature sets: what ``tree_features="auto"`` reads
+#: MapLight's feature sets: what ``tree_features="auto"`` reads beside CatBoost
 TREE_KINDS = ("morgan1024", "avalon", "erg", "rdkit2d")
 #: the pre-trained encoder's pooled state as a kind the trees may read
 STATES_KIND = "exlm"
+#: what ``tree_features="auto"`` reads beside histogram boosting (0.4.x's tree head)
+HIST_TREE_KINDS = (STATES_KIND, "rdkit2d")
+#: ``tree_booster="auto"`` fits CatBoost for at most this many tasks, histogram boosting
+#: beyond: one CatBoost model per task costs a ToxCast fit hours
+CATBOOST_MAX_TASKS = 4
 
 
-def tree_kinds(tree_features: Any) -> tuple[str, ...]:
+def tree_booster(booster: str, n_tasks: int) -> str:
+    """The booster ``tree_booster=`` names for a fit of ``n_tasks`` tasks: ``"auto"`` ->
+    ``"catboost"`` up to :data:`CATBOOST_MAX_TASKS` tasks, else ``"hist"``; the others as
+    given (:data:`~exlm_chem.model.tree_head.BOOSTERS`; anything else is a ValueError)."""
+    if booster == "auto":
+        return "catboost" if n_tasks <= CATBOOST_MAX_TASKS else "hist"
+    if booster not in BOOSTERS:
+        raise ValueError(f"tree_booster must be 'auto' or one of {BOOSTERS}, got {booster!r}")
+    return booster
+
+
+def tree_kinds(tree_features: Any, booster: str = "catboost") -> tuple[str, ...]:
     """The estimators' ``tree_features=`` option as the kinds the tree head reads:
-    ``"auto"`` -> :data:`TREE_KINDS`, a kind or a list of distinct kinds of
+    ``"auto"`` -> :data:`TREE_KINDS` beside CatBoost, :data:`HIST_TREE_KINDS` beside the
+    ``"hist"`` booster; a kind or a list of distinct kinds of
     :data:`~exlm_chem.data.descriptors.COMPUTED_KINDS` and :data:`STATES_KIND` as given;
     anything else raises ``ValueError`` (the caller's own columns are the network's, not
     the trees')."""
@@ -45,7 +62,8 @@ def tree_kinds(tree_features: Any) -> tuple[str, ...]:
     problem = (f"tree_features must be 'auto', one of {allowed} or a list of distinct "
                f"ones, got {tree_features!r}")
     if isinstance(tree_features, str):
-        kinds = TREE_KINDS if tree_features == "auto" else (tree_features,)
+        auto = HIST_TREE_KINDS if booster == "hist" else TREE_KINDS
+        kinds = auto if tree_features == "auto" else (tree_features,)
     elif isinstance(tree_features, list | tuple):
         kinds = tuple(tree_features)
     else:

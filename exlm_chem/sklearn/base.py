@@ -29,6 +29,7 @@ from exlm_chem.model.frozen_trees import (
     DEFAULT_TREE_WEIGHT,
     STATES_KIND,
     FrozenTrees,
+    tree_booster,
     tree_kinds,
 )
 from exlm_chem.model.molecule_model import EMBED, PREDICT, ModelInputs, ModelOutputs
@@ -85,7 +86,7 @@ class ExLMEstimatorBase(BaseEstimator):
         tree_weight: float | None = None,
         tree_forest: bool | None = None,
         tree_features: str | list[str] = "auto",
-        tree_booster: str = "catboost",
+        tree_booster: str = "auto",
         tree_params: dict[str, Any] | None = None,
         head_first: bool = True,
         train_layers: int | None = 3,
@@ -141,12 +142,11 @@ class ExLMEstimatorBase(BaseEstimator):
         """Inverse of :meth:`_fitted_metadata`."""
 
     # ---- fit -------------------------------------------------------------------------------
-    def _uses_forest(self) -> bool:
-        """Whether fit adds the forest to the tree head: ``tree_forest``, where None is
-        the measured default (beside the classifier's histogram boosting; not beside
-        CatBoost, which MapLight uses alone, nor in the regressor)."""
-        return (self._task == "classification" and bool(self.tree_head)
-                and self.tree_booster == "hist"
+    def _uses_forest(self, booster: str) -> bool:
+        """Whether fit adds the forest to the tree head of ``booster``: ``tree_forest``,
+        where None is the measured default (beside the classifier's histogram boosting;
+        not beside CatBoost, which MapLight uses alone, nor in the regressor)."""
+        return (self._task == "classification" and bool(self.tree_head) and booster == "hist"
                 if self.tree_forest is None else bool(self.tree_forest))
 
     def fit(self, X: Any, y: Any) -> Self:
@@ -209,14 +209,14 @@ class ExLMEstimatorBase(BaseEstimator):
             backbone = load_backbone(self.pretrained, self.preset, settings.dropout)
         warn_unknown_tokens(backbone.tokenizer, canonical, rows)
         frozen, states = None, None
-        reads_states = self.tree_head and STATES_KIND in tree_kinds(self.tree_features)
-        if reads_states or self.head_first:  # what the encoder knows before fine-tuning
+        booster = tree_booster(self.tree_booster, labels.shape[1])
+        read = tree_kinds(self.tree_features, booster) if self.tree_head else ()
+        if STATES_KIND in read or self.head_first:  # what the encoder knows before tuning
             frozen = self._on_device(frozen_encoder(backbone, seed, self.pooling,
                                                     int(self.max_length))).eval()
             states = frozen.run(canonical, EMBED, 2 * self.batch_size)  # [n, d]
-        self.tree_head_, held_out_trees, fit_trees = None, None, None
+        self.tree_head_, held_out_trees, fit_trees, first_fit = None, None, None, None
         if self.tree_head:
-            read = tree_kinds(self.tree_features)
             computed = tuple(k for k in read if k != STATES_KIND)
             tree_states = states if STATES_KIND in read else None
             # the network's kinds are computed already (RowMemo)
@@ -224,12 +224,15 @@ class ExLMEstimatorBase(BaseEstimator):
 
             def fit_trees(rows: np.ndarray) -> FrozenTrees:
                 return FrozenTrees.fit(frozen, tree_states, raw, labels, rows, self._task,
-                                       seed, kinds=computed, forest=self._uses_forest(),
-                                       booster=self.tree_booster, threads=resolve_threads(),
-                                       booster_params=self.tree_params)
+                                       seed, kinds=computed,
+                                       forest=self._uses_forest(booster), booster=booster,
+                                       threads=resolve_threads(),
+                                       booster_params=(self.tree_params
+                                                       if booster == "catboost" else None))
             if n_valid and self._reads_held_out_trees():
                 # first without the held-out molecules, which then score them
-                held_out_trees = fit_trees(train_rows).decision_of(
+                first_fit = fit_trees(train_rows)
+                held_out_trees = first_fit.decision_of(
                     None if tree_states is None else tree_states[valid_rows], raw[valid_rows])
         data = LabelledSmiles(canonical, labels, features,
                               states if self.head_first else None)
@@ -259,8 +262,12 @@ class ExLMEstimatorBase(BaseEstimator):
         self.seed_ = seed
         self.feature_spec_ = spec
         self._fit_held_out(valid, held_out_trees)
-        if fit_trees is not None:  # trees are cheap: refitted on every fit molecule
-            self.tree_head_ = fit_trees(np.arange(len(canonical)))
+        if fit_trees is not None:
+            # once the held-out molecules have chosen, CatBoost's trees learn from them too;
+            # histogram boosting (many tasks) keeps its first fit: a second would double a
+            # ToxCast fit
+            self.tree_head_ = (first_fit if first_fit is not None and booster == "hist"
+                               else fit_trees(np.arange(len(canonical))))
         return self
 
     def _reads_held_out_trees(self) -> bool:

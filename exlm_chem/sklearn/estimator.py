@@ -111,26 +111,29 @@ _PARAMETERS = """
         With ``tree_head``, the tree head adds a random forest per task on the scaled
         tree features alone (100 trees, balanced class weights, fitted on the molecules
         labelled for the task), and its probability is the mean of the boosted trees'
-        and the forest's. None: on beside a classifier's ``tree_booster="hist"`` (its
-        measured default of 0.3.0), off beside CatBoost (MapLight uses it alone) and for
-        the regressor, where True is refused (not measured there). Saved as arrays.
+        and the forest's. None: on beside a classifier's histogram boosting (its measured
+        default of 0.3.0), off beside CatBoost (MapLight uses it alone) and for the
+        regressor, where True is refused (not measured there). Saved as arrays.
     tree_features : "auto", str or list of str, default "auto"
-        What the tree head reads: ``"auto"``: MapLight's sets, Morgan counts (radius 2,
-        1024 entries, ``"morgan1024"``), Avalon counts (``"avalon"``), ErG (``"erg"``)
-        and RDKit's 2D descriptors (``"rdkit2d"``); otherwise computed kinds as for
-        ``features`` (also ``"morgan"``, ``"rdkit2d_fast"``) and ``"exlm"``: the
-        pre-trained encoder's pooled state. CatBoost reads the values raw; histogram
+        What the tree head reads. ``"auto"``: beside CatBoost MapLight's sets, Morgan
+        counts (radius 2, 1024 entries, ``"morgan1024"``), Avalon counts (``"avalon"``),
+        ErG (``"erg"``) and RDKit's 2D descriptors (``"rdkit2d"``); beside histogram
+        boosting 0.4.x's, the pre-trained encoder's pooled state (``"exlm"``) and RDKit's
+        2D descriptors. Otherwise kinds as for ``features`` (also ``"morgan"``,
+        ``"rdkit2d_fast"``) and ``"exlm"``. CatBoost reads the values raw; histogram
         boosting and the forest read them scaled on the training rows like ``features``.
-    tree_booster : {"catboost", "hist"}, default "catboost"
+    tree_booster : {"auto", "catboost", "hist"}, default "auto"
         The trees: CatBoost at MapLight's settings (1,000 oblivious trees of depth 6,
         ``random_strength=2``; ``MAE`` on a standardised target for the regressor), or
-        scikit-learn's histogram gradient boosting at its defaults (0.4.x's). Fitted on
-        as many threads as ``--threads`` / ``$EXLM_CHEM_THREADS`` allow, saved as arrays
-        and predicted with numpy (loading needs neither library).
+        scikit-learn's histogram gradient boosting at its defaults (0.4.x's). ``"auto"``:
+        CatBoost for up to 4 tasks, histogram boosting for more (a CatBoost model per
+        task would cost a ToxCast fit hours). CatBoost fits on as many threads as
+        ``--threads`` / ``$EXLM_CHEM_THREADS`` allow; both are saved as arrays and
+        predicted with numpy (loading needs neither library).
     tree_params : dict or None, default None
         CatBoost settings beside MapLight's, e.g. ``{"iterations": 300, "depth": 8}``
         (``loss_function="RMSE"`` for the regressor); not the seed, threads or logging,
-        which fit sets.
+        which fit sets. Read where the booster is CatBoost.
     head_first : bool, default True
         LP-FT: before fine-tuning, train the head alone on the pre-trained encoder's
         pooled states (its best step on the held-out molecules is kept), so the encoder

@@ -13,10 +13,9 @@ from typing import Any
 import numpy as np
 
 from exlm_chem.data.feature_spec import feature_kinds
-from exlm_chem.model.frozen_trees import tree_kinds
+from exlm_chem.model.frozen_trees import tree_booster, tree_kinds
 from exlm_chem.model.molecule_model import check_max_length
 from exlm_chem.model.pooling import Pooling
-from exlm_chem.model.tree_head import BOOSTERS
 from exlm_chem.presets import FinetuneSettings
 from exlm_chem.sklearn.target_transform import check_target_transform
 from exlm_chem.uncertainty.params import is_count, uncertainty_problems
@@ -82,17 +81,19 @@ def fit_settings(est: Any, task: str) -> FinetuneSettings:
                  for name in ("tree_head", "head_first")
                  if not isinstance(getattr(est, name), bool | np.bool_)]
     problems += tree_forest_problems(est.tree_forest, est.tree_head, task)
-    if est.tree_booster not in BOOSTERS:
-        problems.append(f"tree_booster must be one of {BOOSTERS}, got {est.tree_booster!r}")
+    try:
+        tree_booster(est.tree_booster, 1)
+    except ValueError as err:
+        problems.append(str(err))
     tp = est.tree_params
     if tp is not None and (not isinstance(tp, dict) or not all(isinstance(k, str) for k in tp)
                            or _FIXED_TREE_PARAMS & set(tp)):
         problems.append(f"tree_params must be None or a dict of CatBoost settings other "
                         f"than {sorted(_FIXED_TREE_PARAMS)}, got {tp!r}")
-    elif tp and est.tree_booster != "catboost":
+    elif tp and est.tree_booster == "hist":
         problems.append(f"tree_params are CatBoost's settings: set tree_booster='catboost' "
-                        f"or tree_params=None, got tree_params={tp!r} with "
-                        f"tree_booster={est.tree_booster!r}")
+                        f"(or 'auto') or tree_params=None, got tree_params={tp!r} with "
+                        f"tree_booster='hist'")
     tw = est.tree_weight
     if tw is not None and (not isinstance(tw, int | float | np.floating)
                            or isinstance(tw, bool) or not 0 <= tw <= 1):
