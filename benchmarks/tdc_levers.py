@@ -15,27 +15,32 @@ default pooling and layer, via :func:`exlm_chem.embed`; kept in ``OUT/<task>_emb
 the raw feature blocks (:func:`exlm_chem.benchmark.features.task_features`, kept under
 ``--cache``). Heads:
 
-- ``trees(emb+rdkit2d)``: today's tree head: ``FrozenTrees`` on the states and
-  :data:`~exlm_chem.model.frozen_trees.TREE_KINDS`, with the random forest on the features
-  beside the boosted trees for classification (the estimators' ``tree_forest=None``);
+- ``trees(emb+rdkit2d)``, the baseline: 0.4.0's tree head (the estimators'
+  ``tree_booster="hist"``, reading :data:`~exlm_chem.model.frozen_trees.HIST_TREE_KINDS`):
+  ``FrozenTrees`` with histogram boosting on the states and RDKit 2D, with the random
+  forest on the features beside the boosted trees for classification (0.4.0's
+  ``tree_forest=None``);
 - ``trees(emb+maplight)``: the same head reading MapLight's features (Morgan counts,
   Avalon counts, ErG, RDKit 2D);
-- ``trees(maplight)``, ``trees(rdkit2d)``: the same head without the encoder states (a
-  [n, 0] states array: ``FrozenTrees`` puts states and scaled features side by side, so
-  the trees read the features alone), so ``trees(emb+X) - trees(X)`` is what the encoder
-  adds;
+- ``trees(maplight)``, ``trees(rdkit2d)``: the same head without the encoder states
+  (``states=None``: the trees read the scaled features alone), so
+  ``trees(emb+X) - trees(X)`` is what the encoder adds;
 - ``catboost(maplight)``: CatBoost at its defaults (``verbose=False``, ``random_seed``
   the TDC seed, ``thread_count`` ``--threads``) on the unscaled MapLight features, as
   MapLight (the leaderboard entry) fits them; ``catboost(emb+maplight)``: with the states
-  beside them. Both need ``catboost`` importable; otherwise they are skipped with one
-  printed line (it is no dependency of the package).
+  beside them. Both need ``catboost`` importable (a dependency of the package since
+  0.5.0); otherwise they are skipped with one printed line.
 
-Every ``trees`` head is the package's head itself (``FrozenTrees.fit`` and
+Every ``trees`` head is the package's head itself (``FrozenTrees.fit`` with
+``booster="hist"``, 0.4.0's booster, which 0.5.0's default CatBoost replaced, and
 ``decision_of``; no model is needed to score precomputed states, so none is passed),
 seeded as an estimator with ``random_state=seed`` seeds it
-(:func:`~exlm_chem.sklearn.held_out.held_out_split`). Unlike the estimator's head it is fitted
-on all train rows: the estimator holds out ``validation_fraction`` of them for its own
-choices, which this study does not make. The features reach it unscaled
+(:func:`~exlm_chem.sklearn.held_out.held_out_split`'s seed, drawn from ``random_state``
+alone). The committed records (benchmarks/results/tdc_admet/levers) were made with 0.4.0's
+held-out rule (a random share of the rows); 0.5.0's holds out whole scaffolds, and the
+seed, all this study takes of it, is the same under both. Unlike the estimator's head it
+is fitted on all train rows: the estimator holds out ``validation_fraction`` of them for
+its own choices, which this study does not make. The features reach it unscaled
 (:func:`~exlm_chem.benchmark.features.task_features`): ``FrozenTrees.fit`` scales them on
 the train rows itself.
 
@@ -82,17 +87,19 @@ _EMB_FORMAT = "tdc-levers-states-1"
 class Head(NamedTuple):
     """What a head fits and reads."""
 
-    booster: str  # "trees": the package's FrozenTrees; "catboost": CatBoost at its defaults
+    booster: str  # "trees": the package's FrozenTrees, booster="hist" (0.4.0's head);
+    # "catboost": CatBoost at its defaults
     states: bool  # the encoder's pooled states beside the features
     kinds: tuple[str, ...]  # feature blocks (exlm_chem.benchmark.features.FEATURE_SETS)
 
 
 def _heads() -> dict[str, Head]:
-    """Every head of :data:`HEADS` by name (imports the package's tree head)."""
-    from exlm_chem.model.frozen_trees import TREE_KINDS
+    """Every head of :data:`HEADS` by name (imports the package's tree head); the baseline
+    reads 0.4.0's tree kinds (the states and RDKit 2D)."""
+    from exlm_chem.model.frozen_trees import HIST_TREE_KINDS, STATES_KIND
 
     return {
-        BASELINE: Head("trees", True, tuple(TREE_KINDS)),
+        BASELINE: Head("trees", True, tuple(k for k in HIST_TREE_KINDS if k != STATES_KIND)),
         "trees(emb+maplight)": Head("trees", True, MAPLIGHT),
         "trees(maplight)": Head("trees", False, MAPLIGHT),
         "trees(rdkit2d)": Head("trees", False, ("rdkit2d",)),
@@ -229,16 +236,17 @@ def predict_valid(head: Head, data: Any, states: np.ndarray | None, raw: np.ndar
     classification = data.task_type == "classification"
     log = target_log(data)
     labels = forward(data.labels, log)  # [n, 1]: what every head fits
-    if states is None:
-        states = np.zeros((len(data.smiles), 0), np.float32)
     if head.booster == "trees":
-        # no model: decision_of scores precomputed states, and fit only keeps the model
-        trees = FrozenTrees.fit(None, states, raw, labels, data.train,  # type: ignore[arg-type]
-                                data.task_type, held_out_split(len(data.train), seed, 0.0).seed,
-                                head.kinds, forest=classification)
-        decision = trees.decision_of(states[data.valid], raw[data.valid])  # [n_valid, 1]
+        # the estimators' seed for random_state=seed (no rows held out: the seed alone)
+        drawn = held_out_split([data.smiles[i] for i in data.train], seed, 0.0).seed
+        # no model: decision_of scores precomputed states, and fit only keeps the model;
+        # 0.4.0's histogram boosting, not 0.5.0's default CatBoost
+        trees = FrozenTrees.fit(None, states, raw, labels, data.train, data.task_type, drawn,
+                                head.kinds, forest=classification, booster="hist")
+        decision = trees.decision_of(None if states is None else states[data.valid],
+                                     raw[data.valid])  # [n_valid, 1]
         return (expit(decision) if classification else inverse(decision, log))[:, 0]
-    x = np.concatenate([states, raw], axis=1)
+    x = raw if states is None else np.concatenate([states, raw], axis=1)
     booster = _catboost(data.task_type, seed, threads)
     if classification:
         booster.fit(x[data.train], labels[data.train, 0].astype(np.int64))

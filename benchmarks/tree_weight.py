@@ -1,17 +1,33 @@
 """The classifier's tree weight: how the network and the tree head are best averaged.
 
-A lever study for ``ExLMMoleculeClassifier``'s defaults (issue 48). The classifier averages
-the fine-tuned network's probabilities with its tree head's at ``tree_weight_`` = one half;
-the regressor instead takes the weight of :data:`~exlm_chem.sklearn.held_out.TREE_WEIGHTS`
-that fits its held-out molecules best. This script asks whether the classifier should too.
+A lever study for ``ExLMMoleculeClassifier``'s defaults of 0.4.0 (issue 48). That classifier
+averaged the fine-tuned network's probabilities with its tree head's at ``tree_weight_`` =
+one half; the regressor instead took the weight of
+:data:`~exlm_chem.sklearn.held_out.TREE_WEIGHTS` that fits its held-out molecules best. This
+script asks whether the classifier should too (0.5.0's does, by held-out log loss).
 
 Per MoleculeNet task (the paper's scaffold split) and seed it fits the classifier with its
-defaults exactly as the benchmark runner's ``exlm_defaults`` cell does (train + valid rows
-in, the estimator holding out its own share), then scores, for every weight in
-``TREE_WEIGHTS``, the test rows (ROC-AUC x100, mean over sub-tasks, as the runner scores a
-cell) and the estimator's own held-out molecules (ROC-AUC and Brier score). The weight the
-held-out molecules would choose is thereby read off each record, without a fit per weight.
-Weight 0.5 reproduces the runner's cell; 0 is the network alone, 1 the trees alone.
+defaults as the benchmark runner's ``exlm_defaults`` cell does (train + valid rows in, the
+estimator holding out its own share), except for the tree head (:func:`head_params`), then
+scores, for every weight in ``TREE_WEIGHTS``, the test rows (ROC-AUC x100, mean over
+sub-tasks, as the runner scores a cell) and the estimator's own held-out molecules (ROC-AUC
+and Brier score). The weight the held-out molecules would choose is thereby read off each
+record, without a fit per weight. Weight 0.5 reproduced 0.4.0's runner cell; 0 is the
+network alone, 1 the trees alone.
+
+The tree head, the baseline of every record, is 0.4.0's head (``tree_booster="hist"``):
+histogram boosting on the pre-trained pooled state and RDKit 2D
+(:data:`~exlm_chem.model.frozen_trees.HIST_TREE_KINDS`), without the forest, set
+explicitly since 0.5.0's defaults fit CatBoost on MapLight's features. ``tree_weight`` is
+left None: beside histogram boosting the classifier then keeps the trees fitted on its
+training rows, as 0.4.0's did (a fixed weight would refit them on every molecule, the
+held-out ones too); the weight it chooses is read by no record, which scores every weight.
+
+The held-out molecules are the estimators' rule (:func:`held_out_mask`): whole
+Bemis-Murcko scaffolds since 0.5.0. The committed records (benchmarks/results/
+tree_weight_cpu: the default head, ``tree_kinds`` and ``valid_part``) were made with 0.4.0's
+rule, a random 10 % of the fit rows (:func:`random_held_out_mask`), so the networks and the
+held-out scores of a rerun are not theirs.
 
 ``--tree-kinds`` also asks what the tree head should read beside the pooled state: each
 variant (feature kinds joined by ``+``, e.g. ``rdkit2d+morgan``) refits the tree head on the
@@ -42,7 +58,7 @@ Usage::
     OMP_NUM_THREADS=1 python benchmarks/tree_weight.py --tasks bbbp bace clintox sider \
         --seeds 0 1 2 --threads 1 --out DIR
     python benchmarks/tree_weight.py --out DIR --report
-    # the tree head on the pooled state + RDKit 2D (today's) against + Morgan counts too
+    # the tree head on the pooled state + RDKit 2D (0.4.0's) against + Morgan counts too
     OMP_NUM_THREADS=1 python benchmarks/tree_weight.py --tree-kinds rdkit2d rdkit2d+morgan \
         --threads 1 --out DIR
 """
@@ -75,9 +91,21 @@ def _weighted(est, smiles: list[str]) -> dict[float, np.ndarray]:
     return out
 
 
+def head_params() -> dict:
+    """The estimator's tree head the study measures: 0.4.0's, histogram boosting
+    (``tree_booster="hist"``) on the pre-trained pooled state and RDKit 2D, the boosted
+    trees alone (the study fits the forest member itself, ``--rescore-rf``, and weighs each
+    member apart)."""
+    from exlm_chem.model.frozen_trees import HIST_TREE_KINDS
+
+    return {"tree_booster": "hist", "tree_features": list(HIST_TREE_KINDS),
+            "tree_forest": False}
+
+
 def _refit_trees(est, fit_smiles: list[str], labels: np.ndarray, kinds: tuple[str, ...]):
     """The tree head refitted on ``kinds`` beside the same pre-trained states, on the rows
-    the estimator trained on; with the CPU seconds of its features and of its trees."""
+    the estimator trained on (0.4.0's histogram boosting, as :func:`head_params`); with the
+    CPU seconds of its features and of its trees."""
     from exlm_chem.data.feature_spec import raw_features
     from exlm_chem.model.frozen_trees import FrozenTrees
     from exlm_chem.model.molecule_model import EMBED
@@ -90,7 +118,7 @@ def _refit_trees(est, fit_smiles: list[str], labels: np.ndarray, kinds: tuple[st
     features_cpu = time.process_time() - cpu
     cpu = time.process_time()
     refitted = FrozenTrees.fit(head.model, states, raw, labels, train_rows,
-                               "classification", est.seed_, kinds)
+                               "classification", est.seed_, kinds, booster="hist")
     return refitted, round(features_cpu, 1), round(time.process_time() - cpu, 1)
 
 
@@ -124,13 +152,11 @@ def fit_and_score(task: str, seed: int, model: str,
     from exlm_chem.benchmark.records import Budget, MethodOutput
     from exlm_chem.benchmark.scoring import score_cell
     from exlm_chem.metrics import mean_roc_auc
-    from exlm_chem.model.frozen_trees import TREE_KINDS
+    from exlm_chem.model.frozen_trees import HIST_TREE_KINDS, STATES_KIND
 
     data = scored_split(task, seed, part)
-    # the boosted trees alone in the head: the study fits the forest member itself
-    # (``--rescore-rf``) and weighs each member apart
     est = _default_estimator("classification", Path(model), seed, Budget(), "cpu", ())
-    est.set_params(tree_forest=False)
+    est.set_params(**head_params())  # 0.4.0's head, the boosted trees alone
     if not est.tree_head:
         raise ValueError("the classifier's defaults have no tree head: nothing to weigh")
     rows = np.concatenate([data.train, data.valid])
@@ -174,7 +200,8 @@ def fit_and_score(task: str, seed: int, model: str,
         np.savez_compressed(outputs / f"{task}_{seed}.npz", test_rows=data.test,
                             part=np.array(part),
                             fit_rows=rows, held_out_mask=est.held_out_mask_,
-                            default_kinds=np.array("+".join(TREE_KINDS)), **kept)
+                            default_kinds=np.array("+".join(
+                                k for k in HIST_TREE_KINDS if k != STATES_KIND)), **kept)
     return records
 
 
@@ -194,13 +221,28 @@ def mixes(network_logits: np.ndarray, tree_logits: np.ndarray,
     return {name: (expit(network_logits) + members[name]) / 2 for name in MIXES}
 
 
-def held_out_mask(n: int, seed: int, fraction: float = 0.1) -> np.ndarray:
-    """The estimator's held-out rows of ``n`` fit rows for ``random_state=seed`` (its fit's
-    rule), for kept outputs from before the mask was stored."""
+def held_out_mask(smiles: list[str], seed: int, fraction: float = 0.1) -> np.ndarray:
+    """The estimator's held-out rows of its fit's canonical ``smiles`` for
+    ``random_state=seed`` (its fit's rule: whole scaffolds since 0.5.0)."""
     from exlm_chem.sklearn.held_out import held_out_split
 
+    mask = np.zeros(len(smiles), dtype=bool)
+    mask[held_out_split(smiles, seed, fraction).valid_rows] = True
+    return mask
+
+
+def random_held_out_mask(n: int, seed: int, fraction: float = 0.1) -> np.ndarray:
+    """0.4.0's held-out rows of ``n`` fit rows for ``random_state=seed``: a random
+    ``fraction`` of them (none when that rounds to 0 rows or to all). The rule of the
+    committed records, for kept outputs from before the mask was stored (all made with it)."""
+    from sklearn.utils import check_random_state
+
+    drawn = int(check_random_state(seed).randint(np.iinfo(np.int32).max))
+    order = np.random.default_rng(drawn).permutation(n)
+    n_valid = round(fraction * n)
     mask = np.zeros(n, dtype=bool)
-    mask[held_out_split(n, seed, fraction).valid_rows] = True
+    if 0 < n_valid < n:
+        mask[order[:n_valid]] = True
     return mask
 
 
@@ -220,7 +262,7 @@ def rescore_rf(path: Path) -> dict:
     rows = (kept["fit_rows"] if "fit_rows" in kept
             else np.concatenate([data.train, data.valid]))
     held = (kept["held_out_mask"] if "held_out_mask" in kept
-            else held_out_mask(len(rows), seed))
+            else random_held_out_mask(len(rows), seed))
     began = time.process_time()
     forest = rf_method(data._replace(train=rows[~held]), seed, Budget(),
                        features="rdkit2d").test_scores

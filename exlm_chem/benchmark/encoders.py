@@ -112,13 +112,18 @@ class EncoderMethod:
         Estimator mode: parameters set on the estimator beside its defaults (a lever
         measured as an option, e.g. ``{"target_transform": "auto"}``, or
         ``{"pretrained": None}``: the same estimator from random weights).
+    parts_dir : path, optional
+        Estimator mode, held-out valid parts: where each cell's members' outputs are kept
+        (:func:`save_parts`), so that another weighting of network and trees is scored
+        on the same fits without fitting again.
     """
 
     def __init__(self, path: str | os.PathLike[str], mode: str,
                  cache_dir: str | os.PathLike[str] | None = None, device: str = "auto",
                  features: tuple[str, ...] = (),
                  feature_cache: str | os.PathLike[str] | None = None,
-                 params: dict[str, Any] | None = None) -> None:
+                 params: dict[str, Any] | None = None,
+                 parts_dir: str | os.PathLike[str] | None = None) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         self.path = Path(path)
@@ -131,6 +136,7 @@ class EncoderMethod:
                              f"mode, not {mode!r}")
         self.model_id = checkpoint_id(self.path)
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
+        self.parts_dir = Path(parts_dir) if parts_dir is not None else None
         self.device = device
         self.inputs = input_protocol(self.path)
         self._embedder = None
@@ -319,6 +325,8 @@ class EncoderMethod:
                     else est.predict_proba(smiles)).astype(np.float64)
 
         valid = predict(data.valid) if data.held_out_valid and len(data.valid) else None
+        if self.parts_dir is not None and valid is not None:
+            save_parts(est, data, self.parts_dir / f"{data.name}_seed{seed}.npz")
         # what fit chose from the data, beside the parameters it was given
         chosen: dict[str, Any] = {"tree_weight": float(est.tree_weight_)}
         if data.task_type == "regression":
@@ -332,6 +340,31 @@ class EncoderMethod:
                                       "selection": est.selection_metric_, "chosen": chosen,
                                       **feature_settings(self._kinds(data.name))},
                             valid_scores=valid)
+
+
+def save_parts(est: Any, data: TaskData, path: Path) -> Path:
+    """A fitted estimator's members on a cell's held-out valid and test parts, apart, as
+    an ``.npz`` written atomically: ``{part}_network`` and ``{part}_trees`` [n, T] on the
+    output scale (probabilities, values; no trees: NaN), ``{part}_labels`` [n, T],
+    ``chosen_weight``, and the held-out molecules that chose it (``held_out_network``,
+    ``held_out_trees``, ``held_out_labels`` on the scale the choice read; empty without)."""
+    from exlm_chem.files.safe_write import atomic_path
+
+    arrays: dict[str, np.ndarray] = {"chosen_weight": np.array(float(est.tree_weight_))}
+    for name, part in (("valid", data.valid), ("test", data.test)):
+        inputs = est._prepared([data.smiles[i] for i in part], "raise")
+        samples, trees = est._all_outputs(inputs.smiles, inputs.features,
+                                          inputs.checked.valid_molecules)
+        arrays[f"{name}_network"] = est._spread_scale(samples).mean(axis=(0, 1))  # [n, T]
+        arrays[f"{name}_trees"] = (np.full_like(arrays[f"{name}_network"], np.nan)
+                                   if trees is None else est._spread_scale(trees))
+        arrays[f"{name}_labels"] = data.labels[part]
+    network, trees, labels = getattr(est, "_held_out_choice", None) or (np.zeros((0, 0)),) * 3
+    arrays.update(held_out_network=network, held_out_trees=trees, held_out_labels=labels)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+        np.savez_compressed(handle, **arrays)
+    return path
 
 
 def _default_estimator(kind: str, path: Path, seed: int, budget: Budget, device: str,

@@ -53,14 +53,15 @@ def encoder_spec(method: str, path: str | os.PathLike[str], mode: str,
                  cache_dir: str | os.PathLike[str] | None, device: str = "auto",
                  features: tuple[str, ...] = (),
                  feature_cache: str | os.PathLike[str] | None = None,
-                 params: dict[str, Any] | None = None) -> MethodSpec:
+                 params: dict[str, Any] | None = None,
+                 parts_dir: str | os.PathLike[str] | None = None) -> MethodSpec:
     """A checkpoint as a row, labelled by its objective, directory name, mode, the
     estimator parameters set beside its defaults and the features beside it."""
     from exlm_chem.benchmark.encoders import EncoderMethod
 
     path = Path(path)
     run = EncoderMethod(path, mode, cache_dir=cache_dir, device=device, features=features,
-                        feature_cache=feature_cache, params=params)
+                        feature_cache=feature_cache, params=params, parts_dir=parts_dir)
     kind = {"exlm": "ExLM", "mlm": "MLM"}.get(_objective(path), "encoder")
     # the estimator's defaults are versioned with the package: rows of other defaults
     # stay apart in a report
@@ -121,8 +122,10 @@ def _specs(names: Sequence[str], model: str | os.PathLike[str] | None,
                                       feature_cache))
         elif name in ("exlm_defaults", "exlm_defaults_rdkit2d"):
             features = ("rdkit2d",) if name.endswith("rdkit2d") else ()
+            # the members' outputs apart, beside the embeddings' cache: OUT/parts
+            parts = None if cache_dir is None else Path(cache_dir).parent / "parts"
             specs.append(encoder_spec(name, model, "estimator", cache_dir, device, features,
-                                      params=estimator_params))
+                                      params=estimator_params, parts_dir=parts))
         elif name == "twin":
             if twin is None:
                 raise ValueError("method 'twin' needs --twin (the MLM twin's checkpoint "

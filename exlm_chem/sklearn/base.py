@@ -281,7 +281,7 @@ class ExLMEstimatorBase(BaseEstimator):
         (``tree_weight``), the classifier's calibration map (``calibrate``), the
         regressor's conformity scores; ``trees`` [n, T]: the tree head's outputs of those
         molecules (None without one)."""
-        self.calibrator_, self.conformity_scores_ = None, None
+        self.calibrator_, self.conformity_scores_, self._held_out_choice = None, None, None
         self.tree_weight_ = DEFAULT_TREE_WEIGHT if self.tree_weight is None else float(
             self.tree_weight)
         if valid is None:
@@ -299,6 +299,8 @@ class ExLMEstimatorBase(BaseEstimator):
                 tree_outputs = self._spread_scale(trees)
             self.tree_weight_ = held_out_tree_weight(network, tree_outputs, valid.labels,
                                                      self._task)
+            # what chose it, for diagnostics (not saved)
+            self._held_out_choice = (network, tree_outputs, valid.labels)
         if self._task == "regression":
             values = self._aggregate(samples, trees)  # on y's scale
             self.conformity_scores_ = conformity_scores(inverse(valid.labels, self.target_log_),

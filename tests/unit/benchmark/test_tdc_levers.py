@@ -66,12 +66,14 @@ def test_the_fit_part_drops_the_test_rows(study, moleculenet_dir) -> None:
     assert part.smiles == data.smiles[:n]
 
 
-def test_every_head_has_a_spec_and_todays_head_reads_the_tree_kinds(study) -> None:
-    from exlm_chem.model.frozen_trees import TREE_KINDS
+def test_every_head_has_a_spec_and_the_baseline_is_0_4_0s_head(study) -> None:
+    from exlm_chem.model.frozen_trees import HIST_TREE_KINDS, STATES_KIND
 
     specs = study._heads()
     assert tuple(specs) == study.HEADS
-    assert specs[study.BASELINE] == study.Head("trees", True, tuple(TREE_KINDS))
+    # the head of the committed records: the states and RDKit 2D, as tree_booster="hist"
+    assert specs[study.BASELINE] == study.Head("trees", True, ("rdkit2d",))
+    assert (STATES_KIND, *specs[study.BASELINE].kinds) == HIST_TREE_KINDS
 
 
 class _Booster:
@@ -127,3 +129,35 @@ def test_catboost_heads_fit_the_transformed_target_and_predict_on_ys_scale(study
     classes = data._replace(labels=labels, task_type="classification", metric="roc_auc")
     proba = study.predict_valid(study._heads()["catboost(maplight)"], classes, None, raw, 3)
     assert proba.shape == (10,) and ((proba >= 0) & (proba <= 1)).all()
+
+
+def test_trees_heads_fit_0_4_0s_booster_seeded_as_the_estimators(study, monkeypatch):
+    import numpy as np
+
+    from exlm_chem.benchmark.tasks import TaskData
+    from exlm_chem.model.frozen_trees import FrozenTrees
+    from exlm_chem.sklearn.held_out import held_out_split
+
+    fitted = []
+    fit = FrozenTrees.fit.__func__
+
+    def recorded(cls, *args, **kwargs):
+        fitted.append((args, kwargs, fit(cls, *args, **kwargs)))
+        return fitted[-1][2]
+
+    monkeypatch.setattr(FrozenTrees, "fit", classmethod(recorded))
+    rng = np.random.default_rng(0)
+    raw = rng.normal(size=(60, 3)).astype(np.float32)
+    labels = (raw[:, :1] > 0).astype(np.float64)
+    data = TaskData("dili", [f"C{i}" for i in range(60)], labels, np.arange(50),
+                    np.arange(50, 60), np.zeros(0, np.int64), task_type="classification",
+                    metric="roc_auc", held_out_valid=True)
+    states = rng.normal(size=(60, 2)).astype(np.float32)
+    for name, given in (("trees(rdkit2d)", None), (study.BASELINE, states)):
+        proba = study.predict_valid(study._heads()[name], data, given, raw, seed=2)
+        assert proba.shape == (10,) and ((proba >= 0) & (proba <= 1)).all()
+    seed = held_out_split(data.smiles[:50], 2, 0.0).seed
+    for (args, kwargs, trees), reads in zip(fitted, (False, True), strict=True):
+        assert kwargs["booster"] == "hist" and trees.trees.booster == "hist"
+        assert args[6] == seed and kwargs["forest"] and trees.forest is not None
+        assert trees.reads_states == reads

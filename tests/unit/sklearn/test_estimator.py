@@ -159,9 +159,9 @@ def test_invalid_smiles_in_fit(params, data, tmp_path):
     assert np.flatnonzero(clf.fit_invalid_mask_).tolist() == [20, 21, 22, 23, 24]
     assert clf.fit_invalid_reasons_[:20] == [None] * 20
     assert clf.fit_invalid_reasons_[20] == "empty SMILES"
-    # held out: a share of the valid rows, never an invalid one
+    # held out: about a share of the valid rows (whole scaffolds), never an invalid one
     assert clf.held_out_mask_.shape == (25,) and not clf.held_out_mask_[20:].any()
-    assert clf.held_out_mask_.sum() == round(params["validation_fraction"] * 20)
+    assert 0 < clf.held_out_mask_.sum() <= 2 * round(params["validation_fraction"] * 20)
     restored = ExLMMoleculeClassifier.load(clf.save(tmp_path / "clf"))
     assert restored.fit_invalid_reasons_ == clf.fit_invalid_reasons_
     np.testing.assert_array_equal(restored.held_out_mask_, clf.held_out_mask_)
@@ -225,9 +225,11 @@ def test_pickle_round_trip_stores_weights_as_safetensors(data, fitted):
 def test_save_and_load_without_unpickling(tmp_path, monkeypatch, data, fitted):
     X, _, _ = data
     path = fitted.save(tmp_path / "clf")
+    # the default tree head (CatBoost on MapLight's features) reads no encoder states and
+    # has no forest: its trees are its one file
     assert sorted(p.name for p in path.iterdir()) == [
-        "config.json", "metadata.json", "model.safetensors", "tree_encoder.safetensors",
-        "tree_forest.safetensors", "tree_head.safetensors", "vocab.txt"]
+        "config.json", "metadata.json", "model.safetensors", "tree_head.safetensors",
+        "vocab.txt"]
 
     def no_unpickling(*args, **kwargs):
         raise AssertionError("load must not unpickle")

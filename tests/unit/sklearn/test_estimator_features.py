@@ -13,6 +13,7 @@ from sklearn.model_selection import GridSearchCV
 
 from exlm_chem.data import descriptors, feature_spec
 from exlm_chem.errors import CheckpointError
+from exlm_chem.model.frozen_trees import TREE_KINDS
 from exlm_chem.sklearn.estimator import ExLMMoleculeClassifier, ExLMMoleculeRegressor
 
 
@@ -29,8 +30,10 @@ def data(moleculenet_dir):
 
 @pytest.fixture(scope="module")
 def params(tiny_checkpoint):
+    # CatBoost: as many trees as a test needs (its 1,000 would take minutes per fit here)
     return dict(pretrained=str(tiny_checkpoint), epochs=1, batch_size=16, lr=1e-3,
-                validation_fraction=0.25, random_state=0, n_jobs=1)
+                validation_fraction=0.25, random_state=0, n_jobs=1,
+                tree_params={"iterations": 30})
 
 
 def _head_inputs(est, X) -> np.ndarray:
@@ -144,19 +147,25 @@ def test_each_molecule_is_computed_once_per_fit(params, data, monkeypatch):
     X, y = data
     calls = []
     real = descriptors._compute
-    monkeypatch.setattr(descriptors, "_compute",
-                        lambda kind, smiles: calls.append(len(smiles)) or real(kind, smiles))
+    monkeypatch.setattr(descriptors, "_compute", lambda kind, smiles: calls.append(
+        (kind, len(smiles))) or real(kind, smiles))
     monkeypatch.setattr(descriptors, "MEMO", descriptors.RowMemo(descriptors.MEMO_BYTES))
     clf = ExLMMoleculeClassifier(features="rdkit2d", n_models=2, augment=1, tta=2,
                                  calibrate="platt", **params)
     clf.fit(X + X[:5], np.concatenate([y, y[:5]]))  # five molecules twice
-    assert calls == [len(X)]  # train and held-out rows, members, epochs and views: once
+    # the network's kind and the tree head's (MapLight's, rdkit2d among them): each once
+    # for train and held-out rows, members, epochs, views, and both fits of the trees
+    assert clf.tree_head_.features.kinds == TREE_KINDS
+    assert sorted(calls) == [(kind, len(X)) for kind in sorted(TREE_KINDS)]
     calls.clear()
     clf.predict_uncertainty(X[:5] + X[:5])
     assert calls == []  # the process computed them in fit
     descriptors.MEMO.clear()  # as in a new process (a loaded model)
     clf.predict_uncertainty(X[:5] + X[:5])
-    assert calls == [5]
+    assert calls == [("rdkit2d", 5)]  # the networks' spread: the trees are not asked
+    calls.clear()
+    clf.predict_proba(X[:5] + X[:5])  # the trees' kinds now, rdkit2d remembered
+    assert sorted(calls) == [(kind, 5) for kind in sorted(TREE_KINDS) if kind != "rdkit2d"]
 
 
 def test_user_columns_regressor_with_morgan(params):

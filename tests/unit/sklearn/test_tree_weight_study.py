@@ -7,7 +7,7 @@ from types import ModuleType
 
 import numpy as np
 import pytest
-from repo_scripts import load_script
+from repo_scripts import REPO, load_script
 from scipy.special import expit
 
 from exlm_chem.model.molecule_model import PREDICT
@@ -21,7 +21,9 @@ def study() -> ModuleType:
 
 
 @pytest.fixture(scope="module")
-def fitted(params, moleculenet_dir):
+def fitted(study, params, moleculenet_dir):
+    """The classifier with the study's tree head (0.4.0's: histogram boosting on the
+    pooled state and RDKit 2D, no forest); CatBoost's test settings do not apply to it."""
     from exlm_chem.data.moleculenet import load_moleculenet
 
     ds = load_moleculenet("bbbp", moleculenet_dir)
@@ -30,7 +32,9 @@ def fitted(params, moleculenet_dir):
                                    np.flatnonzero(label == 1)[:30]]))
     smiles = [ds.smiles[i] for i in rows]
     y = label[rows].astype(int)
-    return ExLMMoleculeClassifier(**params, tree_forest=False).fit(smiles, y), smiles, y
+    settings = {k: v for k, v in params.items() if k != "tree_params"}
+    est = ExLMMoleculeClassifier(**settings, **study.head_params()).fit(smiles, y)
+    return est, smiles, y
 
 
 def test_each_weight_averages_the_network_and_the_trees(study, fitted):
@@ -42,10 +46,12 @@ def test_each_weight_averages_the_network_and_the_trees(study, fitted):
     assert list(out) == list(TREE_WEIGHTS)
     for w, proba in out.items():
         np.testing.assert_allclose(proba, (1 - w) * net + w * trees, atol=1e-6)
-    # the default weight is the estimator's own prediction, and it is left as fitted
-    np.testing.assert_allclose(out[0.5][:, 0], est.predict_proba(smiles[:12])[:, 1],
+    # the weight the estimator chose is its own prediction, and it is left as fitted
+    fitted_weight = est.tree_weight_
+    assert fitted_weight in TREE_WEIGHTS
+    np.testing.assert_allclose(out[fitted_weight][:, 0], est.predict_proba(smiles[:12])[:, 1],
                                atol=1e-6)
-    assert est.tree_weight_ == 0.5
+    assert est.tree_weight_ == fitted_weight
 
 
 def test_the_held_out_choice_and_the_report(study):
@@ -93,9 +99,21 @@ def test_a_tree_kinds_variant_refits_only_the_trees(study, fitted):
 
 def test_the_held_out_rule_is_the_estimators(study, fitted):
     est, smiles, _ = fitted
-    mask = study.held_out_mask(len(smiles), est.random_state, est.validation_fraction)
+    canonical = est._prepared(smiles, "raise").smiles  # what fit splits by scaffold
+    mask = study.held_out_mask(canonical, est.random_state, est.validation_fraction)
+    assert 0 < mask.sum() < len(mask)
     np.testing.assert_array_equal(mask, est.held_out_mask_)
-    assert study.held_out_mask(10, 0).sum() == 1 and not study.held_out_mask(3, 0).any()
+    assert not study.held_out_mask(canonical[:3], 0).any()  # 0.1 of 3 rounds to none
+
+
+def test_the_random_rule_is_the_one_the_committed_outputs_were_made_with(study):
+    assert (study.random_held_out_mask(10, 0).sum() == 1
+            and not study.random_held_out_mask(3, 0).any())
+    # kept outputs that stored the mask (0.4.0's estimator) give it back; those from before
+    # the mask was stored (tree_kinds/outputs) were made with the same rule
+    kept = np.load(REPO / "benchmarks/results/tree_weight_cpu/valid_part/outputs/bace_0.npz")
+    np.testing.assert_array_equal(study.random_held_out_mask(len(kept["fit_rows"]), 0),
+                                  kept["held_out_mask"])
 
 
 def test_each_mix_averages_the_network_with_its_members(study):
