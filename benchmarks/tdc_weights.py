@@ -1,0 +1,122 @@
+"""How the estimators should weigh their network and their trees, scored on TDC's held-out
+valid parts from the members' outputs of one run.
+
+Each ``exlm_defaults`` cell on a held-out valid part (``exlm-chem benchmark --suite
+tdc-admet``, the default ``--fit-on train``) keeps its members' outputs apart in
+``OUT/parts/TASK_seedS.npz`` (:func:`exlm_chem.benchmark.encoders.save_parts`): the
+network's and the trees' outputs on the valid and test parts, and on the estimator's own
+held-out molecules that chose the weight. This script scores weighting rules on those
+arrays, without fitting again:
+
+- ``network`` / ``trees``: one member alone (weights 0 and 1);
+- ``w=0.5``: the fixed half of 0.3.0-0.4.0's classifier;
+- ``chosen``: the weight the estimator chose (``tree_weight=None``);
+- ``chosen, AUC`` (classification): the same choice by ROC-AUC of the held-out molecules
+  instead of log loss;
+
+and prints, per rule, the mean valid metric per task over the seeds with the rule's mean
+rank among the rules, then on how many tasks each rule is ahead of ``chosen``.
+
+Usage::
+
+    python benchmarks/tdc_weights.py benchmarks/results/tdc_admet/records/default-050-valid
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
+
+
+def metric_of(task: str) -> str:
+    """The task's TDC metric name (``mae``, ``spearman``, ``roc_auc``, ``prc_auc``)."""
+    from exlm_chem.data.tdc_admet import TDC_ADMET_TASKS
+
+    return TDC_ADMET_TASKS[task].metric
+
+
+def _auc_choice(network: np.ndarray, trees: np.ndarray, labels: np.ndarray) -> float:
+    """The weight whose mix has the best held-out ROC-AUC (first of equals)."""
+    from sklearn.metrics import roc_auc_score
+
+    known = ~np.isnan(labels[:, 0])
+    y = labels[known, 0]
+    if np.unique(y).size < 2:
+        return 0.5
+    scores = [roc_auc_score(y, ((1 - w) * network + w * trees)[known, 0]) for w in WEIGHTS]
+    return WEIGHTS[int(np.argmax(scores))]
+
+
+def rule_weights(arrays: dict[str, np.ndarray], classification: bool) -> dict[str, float]:
+    """Rule -> the trees' weight it gives on this cell."""
+    rules = {"network": 0.0, "trees": 1.0, "w=0.5": 0.5,
+             "chosen": float(arrays["chosen_weight"])}
+    if classification and arrays["held_out_labels"].size:
+        rules["chosen, AUC"] = _auc_choice(arrays["held_out_network"],
+                                           arrays["held_out_trees"],
+                                           arrays["held_out_labels"])
+    return rules
+
+
+def score_cells(folder: Path) -> dict[str, dict[str, dict[int, float]]]:
+    """task -> rule -> seed -> valid metric of every parts file under ``folder``."""
+    from exlm_chem.benchmark.tdc import tdc_metric
+
+    out: dict[str, dict[str, dict[int, float]]] = defaultdict(lambda: defaultdict(dict))
+    for path in sorted(folder.glob("parts/*_seed*.npz")):
+        task, seed = re.fullmatch(r"(.+)_seed(\d+)", path.stem).groups()
+        metric = metric_of(task)
+        with np.load(path) as stored:
+            arrays = {k: stored[k] for k in stored.files}
+        for rule, w in rule_weights(arrays, metric in ("roc_auc", "prc_auc")).items():
+            mixed = (1 - w) * arrays["valid_network"] + w * arrays["valid_trees"]
+            out[task][rule][int(seed)] = tdc_metric(metric, arrays["valid_labels"][:, 0],
+                                                    mixed[:, 0])
+    return out
+
+
+def table(scores: dict[str, dict[str, dict[int, float]]]) -> list[str]:
+    """Markdown: per task the rules' mean valid metric; then mean ranks and wins."""
+    rules = list(dict.fromkeys(r for task in scores.values() for r in task))
+    lines = ["| task | metric | seeds | " + " | ".join(rules) + " |",
+             "|---|---|---:|" + "---:|" * len(rules)]
+    ranks: dict[str, list[float]] = defaultdict(list)
+    ahead: dict[str, int] = defaultdict(int)
+    for task in sorted(scores):
+        metric = metric_of(task)
+        sign = -1.0 if metric == "mae" else 1.0
+        seeds = sorted(set.intersection(*(set(scores[task][r]) for r in scores[task])))
+        means = {r: float(np.mean([scores[task][r][s] for s in seeds]))
+                 for r in rules if r in scores[task]}
+        from scipy.stats import rankdata
+
+        names = list(means)
+        for r, rank in zip(names, rankdata([-sign * means[r] for r in names]), strict=True):
+            ranks[r].append(float(rank))  # equals share their mean rank
+            ahead[r] += sign * (means[r] - means["chosen"]) > 1e-12
+        lines.append(f"| {task} | {metric} | {len(seeds)} | "
+                     + " | ".join(f"{means[r]:.3f}" if r in means else "–" for r in rules)
+                     + " |")
+    lines += ["", "| rule | mean rank among the rules | tasks ahead of `chosen` |",
+              "|---|---:|---:|"]
+    lines += [f"| {r} | {np.mean(ranks[r]):.2f} | {ahead[r]} of {len(ranks[r])} |"
+              for r in rules]
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folder", type=Path, help="a records folder with parts/")
+    args = parser.parse_args(argv)
+    print("\n".join(table(score_cells(args.folder))))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

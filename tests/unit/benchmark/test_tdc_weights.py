@@ -1,0 +1,32 @@
+"""benchmarks/tdc_weights.py: weighting rules scored on the members' kept outputs."""
+
+from __future__ import annotations
+
+import numpy as np
+from repo_scripts import load_script
+
+
+def _parts(path, network, trees, labels, chosen):
+    held = np.array([[0.2], [0.9], [0.6], [0.1]]), np.array([[0.4], [0.6], [0.3], [0.5]])
+    np.savez(path, chosen_weight=np.array(chosen), valid_network=network, valid_trees=trees,
+             valid_labels=labels, test_network=network, test_trees=trees, test_labels=labels,
+             held_out_network=held[0], held_out_trees=held[1],
+             held_out_labels=np.array([[0.0], [1.0], [1.0], [0.0]]))
+
+
+def test_rules_are_scored_on_the_valid_part_and_ranked(tmp_path):
+    script = load_script("benchmarks/tdc_weights.py")
+    (tmp_path / "parts").mkdir()
+    labels = np.array([[0.0], [1.0], [0.0], [1.0]])
+    # the network ranks the molecules right, the trees wrong: AUROC 1 and 0
+    network, trees = np.array([[0.1], [0.9], [0.2], [0.8]]), np.array([[0.9], [0.1], [0.8], [0.2]])
+    _parts(tmp_path / "parts" / "herg_seed1.npz", network, trees, labels, 0.25)
+    scores = script.score_cells(tmp_path)
+    assert scores["herg"]["network"][1] == 1.0 and scores["herg"]["trees"][1] == 0.0
+    assert scores["herg"]["chosen"][1] == 1.0  # 0.75 * network + 0.25 * trees keeps the order
+    # held out: the network's AUROC is 1 (0.6, 0.9 above 0.1, 0.2), the trees' 0.25
+    assert script.rule_weights(dict(np.load(tmp_path / "parts" / "herg_seed1.npz")),
+                               True)["chosen, AUC"] == 0.0
+    lines = script.table(scores)
+    assert lines[2].startswith("| herg | roc_auc | 1 | 1.000 | 0.000 |")
+    assert "| trees | 5.00 | 0 of 1 |" in lines
