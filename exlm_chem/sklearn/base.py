@@ -264,10 +264,12 @@ class ExLMEstimatorBase(BaseEstimator):
         self._fit_held_out(valid, held_out_trees)
         if fit_trees is not None:
             # once the held-out molecules have chosen, CatBoost's trees learn from them too;
-            # histogram boosting (many tasks) keeps its first fit: a second would double a
-            # ToxCast fit
-            self.tree_head_ = (first_fit if first_fit is not None and booster == "hist"
-                               else fit_trees(np.arange(len(canonical))))
+            # histogram boosting (many tasks) is fitted on the training molecules alone, as
+            # in 0.4.x: a second fit would double a ToxCast fit
+            if booster == "hist":
+                self.tree_head_ = first_fit if first_fit is not None else fit_trees(train_rows)
+            else:
+                self.tree_head_ = fit_trees(np.arange(len(canonical)))
         return self
 
     def _reads_held_out_trees(self) -> bool:

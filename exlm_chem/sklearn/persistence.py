@@ -36,7 +36,7 @@ from exlm_chem.files.output_owner import (
     member_file,
 )
 from exlm_chem.model.checkpoint_format import ESTIMATOR_FORMAT, METADATA_FILE, read_metadata
-from exlm_chem.model.frozen_trees import DEFAULT_TREE_WEIGHT, FrozenTrees
+from exlm_chem.model.frozen_trees import DEFAULT_TREE_WEIGHT, STATES_KIND, FrozenTrees
 from exlm_chem.model.saved_model import load_model, model_from_bytes, model_to_bytes, save_model
 from exlm_chem.model.tree_head import BoostedHead, ForestHead, TreeHead
 from exlm_chem.uncertainty.calibration import Calibrator
@@ -214,9 +214,16 @@ def load_estimator(cls: type, path: str | os.PathLike[str]) -> Any:
     meta = read_finetuned_metadata(path, cls.__name__)
     fitted = meta["fitted"]
     try:  # every entry read here comes from a file that may have been edited
-        # saves from before the forest (0.2.x) were fitted without one, whatever today's
-        # default: a refit of a loaded model repeats the model
-        est = cls(**{"tree_forest": False, **meta["params"]})
+        # a refit of a loaded model repeats the model, whatever today's defaults: saves
+        # from before the forest (0.2.x) were fitted without one, saves from before
+        # CatBoost (0.4.x and older) with histogram boosting, whose trees read the
+        # pre-trained states beside the kinds a list named
+        params = {"tree_forest": False, **meta["params"]}
+        if "tree_booster" not in params:
+            params["tree_booster"] = "hist"
+            if isinstance(params.get("tree_features"), list):
+                params["tree_features"] = [STATES_KIND, *params["tree_features"]]
+        est = cls(**params)
         _restore_fitted(est, fitted)
         n_members = restore_uncertainty(est, fitted.get("uncertainty"))
         features = fitted.get("features")  # absent in saves from before features
