@@ -66,13 +66,23 @@ class RowScore(NamedTuple):
 SAME_CLASSIFIER = {"(estimator 0.3.0 defaults)": "(estimator 0.4.0 defaults)"}
 
 
+#: what the rows of cells fitted on all of train_val (``--fit-on train_val``) add to their
+#: label: the same method fitted on the train part alone is another row
+FIT_ON_TRAIN_VAL = " [fit on train_val]"
+
+
 def row_labels(record: CellRecord) -> list[str]:
     """The rows a record counts in: its own, and for a classification cell the newer
-    default row of :data:`SAME_CLASSIFIER` that kept its classifier."""
+    default row of :data:`SAME_CLASSIFIER` that kept its classifier; a cell fitted on all
+    of train_val counts in its label's :data:`FIT_ON_TRAIN_VAL` row."""
+    from exlm_chem.benchmark.tdc import TDC_FIT_SPLIT
+
     labels = [record.label]
     if record.task_type == "classification":
         labels += [record.label.replace(old, new) for old, new in SAME_CLASSIFIER.items()
                    if record.label.endswith(old)]
+    if record.split == TDC_FIT_SPLIT:
+        labels = [label + FIT_ON_TRAIN_VAL for label in labels]
     return labels
 
 

@@ -176,3 +176,24 @@ def test_a_rows_cpu_time_sums_the_cells_that_record_it_and_says_how_many() -> No
     summary = report_tdc.summarise_row("ours", [row])
     assert (summary.cpu_s, summary.cpu_cells, summary.cells) == (150.0, 2, 3)
     assert "| 0.04 (2 of 3) |" in report_tdc.markdown_report(cells)
+
+
+def test_cells_fitted_on_all_of_train_val_are_a_row_of_their_own() -> None:
+    from exlm_chem.benchmark.tdc import TDC_FIT_SPLIT
+
+    label = "CatBoost on MapLight's features (MapLight's recipe)"
+    held_out = _cell(label, "herg", "classification", 0.8)
+    fitted = held_out._replace(split=TDC_FIT_SPLIT, seed=2, score=0.9, valid_score=None)
+    rows = {r.label: r for r in report_tdc.row_scores([held_out, fitted])}
+    assert set(rows) == {label, label + report_tdc.FIT_ON_TRAIN_VAL}
+    assert rows[label + report_tdc.FIT_ON_TRAIN_VAL].mean == 0.9 and rows[label].mean == 0.8
+
+
+def test_tdc_source_loads_train_val_whole_for_the_fit_split() -> None:
+    from exlm_chem.benchmark.tdc import TDC_FIT_SPLIT, TDCSource
+
+    data = TDCSource().load("dili", TDC_FIT_SPLIT, 1)
+    held = TDCSource().load("dili", TDC_SPLIT, 1)
+    assert len(data.valid) == 0 and not data.held_out_valid
+    np.testing.assert_array_equal(data.train, np.sort(np.concatenate([held.train, held.valid])))
+    np.testing.assert_array_equal(data.test, held.test)
