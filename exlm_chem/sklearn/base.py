@@ -5,12 +5,11 @@ one model per ensemble member; a prediction checks its SMILES once at the edge
 (``MoleculeModel.prepare``) and runs the members over the SMILES views in the model's one
 inference loop. The fit loop reads top to bottom as skorch's: check, hold out, features,
 tree head, members, what the held-out molecules decide (the trees' weight, calibration,
-conformal scores). Classifier
-and regressor differ in ``_task`` and their target hooks, never in base-class order. The
-public classes live in :mod:`exlm_chem.sklearn.estimator`; the mechanisms the fit loop and
-the outputs call in their own modules: the parameter checks (:mod:`.params`), and the
-ensemble (:mod:`.ensemble`: the held-out split, the members, the tree head and its weight,
-how their outputs combine).
+conformal scores). Classifier and regressor differ in ``_task`` and their target hooks,
+never in base-class order. The public classes live in :mod:`exlm_chem.sklearn.estimator`;
+the mechanisms the fit loop and the outputs call in their own modules: the parameter checks
+(:mod:`.params`) and the ensemble (:mod:`.ensemble`: the members, the held-out split, the
+tree head and its weight, how their outputs combine).
 """
 
 from __future__ import annotations
