@@ -3,7 +3,7 @@
 A lever study for ``ExLMMoleculeClassifier``'s defaults of 0.4.0 (issue 48). That classifier
 averaged the fine-tuned network's probabilities with its tree head's at ``tree_weight_`` =
 one half; the regressor instead took the weight of
-:data:`~exlm_chem.sklearn.held_out.TREE_WEIGHTS` that fits its held-out molecules best. This
+:data:`~exlm_chem.sklearn.ensemble.TREE_WEIGHTS` that fits its held-out molecules best. This
 script asks whether the classifier should too (0.5.0's does, by held-out log loss).
 
 Per MoleculeNet task (the paper's scaffold split) and seed it fits the classifier with its
@@ -80,7 +80,7 @@ CRITERIA = ("roc_auc", "brier")  # what the held-out molecules choose the weight
 def _weighted(est, smiles: list[str]) -> dict[float, np.ndarray]:
     """Probabilities [n, T] of canonical ``smiles`` per tree weight, from one pass of the
     network and the trees."""
-    from exlm_chem.sklearn.held_out import TREE_WEIGHTS
+    from exlm_chem.sklearn.ensemble import TREE_WEIGHTS
 
     samples, trees = est._all_outputs(smiles, None)  # [M, V, n, T], [n, T]
     fitted, out = est.tree_weight_, {}
@@ -224,7 +224,7 @@ def mixes(network_logits: np.ndarray, tree_logits: np.ndarray,
 def held_out_mask(smiles: list[str], seed: int, fraction: float = 0.1) -> np.ndarray:
     """The estimator's held-out rows of its fit's canonical ``smiles`` for
     ``random_state=seed`` (its fit's rule: whole scaffolds since 0.5.0)."""
-    from exlm_chem.sklearn.held_out import held_out_split
+    from exlm_chem.sklearn.ensemble import held_out_split
 
     mask = np.zeros(len(smiles), dtype=bool)
     mask[held_out_split(smiles, seed, fraction).valid_rows] = True

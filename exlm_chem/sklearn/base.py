@@ -4,12 +4,12 @@ Thin clients of :class:`~exlm_chem.model.molecule_model.MoleculeModel`: ``fit`` 
 one model per ensemble member; a prediction checks its SMILES once at the edge
 (``MoleculeModel.prepare``) and runs the members over the SMILES views in the model's one
 inference loop. The fit loop reads top to bottom as skorch's: check, hold out, features,
-members, what the held-out molecules decide (calibration, conformal scores). Classifier
-and regressor differ in ``_task`` and their target hooks, never in base-class order. The
-public classes live in :mod:`exlm_chem.sklearn.estimator`; the mechanisms the fit loop and
-the outputs call in their own modules: the parameter checks (:mod:`.params`), the held-out
-split (:mod:`.held_out`), the members (:mod:`.members`), the averaging of their outputs
-(:mod:`exlm_chem.uncertainty.ensemble`).
+tree head, members, what the held-out molecules decide (the trees' weight, calibration,
+conformal scores). Classifier and regressor differ in ``_task`` and their target hooks,
+never in base-class order. The public classes live in :mod:`exlm_chem.sklearn.estimator`;
+the mechanisms the fit loop and the outputs call in their own modules: the parameter checks
+(:mod:`.params`) and the ensemble (:mod:`.ensemble`: the members, the held-out split, the
+tree head and its weight, how their outputs combine).
 """
 
 from __future__ import annotations
@@ -25,25 +25,29 @@ from sklearn.utils.validation import check_is_fitted
 from exlm_chem.data.feature_spec import USER_KIND, FeatureSpec, feature_kinds, raw_features
 from exlm_chem.data.featurize import check_smiles, raise_for_invalid, warn_unknown_tokens
 from exlm_chem.device import resolve_device
-from exlm_chem.model.frozen_trees import (
-    DEFAULT_TREE_WEIGHT,
-    STATES_KIND,
-    FrozenTrees,
-    tree_booster,
-    tree_kinds,
-)
+from exlm_chem.model.frozen_trees import DEFAULT_TREE_WEIGHT, STATES_KIND, tree_booster, tree_kinds
 from exlm_chem.model.molecule_model import EMBED, PREDICT, ModelInputs, ModelOutputs
 from exlm_chem.model.pooling import DEFAULT_POOLING
 from exlm_chem.sklearn import persistence
-from exlm_chem.sklearn.held_out import held_out_split, held_out_tree_weight
+from exlm_chem.sklearn.ensemble import (
+    aggregate,
+    choose_tree_weight,
+    combined,
+    fit_members,
+    fit_tree_head,
+    frozen_encoder,
+    held_out_split,
+    member_outputs,
+    output_scale,
+    reads_held_out_trees,
+    uses_forest,
+)
 from exlm_chem.sklearn.inputs import Targets, check_feature_columns, default_column_names, split_X
-from exlm_chem.sklearn.members import fit_members, frozen_encoder, member_outputs
 from exlm_chem.sklearn.params import fit_settings
 from exlm_chem.sklearn.target_transform import choose_log, forward, inverse
-from exlm_chem.threads import resolve_threads
 from exlm_chem.uncertainty.calibration import fit_calibrator
 from exlm_chem.uncertainty.conformal import conformity_scores
-from exlm_chem.uncertainty.ensemble import Spread, average, classifier_logits, combine
+from exlm_chem.uncertainty.ensemble import Spread, combine
 
 
 class ExLMEstimatorBase(BaseEstimator):
@@ -143,11 +147,9 @@ class ExLMEstimatorBase(BaseEstimator):
 
     # ---- fit -------------------------------------------------------------------------------
     def _uses_forest(self, booster: str) -> bool:
-        """Whether fit adds the forest to the tree head of ``booster``: ``tree_forest``,
-        where None is the measured default (beside the classifier's histogram boosting;
-        not beside CatBoost, which MapLight uses alone, nor in the regressor)."""
-        return (self._task == "classification" and bool(self.tree_head) and booster == "hist"
-                if self.tree_forest is None else bool(self.tree_forest))
+        """Whether fit adds the forest to the tree head of ``booster``
+        (:func:`~exlm_chem.sklearn.ensemble.uses_forest`)."""
+        return uses_forest(self._task, self.tree_head, self.tree_forest, booster)
 
     def fit(self, X: Any, y: Any) -> Self:
         """Fine-tune on SMILES ``X`` and labels ``y``; returns ``self``.
@@ -188,8 +190,8 @@ class ExLMEstimatorBase(BaseEstimator):
 
         # held-out molecules, whole scaffolds: they choose the best epoch and the trees'
         # weight, and fit calibration / intervals
-        seed, train_rows, valid_rows = held_out_split(canonical, self.random_state,
-                                                      self.validation_fraction)
+        split = held_out_split(canonical, self.random_state, self.validation_fraction)
+        seed, train_rows, valid_rows = split
         n_valid = len(valid_rows)
         if not n_valid and self.calibrate is not None:
             raise ValueError(f"calibrate={self.calibrate!r} needs held-out molecules, but "
@@ -215,25 +217,14 @@ class ExLMEstimatorBase(BaseEstimator):
             frozen = self._on_device(frozen_encoder(backbone, seed, self.pooling,
                                                     int(self.max_length))).eval()
             states = frozen.run(canonical, EMBED, 2 * self.batch_size)  # [n, d]
-        self.tree_head_, held_out_trees, fit_trees, first_fit = None, None, None, None
-        if self.tree_head:
-            computed = tuple(k for k in read if k != STATES_KIND)
-            tree_states = states if STATES_KIND in read else None
-            # the network's kinds are computed already (RowMemo)
-            raw = raw_features(computed, canonical, None, self.n_jobs, molecules)  # [n, F]
-
-            def fit_trees(rows: np.ndarray) -> FrozenTrees:
-                return FrozenTrees.fit(frozen, tree_states, raw, labels, rows, self._task,
-                                       seed, kinds=computed,
-                                       forest=self._uses_forest(booster), booster=booster,
-                                       threads=resolve_threads(),
-                                       booster_params=(self.tree_params
-                                                       if booster == "catboost" else None))
-            if n_valid and self._reads_held_out_trees():
-                # first without the held-out molecules, which then score them
-                first_fit = fit_trees(train_rows)
-                held_out_trees = first_fit.decision_of(
-                    None if tree_states is None else tree_states[valid_rows], raw[valid_rows])
+        trees = None
+        if self.tree_head:  # scored on the held-out molecules, kept by the refit rule
+            trees = fit_tree_head(read, frozen, states, canonical, molecules, labels, split,
+                                  self._task, booster, forest=self._uses_forest(booster),
+                                  tree_params=self.tree_params,
+                                  score_held_out=reads_held_out_trees(
+                                      self._task, self.tree_weight, self.calibrate),
+                                  n_jobs=self.n_jobs)
         data = LabelledSmiles(canonical, labels, features,
                               states if self.head_first else None)
         train, valid = data.rows(train_rows), data.rows(valid_rows) if n_valid else None
@@ -261,28 +252,16 @@ class ExLMEstimatorBase(BaseEstimator):
         self.stopped_early_ = first.stopped_early
         self.seed_ = seed
         self.feature_spec_ = spec
-        self._fit_held_out(valid, held_out_trees)
-        if fit_trees is not None:
-            # once the held-out molecules have chosen, CatBoost's trees learn from them too;
-            # histogram boosting (many tasks) is fitted on the training molecules alone, as
-            # in 0.4.x: a second fit would double a ToxCast fit
-            if booster == "hist":
-                self.tree_head_ = first_fit if first_fit is not None else fit_trees(train_rows)
-            else:
-                self.tree_head_ = fit_trees(np.arange(len(canonical)))
+        self.tree_head_ = None if trees is None else trees.head
+        self._fit_held_out(valid, None if trees is None else trees.held_out)
         return self
-
-    def _reads_held_out_trees(self) -> bool:
-        """Whether the held-out molecules need the tree head's outputs: to choose its
-        weight, for the regressor's conformity scores or the classifier's calibration."""
-        return (self.tree_weight is None or self._task == "regression"
-                or self.calibrate is not None)
 
     def _fit_held_out(self, valid: Any, trees: np.ndarray | None) -> None:
         """What the held-out molecules decide beside the best epoch: the tree head's weight
-        (``tree_weight``), the classifier's calibration map (``calibrate``), the
-        regressor's conformity scores; ``trees`` [n, T]: the tree head's outputs of those
-        molecules (None without one)."""
+        (``tree_weight=None``: :func:`~exlm_chem.sklearn.ensemble.choose_tree_weight`), the
+        classifier's calibration map (``calibrate``), the regressor's conformity scores;
+        ``trees`` [n, T]: the outputs on those molecules of the tree head's fit without them
+        (None without one)."""
         self.calibrator_, self.conformity_scores_, self._held_out_choice = None, None, None
         self.tree_weight_ = DEFAULT_TREE_WEIGHT if self.tree_weight is None else float(
             self.tree_weight)
@@ -293,16 +272,10 @@ class ExLMEstimatorBase(BaseEstimator):
             return
         samples = self._samples(valid.smiles, valid.features)  # [M, V, n, T]
         if chooses:
-            # regression on the scale fit works on (log y for the logged tasks), where a
-            # few large values do not outweigh the rest (benchmarks/results/tdc_admet/)
-            network, tree_outputs = samples.mean(axis=(0, 1)), trees
-            if self._task == "classification":  # probabilities are what is averaged
-                network = self._spread_scale(samples).mean(axis=(0, 1))
-                tree_outputs = self._spread_scale(trees)
-            self.tree_weight_ = held_out_tree_weight(network, tree_outputs, valid.labels,
-                                                     self._task)
+            choice = choose_tree_weight(samples, trees, valid.labels, self._task)
+            self.tree_weight_ = choice.weight
             # what chose it, for diagnostics (not saved)
-            self._held_out_choice = (network, tree_outputs, valid.labels)
+            self._held_out_choice = (choice.network, choice.trees, choice.labels)
         if self._task == "regression":
             values = self._aggregate(samples, trees)  # on y's scale
             self.conformity_scores_ = conformity_scores(inverse(valid.labels, self.target_log_),
@@ -362,35 +335,25 @@ class ExLMEstimatorBase(BaseEstimator):
 
     def _spread_scale(self, samples: np.ndarray) -> np.ndarray:
         """Samples on the scale their spread is reported in: probabilities, values (on y's
-        scale: undoing ``target_transform``)."""
-        if self._task == "regression":
-            return inverse(samples, getattr(self, "target_log_", None))
-        from scipy.special import expit
-
-        return expit(samples)
+        scale: undoing ``target_transform``; :func:`~exlm_chem.sklearn.ensemble.output_scale`)."""
+        return output_scale(samples, self._task, getattr(self, "target_log_", None))
 
     def _combined(self, samples: np.ndarray, trees: np.ndarray | None) -> np.ndarray:
-        """[n, T] on the output scale (probabilities, values): the mean over the
-        networks' members x views ``samples`` [M, V, n, T], averaged with the tree head's
-        outputs ``trees`` [n, T] when there is one, the trees weighing ``tree_weight_``
-        (:func:`~exlm_chem.uncertainty.ensemble.average`)."""
+        """[n, T] on the output scale (probabilities, values) of the networks' samples
+        [M, V, n, T] and the tree head's outputs [n, T] (None without one), the trees
+        weighing ``tree_weight_`` (:func:`~exlm_chem.sklearn.ensemble.combined`)."""
         # saves and pickles from before the weight have none: one half
-        weight = getattr(self, "tree_weight_", DEFAULT_TREE_WEIGHT)
-        return average(self._spread_scale(samples),
-                       None if trees is None else self._spread_scale(trees), weight)
+        return combined(samples, trees, getattr(self, "tree_weight_", DEFAULT_TREE_WEIGHT),
+                        self._task, getattr(self, "target_log_", None))
 
     def _aggregate(self, samples: np.ndarray, trees: np.ndarray | None) -> np.ndarray:
-        """One output [n, T] per molecule (:meth:`_combined`): the value (regressor); the
-        network's own logits for one member and view and no tree head, else the logit of
-        the combined probability, calibrated by ``calibrator_`` when set (classifier:
-        :func:`~exlm_chem.uncertainty.ensemble.classifier_logits`)."""
-        if self._task == "regression":
-            return self._combined(samples, trees)
+        """One output [n, T] per molecule: the value (regressor), the logit calibrated by
+        ``calibrator_`` when set (classifier) (:func:`~exlm_chem.sklearn.ensemble.aggregate`)."""
         # no weight in older saves and pickles (as in _combined), no calibrator in pickles
         # from before ensembles
-        return classifier_logits(samples, trees,
-                                 getattr(self, "tree_weight_", DEFAULT_TREE_WEIGHT),
-                                 getattr(self, "calibrator_", None))
+        return aggregate(samples, trees, getattr(self, "tree_weight_", DEFAULT_TREE_WEIGHT),
+                         self._task, getattr(self, "target_log_", None),
+                         getattr(self, "calibrator_", None))
 
     def _outputs(self, X: Any, on_invalid: str, output: str = PREDICT) -> ModelOutputs:
         return self._outputs_of(self._prepared(X, on_invalid), output)

@@ -136,7 +136,7 @@ def test_trees_heads_fit_0_4_0s_booster_seeded_as_the_estimators(study, monkeypa
 
     from exlm_chem.benchmark.tasks import TaskData
     from exlm_chem.model.frozen_trees import FrozenTrees
-    from exlm_chem.sklearn.held_out import held_out_split
+    from exlm_chem.sklearn.ensemble import held_out_split
 
     fitted = []
     fit = FrozenTrees.fit.__func__

@@ -21,7 +21,7 @@ import torch
 from scipy.special import expit, logit
 from sklearn.base import clone
 
-import exlm_chem.sklearn.base as base
+import exlm_chem.sklearn.ensemble as ensemble
 from exlm_chem.data.feature_spec import raw_features
 from exlm_chem.errors import CheckpointError
 from exlm_chem.model.frozen_trees import (
@@ -33,8 +33,8 @@ from exlm_chem.model.frozen_trees import (
 )
 from exlm_chem.model.molecule_model import EMBED, PREDICT
 from exlm_chem.model.tree_head import FOREST_SETTINGS
+from exlm_chem.sklearn.ensemble import TREE_WEIGHTS, held_out_split, held_out_tree_weight
 from exlm_chem.sklearn.estimator import ExLMMoleculeClassifier, ExLMMoleculeRegressor
-from exlm_chem.sklearn.held_out import TREE_WEIGHTS, held_out_split, held_out_tree_weight
 from exlm_chem.threads import resolve_threads
 
 
@@ -61,7 +61,7 @@ def choice(params, data):
     X, y = data
     chosen_on = []
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(base, "held_out_tree_weight", _spied_weight(chosen_on))
+        patch.setattr(ensemble, "held_out_tree_weight", _spied_weight(chosen_on))
         est = ExLMMoleculeClassifier(**params).fit(X, y)
     return est, chosen_on
 
@@ -239,7 +239,7 @@ def test_the_regressor_weighs_values_as_its_held_out_molecules_chose_and_its_int
     # weight is chosen on that scale and applied on y's
     values = np.exp(np.log1p(np.arange(len(X), dtype=float)) + y)
     chosen_on = []
-    monkeypatch.setattr(base, "held_out_tree_weight", _spied_weight(chosen_on))
+    monkeypatch.setattr(ensemble, "held_out_tree_weight", _spied_weight(chosen_on))
     est = ExLMMoleculeRegressor(**params, target_transform="log").fit(X, values)
     assert est.target_log_.tolist() == [True]
     # the choice, redone from the held-out rows fit used: about a share, whole scaffolds

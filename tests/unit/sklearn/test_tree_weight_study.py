@@ -11,8 +11,8 @@ from repo_scripts import REPO, load_script
 from scipy.special import expit
 
 from exlm_chem.model.molecule_model import PREDICT
+from exlm_chem.sklearn.ensemble import TREE_WEIGHTS
 from exlm_chem.sklearn.estimator import ExLMMoleculeClassifier
-from exlm_chem.sklearn.held_out import TREE_WEIGHTS
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,454 @@
+"""The estimators' ensemble: its members, the molecules held out to weigh them, and how
+their outputs combine into one prediction.
+
+Members
+    The networks: ``n_models`` members fine-tuned from one loaded checkpoint, differing in
+    their seed (head initialisation, dropout, batch order) and, with ``bootstrap``, in
+    their training rows (:func:`~exlm_chem.uncertainty.ensemble.member_seeds`,
+    :func:`~exlm_chem.uncertainty.ensemble.bootstrap_rows`). A prediction runs every
+    member over every SMILES view, the canonical SMILES and, with ``tta``, randomized
+    ones: members x views outputs per molecule. Beside them, the tree head
+    (:class:`~exlm_chem.model.frozen_trees.FrozenTrees`): boosted trees, CatBoost or
+    histogram boosting, on molecule features and optionally the pre-trained encoder's
+    pooled states (kept frozen, :func:`frozen_encoder`), with a random forest beside
+    histogram boosting in the classifier (:func:`uses_forest`).
+
+Held-out molecules
+    ``fit`` draws one seed from ``random_state`` and holds out whole scaffold groups
+    (Bemis-Murcko) in an order drawn from it, about ``validation_fraction`` of the
+    molecules (:func:`held_out_split`): molecules whose scaffolds training never saw, as a
+    benchmark's scaffold split and most real use ask of a model. They choose each
+    member's best epoch, and the tree head is first fitted without them so that its
+    outputs on them are honest (:func:`fit_tree_head`).
+
+The trees' weight
+    With ``tree_weight=None`` the held-out molecules choose the trees' share of the
+    average from :data:`TREE_WEIGHTS`, which include the trees alone and the network
+    alone: the weight whose average scores them best, by log loss of the probabilities
+    (classifier) or squared error of the values on the scale fit learns (regressor)
+    (:func:`choose_tree_weight`, :func:`held_out_tree_weight`).
+
+The kept trees
+    The rule is fixed before any weight is chosen, so one fit of the tree head does it
+    all (:func:`fit_tree_head`): CatBoost's trees are fitted again on every molecule, the
+    held-out ones included, once their first fit has scored them; histogram boosting
+    (many tasks) keeps its fit on the training molecules alone, as in 0.4.x, where a
+    second fit would double a ToxCast fit.
+
+Combination
+    The members x views outputs are averaged, then averaged with the tree head's, the
+    trees weighing the weight (:func:`average`), on the scale outputs are averaged on:
+    probabilities for the classifier, values on y's scale for the regressor (undoing
+    ``target_transform``; :func:`output_scale`, :func:`combined`). The classifier's one
+    output is the logit of that probability, calibrated when ``calibrate`` is set
+    (:func:`classifier_logits`, :func:`aggregate`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import numpy as np
+from sklearn.utils import check_random_state
+
+from exlm_chem.data.feature_spec import FeatureSpec, raw_features
+from exlm_chem.device import resolve_device
+from exlm_chem.model.frozen_trees import STATES_KIND, FrozenTrees
+from exlm_chem.model.molecule_model import PREDICT, MoleculeModel
+from exlm_chem.presets import FinetuneSettings
+from exlm_chem.sklearn.target_transform import inverse
+from exlm_chem.threads import resolve_threads
+from exlm_chem.uncertainty.calibration import logit
+from exlm_chem.uncertainty.ensemble import bootstrap_rows, member_seeds
+
+if TYPE_CHECKING:  # fine-tuning is imported when a fit runs, not with the estimators
+    from exlm_chem.train.finetune import FinetuneResult, LabelledSmiles
+    from exlm_chem.uncertainty.calibration import Calibrator
+
+__all__ = ["TREE_WEIGHTS", "HeldOutSplit", "TreeHeadFit", "WeightChoice", "aggregate",
+           "average", "choose_tree_weight", "classifier_logits", "combined", "fit_members",
+           "fit_tree_head", "frozen_encoder", "held_out_split", "held_out_tree_weight",
+           "member_outputs", "output_scale", "reads_held_out_trees", "uses_forest"]
+
+
+# ---- the members: networks x SMILES views, and the tree head's settings --------------------
+def fit_members(est: Any, task: str, backbone: Any, settings: FinetuneSettings,
+                train: LabelledSmiles, valid: LabelledSmiles | None, spec: FeatureSpec | None,
+                seed: int) -> list[tuple[MoleculeModel, FinetuneResult]]:
+    """Each ensemble member fine-tuned from one loaded checkpoint, with its result.
+
+    Parameters
+    ----------
+    est : ExLMMoleculeClassifier or ExLMMoleculeRegressor
+        Read for its parameters (``n_models``, ``bootstrap``, ``device``, ``pooling``,
+        ``max_length``, ``train_layers``, ``patience``, ``progress``, ``max_minutes``,
+        ``augment``, ``head_first``); not changed.
+    task : {"classification", "regression"}
+    backbone : Backbone
+        The loaded checkpoint (:func:`~exlm_chem.model.pretrained.load_backbone`).
+    settings : FinetuneSettings
+    train, valid : LabelledSmiles
+        The training molecules and the held-out ones that choose the best epoch (None:
+        none held out).
+    spec : FeatureSpec or None
+        The scaled features the heads read beside the pooled state.
+    seed : int
+        The fit's seed; the first member's is the seed itself.
+
+    Returns
+    -------
+    list of (MoleculeModel, FinetuneResult)
+        One per member, in the order of :func:`~exlm_chem.uncertainty.ensemble.member_seeds`.
+    """
+    import torch
+
+    from exlm_chem.model.molecule_model import build_model
+    from exlm_chem.train.finetune import finetune, freeze_lower_layers
+
+    device = resolve_device(est.device)
+    cuda = [device.index or 0] if device.type == "cuda" else []
+    patience = None if est.patience is None else int(est.patience)
+    members = []
+    for member_seed in member_seeds(seed, int(est.n_models)):
+        member_train = train
+        if est.bootstrap:
+            member_train = train.rows(bootstrap_rows(len(train.smiles), member_seed))
+        with torch.random.fork_rng(devices=cuda):  # reproducible, global RNG untouched
+            torch.manual_seed(member_seed)
+            model = build_model(backbone.config, backbone.tokenizer, train.labels.shape[1],
+                                backbone.encoder_state, settings.pooler_dropout,
+                                est.pooling, int(est.max_length),
+                                0 if spec is None else spec.n_features, spec).to(device)
+            if est.train_layers is not None:
+                freeze_lower_layers(model.encoder, int(est.train_layers))
+            result = finetune(model, member_train, settings, task, valid,
+                              bool(est.progress), est.max_minutes, member_seed,
+                              int(est.augment), patience=patience,
+                              head_first=bool(est.head_first))
+        members.append((model, result))
+    return members
+
+
+def frozen_encoder(backbone: Any, seed: int, pooling: str, max_length: int) -> MoleculeModel:
+    """The encoder of ``backbone`` as it is before fine-tuning, pooling as the estimator
+    does, no head (on the CPU): its states train the head first (``head_first``) and feed
+    the tree head. ``seed`` seeds a random encoder (``pretrained=None``)."""
+    import torch
+
+    from exlm_chem.model.molecule_model import build_model
+
+    with torch.random.fork_rng(devices=[]):  # the global RNG stays untouched
+        torch.manual_seed(seed)
+        return build_model(backbone.config, backbone.tokenizer, 0, backbone.encoder_state,
+                           pooling=pooling, max_length=max_length)
+
+
+def member_outputs(models: Sequence[MoleculeModel], views: Sequence[Sequence[str]],
+                   batch_size: int, n_tasks: int, features: np.ndarray | None) -> np.ndarray:
+    """Raw outputs [members, views, n, T] float64 of every model on every view.
+
+    ``views`` are the same n molecules written differently, so their ``features`` [n, F]
+    (scaled; None without) serve every view. One view at a time: a prediction holds the
+    memory of one view's run, and each view is tokenised once for all members.
+    """
+    out = np.empty((len(models), len(views), len(views[0]), n_tasks))
+    for v, view in enumerate(views):
+        rows = models[0].token_rows(view)
+        for m, model in enumerate(models):
+            out[m, v] = model.run(rows, PREDICT, batch_size, features)
+    return out
+
+
+def uses_forest(task: str, tree_head: bool, tree_forest: bool | None, booster: str) -> bool:
+    """Whether the tree head of ``booster`` has a random forest beside its boosted trees:
+    ``tree_forest``, where None is the measured default (beside the classifier's histogram
+    boosting; not beside CatBoost, which MapLight uses alone, nor in the regressor)."""
+    return (task == "classification" and bool(tree_head) and booster == "hist"
+            if tree_forest is None else bool(tree_forest))
+
+
+# ---- the held-out molecules: whole scaffolds -----------------------------------------------
+# a held-out part over this multiple of the share asked for (one scaffold holding most of
+# the molecules) is drawn at random instead
+_MAX_OVERSHOOT = 2.0
+
+
+class HeldOutSplit(NamedTuple):
+    """What :func:`held_out_split` draws."""
+
+    seed: int  # the fit's seed: member seeds, the trees and ``tta`` views derive from it
+    train_rows: np.ndarray  # [n - n_valid] int, sorted
+    valid_rows: np.ndarray  # [n_valid] int, sorted
+
+
+def held_out_split(smiles: Sequence[str], random_state: int | np.random.RandomState | None,
+                   validation_fraction: float) -> HeldOutSplit:
+    """The estimators' seed and held-out rows of the fit's molecules.
+
+    Parameters
+    ----------
+    smiles : sequence of str
+        The valid (canonical) SMILES fit trains on.
+    random_state : int, RandomState or None
+        As the estimators take it; one integer is drawn from it (a RandomState advances).
+    validation_fraction : float
+        Share held out; none when that rounds to 0 molecules or to all of them.
+
+    Returns
+    -------
+    HeldOutSplit
+        The seed, and the training and held-out rows: whole scaffold groups in a seeded
+        order fill the training part up to ``1 - validation_fraction`` of the molecules,
+        the rest is held out (:func:`~exlm_chem.data.splits.scaffold_balanced_split`).
+        Where one scaffold holds so many molecules that this would hold out more than
+        twice the share asked for (or none), the held-out rows are drawn at random.
+    """
+    from exlm_chem.data.splits import scaffold_balanced_split
+
+    seed = int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
+    n_rows = len(smiles)
+    n_valid = round(validation_fraction * n_rows)
+    if not 0 < n_valid < n_rows:
+        return HeldOutSplit(seed, np.arange(n_rows), np.zeros(0, np.int64))
+    parts = scaffold_balanced_split(smiles, (1 - validation_fraction, validation_fraction, 0.0),
+                                    seed=seed)
+    held = np.sort(np.concatenate([parts.valid, parts.test])).astype(np.int64)
+    if 0 < len(held) <= _MAX_OVERSHOOT * n_valid and len(held) < n_rows:
+        return HeldOutSplit(seed, np.sort(parts.train).astype(np.int64), held)
+    order = np.random.default_rng(seed).permutation(n_rows)
+    return HeldOutSplit(seed, np.sort(order[n_valid:]), np.sort(order[:n_valid]))
+
+
+# ---- the tree head: scored on the held-out molecules, then kept by a fixed rule -----------
+def reads_held_out_trees(task: str, tree_weight: float | None, calibrate: str | None) -> bool:
+    """Whether the held-out molecules need the tree head's outputs: to choose its weight
+    (``tree_weight=None``), for the regressor's conformity scores or the classifier's
+    calibration, all of which read the prediction the trees are part of."""
+    return tree_weight is None or task == "regression" or calibrate is not None
+
+
+class TreeHeadFit(NamedTuple):
+    """What :func:`fit_tree_head` fits."""
+
+    head: FrozenTrees  # the tree head the estimator keeps (``tree_head_``)
+    held_out: np.ndarray | None  # [n_valid, T] raw outputs of a fit that never saw them
+
+
+def fit_tree_head(kinds: Sequence[str], frozen: MoleculeModel | None,
+                  states: np.ndarray | None, smiles: Sequence[str],
+                  molecules: Sequence[Any] | None, labels: np.ndarray, split: HeldOutSplit,
+                  task: str, booster: str, *, forest: bool,
+                  tree_params: dict[str, Any] | None, score_held_out: bool,
+                  n_jobs: int | None) -> TreeHeadFit:
+    """The tree head the estimator keeps, and its outputs on the held-out molecules.
+
+    Parameters
+    ----------
+    kinds : sequence of str
+        What the trees read (:func:`~exlm_chem.model.frozen_trees.tree_kinds`): computed
+        feature kinds, and ``"exlm"`` for the pre-trained encoder's pooled states.
+    frozen : MoleculeModel or None
+        The pre-trained encoder (:func:`frozen_encoder`), kept in the head when it reads
+        states.
+    states : ndarray [n, d] or None
+        ``frozen``'s pooled states of the n molecules (None when not computed).
+    smiles, molecules : sequence
+        The n valid canonical SMILES and their RDKit molecules from fit's check, which the
+        descriptors read.
+    labels : ndarray [n, T]
+        As fit learns them (transformed targets; NaN: missing).
+    split : HeldOutSplit
+        The fit's seed (the trees') and its training and held-out rows.
+    task : {"classification", "regression"}
+    booster : {"catboost", "hist"}
+    forest : bool
+        A random forest beside the boosted trees (:func:`uses_forest`).
+    tree_params : dict or None
+        CatBoost's settings beside MapLight's; histogram boosting reads none.
+    score_held_out : bool
+        Whether the held-out molecules need the trees' outputs
+        (:func:`reads_held_out_trees`).
+    n_jobs : int or None
+        Processes computing the descriptors.
+
+    Returns
+    -------
+    TreeHeadFit
+        ``held_out``: the outputs on the held-out molecules of a first fit on the training
+        molecules alone (None when none are held out or nothing reads them). ``head``:
+        CatBoost's trees fitted again on every molecule; histogram boosting's fit on the
+        training molecules (that first fit, when there was one).
+    """
+    computed = tuple(k for k in kinds if k != STATES_KIND)
+    tree_states = states if STATES_KIND in kinds else None
+    # the network's kinds are computed already (RowMemo)
+    raw = raw_features(computed, smiles, None, n_jobs, molecules)  # [n, F]
+
+    def fit(rows: np.ndarray) -> FrozenTrees:
+        return FrozenTrees.fit(frozen, tree_states, raw, labels, rows, task, split.seed,
+                               kinds=computed, forest=forest, booster=booster,
+                               threads=resolve_threads(),
+                               booster_params=tree_params if booster == "catboost" else None)
+
+    first, held_out = None, None
+    valid_rows = split.valid_rows
+    if len(valid_rows) and score_held_out:
+        # first without the held-out molecules, which then score them
+        first = fit(split.train_rows)
+        held_out = first.decision_of(None if tree_states is None else tree_states[valid_rows],
+                                     raw[valid_rows])  # [n_valid, T]
+    if booster == "hist":  # a second fit would double a ToxCast fit
+        return TreeHeadFit(first if first is not None else fit(split.train_rows), held_out)
+    # no weight decides this: CatBoost learns the held-out molecules too, whatever they chose
+    return TreeHeadFit(fit(np.arange(len(smiles))), held_out)
+
+
+# ---- the trees' weight, chosen on the held-out molecules -----------------------------------
+#: the weights the held-out molecules choose from (``tree_weight=None``): the trees' share
+TREE_WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
+
+
+def held_out_tree_weight(network: np.ndarray, trees: np.ndarray, labels: np.ndarray,
+                         task: str = "regression") -> float:
+    """The weight of :data:`TREE_WEIGHTS` whose average of ``network`` and ``trees``
+    [n, T] scores best on ``labels`` [n, T] (NaN: missing), summed over the tasks; the
+    first of equals.
+
+    Regression: values, squared error. Classification: probabilities, log loss (clipped
+    to [1e-7, 1 - 1e-7]), which reads every molecule's probability where a rank metric
+    on a few dozen held-out molecules would move in steps.
+    """
+    known = ~np.isnan(labels)
+    y = labels[known]
+    errors = []
+    for w in TREE_WEIGHTS:
+        mixed = ((1 - w) * network + w * trees)[known]
+        if task == "classification":
+            p = np.clip(mixed, 1e-7, 1 - 1e-7)
+            errors.append(-(y * np.log(p) + (1 - y) * np.log1p(-p)).sum())
+        else:
+            errors.append(np.square(mixed - y).sum())
+    return TREE_WEIGHTS[int(np.argmin(errors))]
+
+
+class WeightChoice(NamedTuple):
+    """What :func:`choose_tree_weight` chose, and what it chose on (diagnostics)."""
+
+    weight: float
+    network: np.ndarray  # [n_valid, T] the members' mean over views, as averaged
+    trees: np.ndarray  # [n_valid, T] the tree head's first fit, as averaged
+    labels: np.ndarray  # [n_valid, T]
+
+
+def choose_tree_weight(samples: np.ndarray, trees: np.ndarray, labels: np.ndarray,
+                       task: str) -> WeightChoice:
+    """The trees' weight the held-out molecules choose (:func:`held_out_tree_weight`).
+
+    Parameters
+    ----------
+    samples : ndarray [M, V, n_valid, T]
+        The members' raw outputs (logits, values) on each SMILES view of the held-out
+        molecules.
+    trees : ndarray [n_valid, T]
+        The raw outputs of the tree head's fit on the training molecules alone
+        (:attr:`TreeHeadFit.held_out`).
+    labels : ndarray [n_valid, T]
+        As fit learns them (transformed targets; NaN: missing).
+    task : {"classification", "regression"}
+
+    Returns
+    -------
+    WeightChoice
+        The weight, and the network's and trees' outputs it was chosen on: the
+        classifier's probabilities, the regressor's values on the scale fit learns (log y
+        for the logged tasks, where a few large values do not outweigh the rest:
+        benchmarks/results/tdc_admet/).
+    """
+    if task == "classification":  # probabilities are what is averaged
+        from scipy.special import expit
+
+        network, trees = expit(samples).mean(axis=(0, 1)), expit(trees)
+    else:
+        network = samples.mean(axis=(0, 1))
+    return WeightChoice(held_out_tree_weight(network, trees, labels, task), network, trees,
+                        labels)
+
+
+# ---- how the outputs combine ---------------------------------------------------------------
+def output_scale(values: np.ndarray, task: str, target_log: np.ndarray | None) -> np.ndarray:
+    """Raw outputs (any shape, tasks last) on the scale they are averaged and their spread
+    reported on: probabilities (classifier), values on y's scale (regressor: undoing
+    ``target_transform``, ``target_log`` [T] or None)."""
+    if task == "regression":
+        return inverse(values, target_log)
+    from scipy.special import expit
+
+    return expit(values)
+
+
+def average(samples: np.ndarray, trees: np.ndarray | None, tree_weight: float) -> np.ndarray:
+    """One output [N, T] per molecule: the mean of ``samples`` [M, V, N, T] over members
+    and views, averaged with the tree head's outputs ``trees`` [N, T] (None: no tree head)
+    that weigh ``tree_weight``.
+
+    Both are on the scale the outputs are averaged on (probabilities, values); without
+    trees this is the mean :func:`~exlm_chem.uncertainty.ensemble.combine` reports beside
+    the spreads.
+    """
+    mean = samples.mean(axis=(0, 1))
+    if trees is None:
+        return mean
+    return (1 - tree_weight) * mean + tree_weight * trees
+
+
+def combined(samples: np.ndarray, trees: np.ndarray | None, tree_weight: float, task: str,
+             target_log: np.ndarray | None) -> np.ndarray:
+    """[N, T] on the output scale (:func:`output_scale`): the mean of the networks' raw
+    ``samples`` [M, V, N, T] averaged with the tree head's raw outputs ``trees`` [N, T]
+    (None: no tree head) that weigh ``tree_weight`` (:func:`average`)."""
+    return average(output_scale(samples, task, target_log),
+                   None if trees is None else output_scale(trees, task, target_log),
+                   tree_weight)
+
+
+def classifier_logits(samples: np.ndarray, trees: np.ndarray | None, tree_weight: float,
+                      calibrator: Calibrator | None) -> np.ndarray:
+    """A classifier's one output [N, T] per molecule, as logits.
+
+    Parameters
+    ----------
+    samples : ndarray [M, V, N, T]
+        The members' logits on each SMILES view.
+    trees : ndarray [N, T] or None
+        The tree head's logits (None: no tree head).
+    tree_weight : float
+        The trees' share of the average probability.
+    calibrator : Calibrator or None
+        Maps the average probability (the classifier's ``calibrate``).
+
+    Returns
+    -------
+    ndarray [N, T]
+        The logit of the (calibrated) :func:`average` of the probabilities; one member on
+        one view, with no trees and no calibrator, its own logits unchanged (no round trip
+        through a probability, which would round them).
+    """
+    if samples.shape[:2] == (1, 1) and calibrator is None and trees is None:
+        return samples[0, 0]
+    from scipy.special import expit
+
+    proba = average(expit(samples), None if trees is None else expit(trees), tree_weight)
+    if calibrator is not None:
+        proba = calibrator.apply(proba)
+    return logit(proba)
+
+
+def aggregate(samples: np.ndarray, trees: np.ndarray | None, tree_weight: float, task: str,
+              target_log: np.ndarray | None, calibrator: Calibrator | None) -> np.ndarray:
+    """One output [N, T] per molecule of the networks' raw ``samples`` [M, V, N, T] and the
+    tree head's raw ``trees`` [N, T] (None: no tree head): the regressor's value on y's
+    scale (:func:`combined`), the classifier's logit (:func:`classifier_logits`)."""
+    if task == "regression":
+        return combined(samples, trees, tree_weight, task, target_log)
+    return classifier_logits(samples, trees, tree_weight, calibrator)
