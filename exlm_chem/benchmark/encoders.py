@@ -325,13 +325,15 @@ class EncoderMethod:
                     else est.predict_proba(smiles)).astype(np.float64)
 
         valid = predict(data.valid) if data.held_out_valid and len(data.valid) else None
-        if self.parts_dir is not None and valid is not None:
-            save_parts(est, data, self.parts_dir / f"{data.name}_seed{seed}.npz")
+        test = None
+        if self.parts_dir is not None and valid is not None:  # the members run once a part
+            valid, test = save_parts(est, data, self.parts_dir / f"{data.name}_seed{seed}.npz")
         # what fit chose from the data, beside the parameters it was given
         chosen: dict[str, Any] = {"tree_weight": float(est.tree_weight_)}
         if data.task_type == "regression":
             chosen["target_log"] = [bool(v) for v in est.target_log_]
-        return MethodOutput(predict(data.test), epochs=len(est.history_),
+        return MethodOutput(predict(data.test) if test is None else test,
+                            epochs=len(est.history_),
                             best_epoch=est.best_epoch_, stopped_early=est.stopped_early_,
                             settings={**estimator_settings(data.name, budget, self.params),
                                       # as run (the key's is the suite's default)
@@ -342,29 +344,40 @@ class EncoderMethod:
                             valid_scores=valid)
 
 
-def save_parts(est: Any, data: TaskData, path: Path) -> Path:
+def save_parts(est: Any, data: TaskData, path: Path) -> tuple[np.ndarray, np.ndarray]:
     """A fitted estimator's members on a cell's held-out valid and test parts, apart, as
     an ``.npz`` written atomically: ``{part}_network`` and ``{part}_trees`` [n, T] on the
     output scale (probabilities, values; no trees: NaN), ``{part}_labels`` [n, T],
     ``chosen_weight``, and the held-out molecules that chose it (``held_out_network``,
-    ``held_out_trees``, ``held_out_labels`` on the scale the choice read; empty without)."""
+    ``held_out_trees``, ``held_out_labels`` on the scale the choice read; empty without).
+
+    Returns the estimator's predictions of the valid and test parts [n, T] (probabilities,
+    values: ``predict_proba`` / ``predict``'s), combined from the same members' outputs.
+    """
+    from scipy.special import expit
+
     from exlm_chem.files.safe_write import atomic_path
 
     arrays: dict[str, np.ndarray] = {"chosen_weight": np.array(float(est.tree_weight_))}
+    predictions = []
     for name, part in (("valid", data.valid), ("test", data.test)):
         inputs = est._prepared([data.smiles[i] for i in part], "raise")
         samples, trees = est._all_outputs(inputs.smiles, inputs.features,
                                           inputs.checked.valid_molecules)
+        combined = inputs.scatter(est._aggregate(samples, trees)).values  # [n, T]
+        predictions.append(combined if data.task_type == "regression" else expit(combined))
         arrays[f"{name}_network"] = est._spread_scale(samples).mean(axis=(0, 1))  # [n, T]
         arrays[f"{name}_trees"] = (np.full_like(arrays[f"{name}_network"], np.nan)
                                    if trees is None else est._spread_scale(trees))
         arrays[f"{name}_labels"] = data.labels[part]
-    network, trees, labels = getattr(est, "_held_out_choice", None) or (np.zeros((0, 0)),) * 3
-    arrays.update(held_out_network=network, held_out_trees=trees, held_out_labels=labels)
+    choice, empty = getattr(est, "_held_out_choice", None), np.zeros((0, 0))
+    arrays.update(held_out_network=empty if choice is None else choice.network,
+                  held_out_trees=empty if choice is None else choice.trees,
+                  held_out_labels=empty if choice is None else choice.labels)
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(path) as tmp, open(tmp, "wb") as handle:
         np.savez_compressed(handle, **arrays)
-    return path
+    return predictions[0], predictions[1]
 
 
 def _default_estimator(kind: str, path: Path, seed: int, budget: Budget, device: str,

@@ -23,6 +23,7 @@ import numpy as np
 
 from exlm_chem.benchmark.records import Budget, MethodOutput
 from exlm_chem.benchmark.tasks import TaskData
+from exlm_chem.model.oblivious_trees import CATBOOST_SETTINGS
 
 __all__ = ["MAPLIGHT_KINDS", "MAPLIGHT_LOG_TASKS", "MAPLIGHT_SETTINGS", "TargetScaler",
            "catboost_maplight_method", "maplight_settings"]
@@ -32,8 +33,8 @@ MAPLIGHT_KINDS = ("morgan1024", "avalon", "erg", "rdkit2d")
 #: the tasks MapLight fits on log10(y + 1)
 MAPLIGHT_LOG_TASKS = frozenset({"vdss_lombardo", "half_life_obach", "clearance_hepatocyte_az",
                                 "clearance_microsome_az"})
-#: what MapLight sets; everything else is CatBoost's default
-MAPLIGHT_SETTINGS = {"random_strength": 2}
+#: what MapLight sets beside CatBoost's defaults (the estimators' trees share it)
+MAPLIGHT_SETTINGS = {"random_strength": CATBOOST_SETTINGS["random_strength"]}
 
 
 class TargetScaler(NamedTuple):
@@ -107,8 +108,8 @@ def catboost_maplight_method(data: TaskData, seed: int, budget: Budget,
         y = data.labels[rows, t]
         known = rows[~np.isnan(y)]
         y = data.labels[known, t]
-        params = {**MAPLIGHT_SETTINGS, "random_seed": seed + 1000 * t, "verbose": 0,
-                  "allow_writing_files": False, "thread_count": resolve_threads()}
+        params = {**CATBOOST_SETTINGS, "random_seed": seed + 1000 * t,
+                  "thread_count": resolve_threads()}
         if regression:
             if not len(known):
                 continue

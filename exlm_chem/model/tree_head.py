@@ -13,9 +13,8 @@ run any code when it is loaded) and never needs the scikit-learn version that fi
 per task in the same arrays (a leaf's value: its positive share over the number of trees);
 it rounds rows to float32 before the walk, as scikit-learn's trees read them.
 
-:class:`BoostedHead` keeps a CatBoost model per task (MapLight's booster: oblivious trees,
-:mod:`exlm_chem.model.oblivious_trees`) in the same spirit: arrays saved beside the
-weights, walked with numpy, CatBoost needed only to fit.
+:class:`BoostedHead` keeps CatBoost per task (MapLight's booster) as the arrays of
+:mod:`exlm_chem.model.oblivious_trees`: CatBoost is needed only to fit.
 
 Shapes: N rows, F features, T tasks.
 """
@@ -26,8 +25,9 @@ from typing import Any
 
 import numpy as np
 
+from exlm_chem.model import oblivious_trees, task_trees
 from exlm_chem.model.oblivious_trees import ObliviousTrees, fit_catboost
-from exlm_chem.model.task_trees import ARRAY_FIELDS, TaskTrees
+from exlm_chem.model.task_trees import TaskTrees
 
 __all__ = ["BOOSTERS", "FOREST_SETTINGS", "TASKS", "BoostedHead", "ForestHead", "TreeHead"]
 
@@ -77,7 +77,7 @@ class TreeHead(_TasksHead):
         if task not in TASKS:
             raise ValueError(f"tree head task must be one of {TASKS}, got {task!r}")
         self.task = task
-        self.trees = _checked_tasks(trees)
+        self.trees = _checked_tasks(trees, TaskTrees)
 
     @classmethod
     def fit(cls, x: np.ndarray, labels: np.ndarray, task: str, seed: int) -> TreeHead:
@@ -156,12 +156,8 @@ class TreeHead(_TasksHead):
     @classmethod
     def from_arrays(cls, task: str, arrays: dict[str, np.ndarray]) -> TreeHead:
         """The head :meth:`arrays` described (checked: a ValueError names what is wrong)."""
-        if task not in TASKS:
-            raise ValueError(f"tree head task must be one of {TASKS}, got {task!r}")
-        stored_task = TASKS[0] if _scalar(arrays, "classification") else TASKS[1]
-        if stored_task != task:
-            raise ValueError(f"tree head arrays hold a {stored_task} head, loaded as {task}")
-        return cls(task, _tasks_from(arrays, "classification"))
+        _check_stored_task(arrays, task)
+        return cls(task, _tasks_from(arrays, TaskTrees, "classification"))
 
 
 class ForestHead(_TasksHead):
@@ -177,7 +173,7 @@ class ForestHead(_TasksHead):
     """
 
     def __init__(self, trees: list[TaskTrees]) -> None:
-        self.trees = _checked_tasks(trees)
+        self.trees = _checked_tasks(trees, TaskTrees)
 
     @classmethod
     def fit(cls, x: np.ndarray, labels: np.ndarray, seed: int) -> ForestHead:
@@ -240,8 +236,7 @@ class ForestHead(_TasksHead):
         """The forest :meth:`arrays` described (checked: a ValueError names what is wrong)."""
         if _scalar(arrays, "forest") != 1:
             raise ValueError(f"tree head array 'forest' must be 1, got {arrays['forest']!r}")
-        return cls(_tasks_from(arrays, "forest"))
-
+        return cls(_tasks_from(arrays, TaskTrees, "forest"))
 
 
 class BoostedHead(_TasksHead):
@@ -261,12 +256,7 @@ class BoostedHead(_TasksHead):
         if task not in TASKS:
             raise ValueError(f"tree head task must be one of {TASKS}, got {task!r}")
         self.task = task
-        if not trees:
-            raise ValueError("tree head needs at least one task")
-        self.trees = [ObliviousTrees(*t).checked() for t in trees]
-        if len({t.n_features for t in self.trees}) != 1:
-            raise ValueError(f"tree head tasks disagree on the feature count: "
-                             f"{sorted({t.n_features for t in self.trees})}")
+        self.trees = _checked_tasks(trees, ObliviousTrees)
 
     @classmethod
     def fit(cls, x: np.ndarray, labels: np.ndarray, task: str, seed: int,
@@ -294,12 +284,10 @@ class BoostedHead(_TasksHead):
         Returns
         -------
         BoostedHead
-            A classification task whose known labels hold one class (or none) scores the
-            log-odds of its positive share, as :meth:`TreeHead.fit`'s does; a regression
-            task with no labelled rows scores 0, one with a single distinct value that
-            value.
+            Constant tasks as :meth:`TreeHead.fit`'s (one class: the log-odds of its
+            clipped share); a regression task with no rows scores 0, one of one value it.
         """
-        if task not in TASKS:
+        if task not in TASKS:  # before any fit
             raise ValueError(f"tree head task must be one of {TASKS}, got {task!r}")
         x, labels = _fit_rows(x, labels)
         params = dict(params or {})
@@ -317,8 +305,7 @@ class BoostedHead(_TasksHead):
                 trees.append(fit_catboost(x[known], y, task, seed_t, threads, **params))
                 continue
             if y.size == 0 or np.ptp(y) == 0:
-                trees.append(ObliviousTrees.constant(n_features, float(y[0]) if y.size
-                                                     else 0.0))
+                trees.append(ObliviousTrees.constant(n_features, y[0] if y.size else 0.0))
                 continue
             mean, sd = float(y.mean()), float(y.std())
             fitted = fit_catboost(x[known], (y - mean) / sd, task, seed_t, threads, **params)
@@ -328,54 +315,36 @@ class BoostedHead(_TasksHead):
         return cls(task, trees)
 
     def decision(self, x: np.ndarray) -> np.ndarray:
-        """Raw scores [N, T] float64 of raw rows ``x`` [N, F]: logits for classification,
-        values for regression (CatBoost's ``RawFormulaVal``)."""
+        """Raw scores [N, T] float64 (CatBoost's ``RawFormulaVal``) of raw rows ``x``."""
         x = _as_rows(x, self.n_features)
         return np.stack([t.decision(x) for t in self.trees], axis=1)
 
     def arrays(self) -> dict[str, np.ndarray]:
-        """Everything :meth:`from_arrays` needs: ``n_tasks``, ``n_features``,
-        ``classification`` and ``catboost`` (1) as int64 scalars, then per task ``t`` its
-        :class:`ObliviousTrees` arrays as ``t{t}.<field>``."""
-        out = {"n_tasks": np.array(len(self.trees), np.int64),
-               "n_features": np.array(self.n_features, np.int64),
-               "classification": np.array(int(self.task == "classification"), np.int64),
-               "catboost": np.array(1, np.int64)}
-        for t, trees in enumerate(self.trees):
-            for name, value in trees.arrays().items():
-                out[f"t{t}.{name}"] = np.ascontiguousarray(value)
-        return out
+        """Everything :meth:`from_arrays` needs: :meth:`TreeHead.arrays`'s keys with
+        ``catboost`` (1), which keeps either head from loading as the other, and each
+        task's :data:`~exlm_chem.model.oblivious_trees.ARRAY_FIELDS`."""
+        return _tasks_arrays(self.trees, classification=int(self.task == "classification"),
+                             catboost=1)
 
     @classmethod
     def from_arrays(cls, task: str, arrays: dict[str, np.ndarray]) -> BoostedHead:
         """The head :meth:`arrays` described (checked: a ValueError names what is wrong)."""
-        if task not in TASKS:
-            raise ValueError(f"tree head task must be one of {TASKS}, got {task!r}")
         if _scalar(arrays, "catboost") != 1:
             raise ValueError("tree head arrays hold no CatBoost trees")
-        stored_task = TASKS[0] if _scalar(arrays, "classification") else TASKS[1]
-        if stored_task != task:
-            raise ValueError(f"tree head arrays hold a {stored_task} head, loaded as {task}")
-        n_tasks = _scalar(arrays, "n_tasks")
-        header = {"n_tasks", "n_features", "classification", "catboost"}
-        per_task = [{key.split(".", 1)[1]: value for key, value in arrays.items()
-                     if key.startswith(f"t{t}.")} for t in range(n_tasks)]
-        extra = sorted(k for k in arrays if k not in header
-                       and not any(k.startswith(f"t{t}.") for t in range(n_tasks)))
-        if extra:
-            raise ValueError(f"tree head arrays: unexpected {extra}")
-        trees = [ObliviousTrees.from_arrays(fields) for fields in per_task]
-        if any(t.n_features != _scalar(arrays, "n_features") for t in trees):
-            raise ValueError("tree head arrays: a task's feature count differs from "
-                             "n_features")
-        return cls(task, trees)
+        _check_stored_task(arrays, task)
+        return cls(task, _tasks_from(arrays, ObliviousTrees, "classification", "catboost"))
 
 
-def _checked_tasks(trees: list[TaskTrees]) -> list[TaskTrees]:
-    """Each task's trees :meth:`~TaskTrees.checked`; at least one task, one feature count."""
+#: each kind of task trees and the array fields it is saved as
+_FIELDS = {TaskTrees: task_trees.ARRAY_FIELDS, ObliviousTrees: oblivious_trees.ARRAY_FIELDS}
+
+
+def _checked_tasks(trees: list[Any], kind: type) -> list[Any]:
+    """Each task's trees (:class:`TaskTrees` or :class:`ObliviousTrees`, ``kind``)
+    checked; at least one task, one feature count."""
     if not trees:
         raise ValueError("tree head needs at least one task")
-    checked = [TaskTrees(*t).checked() for t in trees]
+    checked = [kind(*t).checked() for t in trees]
     n_features = {t.n_features for t in checked}
     if len(n_features) != 1:
         raise ValueError(f"tree head tasks disagree on the feature count: "
@@ -383,31 +352,40 @@ def _checked_tasks(trees: list[TaskTrees]) -> list[TaskTrees]:
     return checked
 
 
-def _tasks_arrays(trees: list[TaskTrees], **kind: int) -> dict[str, np.ndarray]:
+def _check_stored_task(arrays: dict[str, np.ndarray], task: str) -> None:
+    """A ValueError unless ``task`` is a task and the arrays' ``classification`` flag's."""
+    if task not in TASKS:
+        raise ValueError(f"tree head task must be one of {TASKS}, got {task!r}")
+    stored_task = TASKS[0] if _scalar(arrays, "classification") else TASKS[1]
+    if stored_task != task:
+        raise ValueError(f"tree head arrays hold a {stored_task} head, loaded as {task}")
+
+
+def _tasks_arrays(trees: list[Any], **kind: int) -> dict[str, np.ndarray]:
     """``n_tasks``, ``n_features``, the ``kind`` flags (int64 scalars) and per task ``t``
     its fields as ``t{t}.<field>``."""
     out = {"n_tasks": np.array(len(trees), np.int64),
            "n_features": np.array(trees[0].n_features, np.int64),
            **{name: np.array(flag, np.int64) for name, flag in kind.items()}}
     for t, task in enumerate(trees):
-        for name in ARRAY_FIELDS:
+        for name in _FIELDS[type(task)]:
             out[f"t{t}.{name}"] = np.ascontiguousarray(getattr(task, name))
     return out
 
 
-def _tasks_from(arrays: dict[str, np.ndarray], kind: str) -> list[TaskTrees]:
-    """Inverse of :func:`_tasks_arrays` written with the flag ``kind`` (unchecked: the
-    heads check them); any key missing or left over is a ValueError."""
+def _tasks_from(arrays: dict[str, np.ndarray], kind: type, *flags: str) -> list[Any]:
+    """Inverse of :func:`_tasks_arrays` for trees of ``kind`` written with ``flags``
+    (unchecked: the heads check them); any key missing or left over is a ValueError."""
     n_tasks = _scalar(arrays, "n_tasks")
     n_features = _scalar(arrays, "n_features")
-    expected = {"n_tasks", "n_features", kind}
-    expected |= {f"t{t}.{name}" for t in range(n_tasks) for name in ARRAY_FIELDS}
+    expected = {"n_tasks", "n_features", *flags}
+    expected |= {f"t{t}.{name}" for t in range(n_tasks) for name in _FIELDS[kind]}
     missing = sorted(expected - set(arrays))
     extra = sorted(set(arrays) - expected)
     if missing or extra:
         raise ValueError(f"tree head arrays: missing {missing}, unexpected {extra}")
-    return [TaskTrees(n_features=n_features,
-                      **{name: arrays[f"t{t}.{name}"] for name in ARRAY_FIELDS})
+    return [kind(n_features=n_features,
+                 **{name: arrays[f"t{t}.{name}"] for name in _FIELDS[kind]})
             for t in range(n_tasks)]
 
 

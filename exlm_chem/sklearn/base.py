@@ -31,22 +31,18 @@ from exlm_chem.model.pooling import DEFAULT_POOLING
 from exlm_chem.sklearn import persistence
 from exlm_chem.sklearn.ensemble import (
     aggregate,
-    choose_tree_weight,
     combined,
-    fit_members,
+    decide_on_held_out,
     fit_tree_head,
-    frozen_encoder,
     held_out_split,
-    member_outputs,
     output_scale,
     reads_held_out_trees,
     uses_forest,
 )
 from exlm_chem.sklearn.inputs import Targets, check_feature_columns, default_column_names, split_X
+from exlm_chem.sklearn.members import fit_members, frozen_encoder, member_outputs
 from exlm_chem.sklearn.params import fit_settings
-from exlm_chem.sklearn.target_transform import choose_log, forward, inverse
-from exlm_chem.uncertainty.calibration import fit_calibrator
-from exlm_chem.uncertainty.conformal import conformity_scores
+from exlm_chem.sklearn.target_transform import choose_log, forward
 from exlm_chem.uncertainty.ensemble import Spread, combine
 
 
@@ -157,8 +153,8 @@ class ExLMEstimatorBase(BaseEstimator):
         With ``on_invalid="raise"`` any unusable SMILES raises one
         :class:`~exlm_chem.data.featurize.InvalidSmilesError` listing every bad row; with
         ``"drop"`` those rows are left out with a warning and marked in
-        ``fit_invalid_mask_``. A share ``validation_fraction`` of the molecules (random,
-        seeded by ``random_state``) picks the best epoch.
+        ``fit_invalid_mask_``. A share ``validation_fraction`` of the molecules, whole
+        scaffolds drawn with ``random_state``, picks the best epoch and the trees' weight.
         """
         import torch
 
@@ -257,32 +253,16 @@ class ExLMEstimatorBase(BaseEstimator):
         return self
 
     def _fit_held_out(self, valid: Any, trees: np.ndarray | None) -> None:
-        """What the held-out molecules decide beside the best epoch: the tree head's weight
-        (``tree_weight=None``: :func:`~exlm_chem.sklearn.ensemble.choose_tree_weight`), the
-        classifier's calibration map (``calibrate``), the regressor's conformity scores;
-        ``trees`` [n, T]: the outputs on those molecules of the tree head's fit without them
-        (None without one)."""
-        self.calibrator_, self.conformity_scores_, self._held_out_choice = None, None, None
-        self.tree_weight_ = DEFAULT_TREE_WEIGHT if self.tree_weight is None else float(
-            self.tree_weight)
-        if valid is None:
-            return
-        chooses = self.tree_weight is None and trees is not None
-        if not (chooses or self._task == "regression" or self.calibrate is not None):
-            return
-        samples = self._samples(valid.smiles, valid.features)  # [M, V, n, T]
-        if chooses:
-            choice = choose_tree_weight(samples, trees, valid.labels, self._task)
-            self.tree_weight_ = choice.weight
-            # what chose it, for diagnostics (not saved)
-            self._held_out_choice = (choice.network, choice.trees, choice.labels)
-        if self._task == "regression":
-            values = self._aggregate(samples, trees)  # on y's scale
-            self.conformity_scores_ = conformity_scores(inverse(valid.labels, self.target_log_),
-                                                        values)  # [n, T] above
-        elif self.calibrate is not None:
-            proba = self._combined(samples, trees)
-            self.calibrator_ = fit_calibrator(self.calibrate, valid.labels, proba)  # [n, T]
+        """What the held-out molecules ``valid`` decide beside the best epoch
+        (:func:`~exlm_chem.sklearn.ensemble.decide_on_held_out`); ``trees`` [n, T]: their
+        outputs of the tree head's fit without them (None without one)."""
+        decided = decide_on_held_out(
+            self._task, self.tree_weight, self.calibrate, self.target_log_, trees,
+            None if valid is None else valid.labels,
+            lambda: self._samples(valid.smiles, valid.features))
+        self.tree_weight_ = decided.tree_weight
+        self.calibrator_, self.conformity_scores_ = decided.calibrator, decided.conformity_scores
+        self._held_out_choice = decided.choice  # what chose the weight (diagnostics, not saved)
 
     # ---- X ---------------------------------------------------------------------------------
     def _prepared(self, X: Any, on_invalid: str) -> ModelInputs:

@@ -10,16 +10,15 @@ Members
     ones: members x views outputs per molecule. Beside them, the tree head
     (:class:`~exlm_chem.model.frozen_trees.FrozenTrees`): boosted trees, CatBoost or
     histogram boosting, on molecule features and optionally the pre-trained encoder's
-    pooled states (kept frozen, :func:`frozen_encoder`), with a random forest beside
+    pooled states (kept frozen, :func:`.members.frozen_encoder`), with a random forest beside
     histogram boosting in the classifier (:func:`uses_forest`).
 
 Held-out molecules
     ``fit`` draws one seed from ``random_state`` and holds out whole scaffold groups
     (Bemis-Murcko) in an order drawn from it, about ``validation_fraction`` of the
-    molecules (:func:`held_out_split`): molecules whose scaffolds training never saw, as a
-    benchmark's scaffold split and most real use ask of a model. They choose each
-    member's best epoch, and the tree head is first fitted without them so that its
-    outputs on them are honest (:func:`fit_tree_head`).
+    molecules (:func:`held_out_split`): scaffolds training never saw, as a scaffold split
+    and most real use ask. They choose each member's best epoch; the tree head is first
+    fitted without them, so that its outputs on them are honest.
 
 The trees' weight
     With ``tree_weight=None`` the held-out molecules choose the trees' share of the
@@ -29,11 +28,9 @@ The trees' weight
     (:func:`choose_tree_weight`, :func:`held_out_tree_weight`).
 
 The kept trees
-    The rule is fixed before any weight is chosen, so one fit of the tree head does it
-    all (:func:`fit_tree_head`): CatBoost's trees are fitted again on every molecule, the
-    held-out ones included, once their first fit has scored them; histogram boosting
-    (many tasks) keeps its fit on the training molecules alone, as in 0.4.x, where a
-    second fit would double a ToxCast fit.
+    CatBoost's trees are fitted again on every molecule once their first fit has scored
+    the held-out ones; histogram boosting (many tasks) keeps its fit on the training
+    molecules, as in 0.4.x: a second would double a ToxCast fit (:func:`fit_tree_head`).
 
 Combination
     The members x views outputs are averaged, then averaged with the tree head's, the
@@ -46,120 +43,30 @@ Combination
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 from sklearn.utils import check_random_state
 
-from exlm_chem.data.feature_spec import FeatureSpec, raw_features
-from exlm_chem.device import resolve_device
-from exlm_chem.model.frozen_trees import STATES_KIND, FrozenTrees
-from exlm_chem.model.molecule_model import PREDICT, MoleculeModel
-from exlm_chem.presets import FinetuneSettings
+from exlm_chem.data.feature_spec import raw_features
+from exlm_chem.model.frozen_trees import DEFAULT_TREE_WEIGHT, STATES_KIND, FrozenTrees
+from exlm_chem.model.molecule_model import MoleculeModel
 from exlm_chem.sklearn.target_transform import inverse
 from exlm_chem.threads import resolve_threads
-from exlm_chem.uncertainty.calibration import logit
-from exlm_chem.uncertainty.ensemble import bootstrap_rows, member_seeds
+from exlm_chem.uncertainty.calibration import fit_calibrator, logit
+from exlm_chem.uncertainty.conformal import conformity_scores
 
-if TYPE_CHECKING:  # fine-tuning is imported when a fit runs, not with the estimators
-    from exlm_chem.train.finetune import FinetuneResult, LabelledSmiles
+if TYPE_CHECKING:
     from exlm_chem.uncertainty.calibration import Calibrator
 
-__all__ = ["TREE_WEIGHTS", "HeldOutSplit", "TreeHeadFit", "WeightChoice", "aggregate",
-           "average", "choose_tree_weight", "classifier_logits", "combined", "fit_members",
-           "fit_tree_head", "frozen_encoder", "held_out_split", "held_out_tree_weight",
-           "member_outputs", "output_scale", "reads_held_out_trees", "uses_forest"]
+__all__ = ["TREE_WEIGHTS", "HeldOutDecisions", "HeldOutSplit", "TreeHeadFit", "WeightChoice",
+           "aggregate", "average", "choose_tree_weight", "classifier_logits", "combined",
+           "decide_on_held_out", "fit_tree_head", "held_out_split", "held_out_tree_weight",
+           "output_scale", "reads_held_out_trees", "uses_forest"]
 
 
-# ---- the members: networks x SMILES views, and the tree head's settings --------------------
-def fit_members(est: Any, task: str, backbone: Any, settings: FinetuneSettings,
-                train: LabelledSmiles, valid: LabelledSmiles | None, spec: FeatureSpec | None,
-                seed: int) -> list[tuple[MoleculeModel, FinetuneResult]]:
-    """Each ensemble member fine-tuned from one loaded checkpoint, with its result.
-
-    Parameters
-    ----------
-    est : ExLMMoleculeClassifier or ExLMMoleculeRegressor
-        Read for its parameters (``n_models``, ``bootstrap``, ``device``, ``pooling``,
-        ``max_length``, ``train_layers``, ``patience``, ``progress``, ``max_minutes``,
-        ``augment``, ``head_first``); not changed.
-    task : {"classification", "regression"}
-    backbone : Backbone
-        The loaded checkpoint (:func:`~exlm_chem.model.pretrained.load_backbone`).
-    settings : FinetuneSettings
-    train, valid : LabelledSmiles
-        The training molecules and the held-out ones that choose the best epoch (None:
-        none held out).
-    spec : FeatureSpec or None
-        The scaled features the heads read beside the pooled state.
-    seed : int
-        The fit's seed; the first member's is the seed itself.
-
-    Returns
-    -------
-    list of (MoleculeModel, FinetuneResult)
-        One per member, in the order of :func:`~exlm_chem.uncertainty.ensemble.member_seeds`.
-    """
-    import torch
-
-    from exlm_chem.model.molecule_model import build_model
-    from exlm_chem.train.finetune import finetune, freeze_lower_layers
-
-    device = resolve_device(est.device)
-    cuda = [device.index or 0] if device.type == "cuda" else []
-    patience = None if est.patience is None else int(est.patience)
-    members = []
-    for member_seed in member_seeds(seed, int(est.n_models)):
-        member_train = train
-        if est.bootstrap:
-            member_train = train.rows(bootstrap_rows(len(train.smiles), member_seed))
-        with torch.random.fork_rng(devices=cuda):  # reproducible, global RNG untouched
-            torch.manual_seed(member_seed)
-            model = build_model(backbone.config, backbone.tokenizer, train.labels.shape[1],
-                                backbone.encoder_state, settings.pooler_dropout,
-                                est.pooling, int(est.max_length),
-                                0 if spec is None else spec.n_features, spec).to(device)
-            if est.train_layers is not None:
-                freeze_lower_layers(model.encoder, int(est.train_layers))
-            result = finetune(model, member_train, settings, task, valid,
-                              bool(est.progress), est.max_minutes, member_seed,
-                              int(est.augment), patience=patience,
-                              head_first=bool(est.head_first))
-        members.append((model, result))
-    return members
-
-
-def frozen_encoder(backbone: Any, seed: int, pooling: str, max_length: int) -> MoleculeModel:
-    """The encoder of ``backbone`` as it is before fine-tuning, pooling as the estimator
-    does, no head (on the CPU): its states train the head first (``head_first``) and feed
-    the tree head. ``seed`` seeds a random encoder (``pretrained=None``)."""
-    import torch
-
-    from exlm_chem.model.molecule_model import build_model
-
-    with torch.random.fork_rng(devices=[]):  # the global RNG stays untouched
-        torch.manual_seed(seed)
-        return build_model(backbone.config, backbone.tokenizer, 0, backbone.encoder_state,
-                           pooling=pooling, max_length=max_length)
-
-
-def member_outputs(models: Sequence[MoleculeModel], views: Sequence[Sequence[str]],
-                   batch_size: int, n_tasks: int, features: np.ndarray | None) -> np.ndarray:
-    """Raw outputs [members, views, n, T] float64 of every model on every view.
-
-    ``views`` are the same n molecules written differently, so their ``features`` [n, F]
-    (scaled; None without) serve every view. One view at a time: a prediction holds the
-    memory of one view's run, and each view is tokenised once for all members.
-    """
-    out = np.empty((len(models), len(views), len(views[0]), n_tasks))
-    for v, view in enumerate(views):
-        rows = models[0].token_rows(view)
-        for m, model in enumerate(models):
-            out[m, v] = model.run(rows, PREDICT, batch_size, features)
-    return out
-
-
+# ---- the members: the networks (:mod:`.members`), the tree head's settings ---------
 def uses_forest(task: str, tree_head: bool, tree_forest: bool | None, booster: str) -> bool:
     """Whether the tree head of ``booster`` has a random forest beside its boosted trees:
     ``tree_forest``, where None is the measured default (beside the classifier's histogram
@@ -249,7 +156,7 @@ def fit_tree_head(kinds: Sequence[str], frozen: MoleculeModel | None,
         What the trees read (:func:`~exlm_chem.model.frozen_trees.tree_kinds`): computed
         feature kinds, and ``"exlm"`` for the pre-trained encoder's pooled states.
     frozen : MoleculeModel or None
-        The pre-trained encoder (:func:`frozen_encoder`), kept in the head when it reads
+        The pre-trained encoder (:func:`.members.frozen_encoder`), kept in the head when it reads
         states.
     states : ndarray [n, d] or None
         ``frozen``'s pooled states of the n molecules (None when not computed).
@@ -373,6 +280,44 @@ def choose_tree_weight(samples: np.ndarray, trees: np.ndarray, labels: np.ndarra
         network = samples.mean(axis=(0, 1))
     return WeightChoice(held_out_tree_weight(network, trees, labels, task), network, trees,
                         labels)
+
+
+class HeldOutDecisions(NamedTuple):
+    """What the held-out molecules decide beside each member's best epoch."""
+
+    tree_weight: float  # the trees' share of the average
+    choice: WeightChoice | None  # what chose it (None: given, or no trees)
+    calibrator: Calibrator | None  # the classifier's ``calibrate`` map
+    conformity_scores: np.ndarray | None  # [n_valid, T] the regressor's, on y's scale
+
+
+def decide_on_held_out(task: str, tree_weight: float | None, calibrate: str | None,
+                       target_log: np.ndarray | None, trees: np.ndarray | None,
+                       labels: np.ndarray | None,
+                       samples_of: Callable[[], np.ndarray]) -> HeldOutDecisions:
+    """The trees' weight (``tree_weight=None``: :func:`choose_tree_weight`), the
+    classifier's calibration map and the regressor's conformity scores.
+
+    ``trees`` [n_valid, T]: the held-out molecules' outputs of the tree head's fit
+    without them (None: no tree head); ``labels`` [n_valid, T] as fit learns them (None:
+    nothing held out); ``samples_of()`` gives the members' raw outputs [M, V, n_valid, T],
+    called only when something reads them. Without held-out molecules a weight left
+    None is :data:`~exlm_chem.model.frozen_trees.DEFAULT_TREE_WEIGHT`.
+    """
+    weight = DEFAULT_TREE_WEIGHT if tree_weight is None else float(tree_weight)
+    chooses = tree_weight is None and trees is not None
+    if labels is None or not (chooses or task == "regression" or calibrate is not None):
+        return HeldOutDecisions(weight, None, None, None)
+    samples = samples_of()  # [M, V, n_valid, T]
+    choice = choose_tree_weight(samples, trees, labels, task) if chooses else None
+    weight = weight if choice is None else choice.weight
+    if task == "regression":
+        values = aggregate(samples, trees, weight, task, target_log, None)  # on y's scale
+        return HeldOutDecisions(weight, choice, None,
+                                conformity_scores(inverse(labels, target_log), values))
+    calibrator = None if calibrate is None else fit_calibrator(
+        calibrate, labels, combined(samples, trees, weight, task, target_log))
+    return HeldOutDecisions(weight, choice, calibrator, None)
 
 
 # ---- how the outputs combine ---------------------------------------------------------------
