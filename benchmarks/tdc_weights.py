@@ -10,12 +10,16 @@ arrays, without fitting again:
 
 - ``network`` / ``trees``: one member alone (weights 0 and 1);
 - ``w=0.5``: the fixed half of 0.3.0-0.4.0's classifier;
-- ``chosen``: the weight the estimator chose (``tree_weight=None``);
+- ``w=0.75``: three quarters to the trees (0.5.1's default ``tree_weight``);
+- ``chosen``: the weight the estimator chose (``tree_weight=None``, 0.5.0's default);
 - ``chosen, AUC`` (classification): the same choice by ROC-AUC of the held-out molecules
   instead of log loss;
 
-and prints, per rule, the mean valid metric per task over the seeds with the rule's mean
-rank among the rules, then on how many tasks each rule is ahead of ``chosen``.
+and prints, per rule, the mean valid metric per task over the seeds, then per rule its
+mean rank among the rules, and for classification and regression apart its mean gain over
+the trees alone (per cent of the trees' metric, higher is better for MAE too) and on how
+many tasks it is ahead of and behind them. ``--part test`` scores TDC's test parts
+instead (fits on the train part alone; for reading, not for choosing).
 
 Usage::
 
@@ -55,7 +59,7 @@ def _auc_choice(network: np.ndarray, trees: np.ndarray, labels: np.ndarray) -> f
 
 def rule_weights(arrays: dict[str, np.ndarray], classification: bool) -> dict[str, float]:
     """Rule -> the trees' weight it gives on this cell."""
-    rules = {"network": 0.0, "trees": 1.0, "w=0.5": 0.5,
+    rules = {"network": 0.0, "trees": 1.0, "w=0.5": 0.5, "w=0.75": 0.75,
              "chosen": float(arrays["chosen_weight"])}
     if classification and arrays["held_out_labels"].size:
         rules["chosen, AUC"] = _auc_choice(arrays["held_out_network"],
@@ -64,8 +68,8 @@ def rule_weights(arrays: dict[str, np.ndarray], classification: bool) -> dict[st
     return rules
 
 
-def score_cells(folder: Path) -> dict[str, dict[str, dict[int, float]]]:
-    """task -> rule -> seed -> valid metric of every parts file under ``folder``."""
+def score_cells(folder: Path, part: str = "valid") -> dict[str, dict[str, dict[int, float]]]:
+    """task -> rule -> seed -> the ``part``'s metric of every parts file under ``folder``."""
     from exlm_chem.benchmark.tdc import tdc_metric
 
     out: dict[str, dict[str, dict[int, float]]] = defaultdict(lambda: defaultdict(dict))
@@ -75,46 +79,54 @@ def score_cells(folder: Path) -> dict[str, dict[str, dict[int, float]]]:
         with np.load(path) as stored:
             arrays = {k: stored[k] for k in stored.files}
         for rule, w in rule_weights(arrays, metric in ("roc_auc", "prc_auc")).items():
-            mixed = (1 - w) * arrays["valid_network"] + w * arrays["valid_trees"]
-            out[task][rule][int(seed)] = tdc_metric(metric, arrays["valid_labels"][:, 0],
+            mixed = (1 - w) * arrays[f"{part}_network"] + w * arrays[f"{part}_trees"]
+            out[task][rule][int(seed)] = tdc_metric(metric, arrays[f"{part}_labels"][:, 0],
                                                     mixed[:, 0])
     return out
 
 
 def table(scores: dict[str, dict[str, dict[int, float]]]) -> list[str]:
-    """Markdown: per task the rules' mean valid metric; then mean ranks and wins."""
+    """Markdown: per task the rules' mean metric; then mean ranks, gains over the trees."""
+    from scipy.stats import rankdata
+
     rules = list(dict.fromkeys(r for task in scores.values() for r in task))
     lines = ["| task | metric | seeds | " + " | ".join(rules) + " |",
              "|---|---|---:|" + "---:|" * len(rules)]
     ranks: dict[str, list[float]] = defaultdict(list)
-    ahead: dict[str, int] = defaultdict(int)
+    gains: dict[tuple[str, str], list[float]] = defaultdict(list)  # (kind, rule) -> %
     for task in sorted(scores):
         metric = metric_of(task)
         sign = -1.0 if metric == "mae" else 1.0
+        kind = "regression" if metric in ("mae", "spearman") else "classification"
         seeds = sorted(set.intersection(*(set(scores[task][r]) for r in scores[task])))
         means = {r: float(np.mean([scores[task][r][s] for s in seeds]))
                  for r in rules if r in scores[task]}
-        from scipy.stats import rankdata
-
         names = list(means)
         for r, rank in zip(names, rankdata([-sign * means[r] for r in names]), strict=True):
             ranks[r].append(float(rank))  # equals share their mean rank
-            ahead[r] += sign * (means[r] - means["chosen"]) > 1e-12
+            gains[kind, r].append(100 * sign * (means[r] - means["trees"]) / abs(means["trees"]))
         lines.append(f"| {task} | {metric} | {len(seeds)} | "
                      + " | ".join(f"{means[r]:.3f}" if r in means else "–" for r in rules)
                      + " |")
-    lines += ["", "| rule | mean rank among the rules | tasks ahead of `chosen` |",
-              "|---|---:|---:|"]
-    lines += [f"| {r} | {np.mean(ranks[r]):.2f} | {ahead[r]} of {len(ranks[r])} |"
-              for r in rules]
+    lines += ["", "| rule | mean rank among the rules | classification: gain over the trees "
+              "alone, tasks ahead / behind | regression: the same |", "|---|---:|---:|---:|"]
+    for r in rules:
+        cells = []
+        for kind in ("classification", "regression"):
+            g = np.asarray(gains[kind, r])
+            cells.append(f"{g.mean():+.2f} %, {(g > 1e-9).sum()} / {(g < -1e-9).sum()} of "
+                         f"{g.size}" if g.size else "–")
+        lines.append(f"| {r} | {np.mean(ranks[r]):.2f} | " + " | ".join(cells) + " |")
     return lines
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", type=Path, help="a records folder with parts/")
+    parser.add_argument("--part", choices=("valid", "test"), default="valid",
+                        help="the part scored (default: valid, what chooses)")
     args = parser.parse_args(argv)
-    print("\n".join(table(score_cells(args.folder))))
+    print("\n".join(table(score_cells(args.folder, args.part))))
     return 0
 
 

@@ -21,7 +21,8 @@ Held-out molecules
     fitted without them, so that its outputs on them are honest.
 
 The trees' weight
-    With ``tree_weight=None`` the held-out molecules choose the trees' share of the
+    Given (``tree_weight``, 0.75 by default: what TDC's valid parts chose), or with
+    ``tree_weight=None`` the held-out molecules choose the trees' share of the
     average from :data:`TREE_WEIGHTS`, which include the trees alone and the network
     alone: the weight whose average scores them best, by log loss of the probabilities
     (classifier) or squared error of the values on the scale fit learns (regressor)

@@ -100,12 +100,14 @@ _PARAMETERS = """
         features of the training molecules (``tree_features``, ``tree_booster``); outputs
         are the weighted average of the two (probabilities for the classifier, values for
         the regressor; ``tree_weight``). False: the network alone.
-    tree_weight : float in [0, 1] or None, default None
-        The trees' weight in that average (0: the network alone, 1: the trees alone).
+    tree_weight : float in [0, 1] or None, default 0.75
+        The trees' weight in that average (0: the network alone, 1: the trees alone);
+        0.75 is what TDC ADMET's held-out valid parts chose over the trees alone, one
+        half and the held-out choice below (benchmarks/results/tdc_admet/weights.md).
         None: the weight of 0, 0.25, 0.5, 0.75 and 1 that scores best on the held-out
         molecules (log loss of the averaged probabilities; squared error of the averaged
-        values, on the scale fit works on), one half without held-out molecules. Once it
-        is chosen the trees are fitted again on every molecule. The weight used is
+        values, on the scale fit works on), one half without held-out molecules. Either
+        way CatBoost's kept trees are fitted on every molecule. The weight used is
         ``tree_weight_``.
     tree_forest : bool or None, default None
         With ``tree_head``, the tree head adds a random forest per task on the scaled
@@ -180,8 +182,8 @@ _ATTRIBUTES = """
         Why each of those rows was rejected (None for the others).
     held_out_mask_ : ndarray of bool [N_fit]
         Rows of the training X held out of training (``validation_fraction``, whole
-        scaffolds): they chose the best epoch, ``tree_weight_``, calibration and
-        intervals.
+        scaffolds): they chose the best epoch (and ``tree_weight_`` with
+        ``tree_weight=None``), calibration and intervals.
     pretrained_source_ : str
         The checkpoint fine-tuned from, or ``"random:<preset>"``.
     models_ : list of MoleculeModel

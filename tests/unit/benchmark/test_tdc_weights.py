@@ -18,15 +18,21 @@ def test_rules_are_scored_on_the_valid_part_and_ranked(tmp_path):
     script = load_script("benchmarks/tdc_weights.py")
     (tmp_path / "parts").mkdir()
     labels = np.array([[0.0], [1.0], [0.0], [1.0]])
-    # the network ranks the molecules right, the trees wrong: AUROC 1 and 0
-    network, trees = np.array([[0.1], [0.9], [0.2], [0.8]]), np.array([[0.9], [0.1], [0.8], [0.2]])
+    # the network ranks the molecules right, the trees mostly wrong: AUROC 1 and 0.25
+    network, trees = np.array([[0.1], [0.9], [0.2], [0.8]]), np.array([[0.9], [0.1], [0.2], [0.8]])
     _parts(tmp_path / "parts" / "herg_seed1.npz", network, trees, labels, 0.25)
     scores = script.score_cells(tmp_path)
-    assert scores["herg"]["network"][1] == 1.0 and scores["herg"]["trees"][1] == 0.0
+    assert scores["herg"]["network"][1] == 1.0 and scores["herg"]["trees"][1] == 0.25
+    assert scores["herg"]["w=0.5"][1] == 0.875 and scores["herg"]["w=0.75"][1] == 0.75
     assert scores["herg"]["chosen"][1] == 1.0  # 0.75 * network + 0.25 * trees keeps the order
     # held out: the network's AUROC is 1 (0.6, 0.9 above 0.1, 0.2), the trees' 0.25
     assert script.rule_weights(dict(np.load(tmp_path / "parts" / "herg_seed1.npz")),
                                True)["chosen, AUC"] == 0.0
     lines = script.table(scores)
-    assert lines[2].startswith("| herg | roc_auc | 1 | 1.000 | 0.000 |")
-    assert "| trees | 5.00 | 0 of 1 |" in lines
+    assert lines[2].startswith("| herg | roc_auc | 1 | 1.000 | 0.250 | 0.875 | 0.750 | 1.000 |")
+    # network, chosen and chosen by AUC share ranks 1-3; the gains are over the trees alone
+    assert "| network | 2.00 | +300.00 %, 1 / 0 of 1 | – |" in lines
+    assert "| trees | 6.00 | +0.00 %, 0 / 0 of 1 | – |" in lines
+    assert "| w=0.75 | 5.00 | +200.00 %, 1 / 0 of 1 | – |" in lines
+    test = script.score_cells(tmp_path, "test")  # the same arrays in the test part here
+    assert test["herg"]["trees"][1] == 0.25

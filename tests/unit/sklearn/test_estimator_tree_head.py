@@ -3,8 +3,8 @@
 The tree head is CatBoost on MapLight's features (up to four tasks; beyond, 0.4.0's
 histogram boosting on the pre-trained encoder's states and RDKit 2D, with the classifier's
 forest). It reads the pre-trained encoder (not the fine-tuned one) where it reads states,
-weighs in every output as its held-out molecules (whole scaffolds) chose, or
-``tree_weight``, learns those molecules too once they chose (CatBoost), and travels
+weighs in every output at ``tree_weight`` (0.75) or, with None, as its held-out molecules
+(whole scaffolds) chose, learns those molecules too (CatBoost), and travels
 through save/load and pickling as arrays, without being unpickled or CatBoost being
 needed; ``head_first`` fits the head on the frozen states before the encoder moves.
 """
@@ -56,13 +56,14 @@ def _spied_weight(chosen_on):
 
 @pytest.fixture(scope="module")
 def choice(params, data):
-    """The default classifier (CatBoost on MapLight's features, no forest beside it) and
-    the arguments of the one held_out_tree_weight call its fit made."""
+    """The default classifier (CatBoost on MapLight's features, no forest beside it)
+    choosing its weight on the held-out molecules (``tree_weight=None``), and the
+    arguments of the one held_out_tree_weight call its fit made."""
     X, y = data
     chosen_on = []
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(ensemble, "held_out_tree_weight", _spied_weight(chosen_on))
-        est = ExLMMoleculeClassifier(**params).fit(X, y)
+        est = ExLMMoleculeClassifier(**params, tree_weight=None).fit(X, y)
     return est, chosen_on
 
 
@@ -240,7 +241,7 @@ def test_the_regressor_weighs_values_as_its_held_out_molecules_chose_and_its_int
     values = np.exp(np.log1p(np.arange(len(X), dtype=float)) + y)
     chosen_on = []
     monkeypatch.setattr(ensemble, "held_out_tree_weight", _spied_weight(chosen_on))
-    est = ExLMMoleculeRegressor(**params, target_transform="log").fit(X, values)
+    est = ExLMMoleculeRegressor(**params, target_transform="log", tree_weight=None).fit(X, values)
     assert est.target_log_.tolist() == [True]
     # the choice, redone from the held-out rows fit used: about a share, whole scaffolds
     held_out = np.flatnonzero(est.held_out_mask_)

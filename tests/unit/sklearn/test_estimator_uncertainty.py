@@ -77,7 +77,7 @@ def test_outputs_are_the_calibrated_mean_over_members_and_views(ensemble, data):
     raw = np.stack([[expit(predict_batched(net, v, 32).astype(np.float64)) for v in views]
                     for net in ensemble.models_])  # [3 members, 3 views, 64, 1]
     trees = expit(ensemble.tree_head_.decision(canonical, 32))  # [64, 1]
-    w = ensemble.tree_weight_  # the trees' share, chosen on the held-out molecules
+    w = ensemble.tree_weight_  # the trees' share
     expected = ensemble.calibrator_.apply((1 - w) * raw.mean(axis=(0, 1)) + w * trees)[:, 0]
     proba = ensemble.predict_proba(X)
     np.testing.assert_allclose(proba[:, 1], np.clip(expected, 1e-7, 1 - 1e-7), atol=1e-12)
