@@ -6,7 +6,7 @@
 # the records keep their CPU time; 3030dd5 adds tree_features to the estimators, so later
 # commits key the same cells differently); 7 from 3030dd5 or later: two processes, one
 # thread each; run two lanes at once on a 2-core machine); 8 from the commit that adds
-# catboost_maplight or later; 9 and 10 from a commit of the 0.5.0 estimators. Every command resumes:
+# catboost_maplight or later; 9 from a commit of the 0.5.0 estimators, 10 of 0.5.1's. Every command resumes:
 # cells already in a records folder are skipped, so rerunning a lane continues where it
 # stopped.
 # Then: bash benchmarks/tdc_admet_runs.sh report
@@ -124,9 +124,10 @@ case "${1:-}" in
       --tasks $SMALL_CLS $SMALL_REG $BIG_REG $BIG_CLS --out $OUT/records/default-050-valid
     ;;
   10)
-    # the 0.5.0 defaults as the leaderboard fits, on all of train_val, 22 tasks x 5 seeds
+    # the 0.5.1 defaults (tree_weight=0.75, chosen on lane 9's valid parts: weights.md) as
+    # the leaderboard fits, on all of train_val, 22 tasks x 5 seeds
     "${RUN[@]}" --methods exlm_defaults --fit-on train_val \
-      --tasks $SMALL_CLS $SMALL_REG $BIG_REG $BIG_CLS --out $OUT/records/default-050-fit
+      --tasks $SMALL_CLS $SMALL_REG $BIG_REG $BIG_CLS --out $OUT/records/default-051-fit
     ;;
   report)
     "${RUN[@]}" --report-only --out $OUT --merge $OUT/records/*/
