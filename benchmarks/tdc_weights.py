@@ -39,10 +39,27 @@ WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
 
 
 def metric_of(task: str) -> str:
-    """The task's TDC metric name (``mae``, ``spearman``, ``roc_auc``, ``prc_auc``)."""
+    """The task's metric: TDC's (``mae``, ``spearman``, ``roc_auc``, ``prc_auc``); for a
+    MoleculeNet task (``exlm-chem benchmark --fit-on train``) ``roc_auc`` or ``rmse``,
+    averaged over its sub-tasks as the runner scores it."""
+    from exlm_chem.benchmark.tasks import task_type
     from exlm_chem.data.tdc_admet import TDC_ADMET_TASKS
 
-    return TDC_ADMET_TASKS[task].metric
+    if task in TDC_ADMET_TASKS:
+        return TDC_ADMET_TASKS[task].metric
+    return "roc_auc" if task_type(task) == "classification" else "rmse"
+
+
+def score(task: str, labels: np.ndarray, predicted: np.ndarray) -> float:
+    """``metric_of(task)`` of ``predicted`` against ``labels`` [n, T] (NaN: missing)."""
+    from exlm_chem.benchmark.tdc import tdc_metric
+    from exlm_chem.data.tdc_admet import TDC_ADMET_TASKS
+    from exlm_chem.metrics import mean_rmse, mean_roc_auc
+
+    if task in TDC_ADMET_TASKS:
+        return tdc_metric(metric_of(task), labels[:, 0], predicted[:, 0])
+    mean = mean_roc_auc if metric_of(task) == "roc_auc" else mean_rmse
+    return float(mean(labels, predicted).mean)
 
 
 def _auc_choice(network: np.ndarray, trees: np.ndarray, labels: np.ndarray) -> float:
@@ -61,7 +78,7 @@ def rule_weights(arrays: dict[str, np.ndarray], classification: bool) -> dict[st
     """Rule -> the trees' weight it gives on this cell."""
     rules = {"network": 0.0, "trees": 1.0, "w=0.5": 0.5, "w=0.75": 0.75,
              "chosen": float(arrays["chosen_weight"])}
-    if classification and arrays["held_out_labels"].size:
+    if classification and arrays["held_out_labels"].shape[1:] == (1,):  # one task
         rules["chosen, AUC"] = _auc_choice(arrays["held_out_network"],
                                            arrays["held_out_trees"],
                                            arrays["held_out_labels"])
@@ -70,8 +87,6 @@ def rule_weights(arrays: dict[str, np.ndarray], classification: bool) -> dict[st
 
 def score_cells(folder: Path, part: str = "valid") -> dict[str, dict[str, dict[int, float]]]:
     """task -> rule -> seed -> the ``part``'s metric of every parts file under ``folder``."""
-    from exlm_chem.benchmark.tdc import tdc_metric
-
     out: dict[str, dict[str, dict[int, float]]] = defaultdict(lambda: defaultdict(dict))
     for path in sorted(folder.glob("parts/*_seed*.npz")):
         task, seed = re.fullmatch(r"(.+)_seed(\d+)", path.stem).groups()
@@ -80,8 +95,7 @@ def score_cells(folder: Path, part: str = "valid") -> dict[str, dict[str, dict[i
             arrays = {k: stored[k] for k in stored.files}
         for rule, w in rule_weights(arrays, metric in ("roc_auc", "prc_auc")).items():
             mixed = (1 - w) * arrays[f"{part}_network"] + w * arrays[f"{part}_trees"]
-            out[task][rule][int(seed)] = tdc_metric(metric, arrays[f"{part}_labels"][:, 0],
-                                                    mixed[:, 0])
+            out[task][rule][int(seed)] = score(task, arrays[f"{part}_labels"], mixed)
     return out
 
 
@@ -96,8 +110,8 @@ def table(scores: dict[str, dict[str, dict[int, float]]]) -> list[str]:
     gains: dict[tuple[str, str], list[float]] = defaultdict(list)  # (kind, rule) -> %
     for task in sorted(scores):
         metric = metric_of(task)
-        sign = -1.0 if metric == "mae" else 1.0
-        kind = "regression" if metric in ("mae", "spearman") else "classification"
+        sign = -1.0 if metric in ("mae", "rmse") else 1.0
+        kind = "regression" if metric in ("mae", "rmse", "spearman") else "classification"
         seeds = sorted(set.intersection(*(set(scores[task][r]) for r in scores[task])))
         means = {r: float(np.mean([scores[task][r][s] for s in seeds]))
                  for r in rules if r in scores[task]}
