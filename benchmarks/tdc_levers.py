@@ -80,6 +80,8 @@ REPO = Path(__file__).resolve().parents[1]
 #: MapLight's features, as :data:`exlm_chem.benchmark.features.FEATURE_SETS` names them
 MAPLIGHT = ("morgan", "avalon", "erg", "rdkit2d")
 BASELINE = "trees(emb+rdkit2d)"
+#: the estimators' tree member as 0.5.1 fits it (the levers' baseline)
+MEMBER = "member(maplight)"
 SEEDS = (1, 2, 3)
 _EMB_FORMAT = "tdc-levers-states-1"
 
@@ -88,15 +90,18 @@ class Head(NamedTuple):
     """What a head fits and reads."""
 
     booster: str  # "trees": the package's FrozenTrees, booster="hist" (0.4.0's head);
-    # "catboost": CatBoost at its defaults
+    # "catboost": CatBoost at its defaults; "member": the estimators' own tree member
+    # (FrozenTrees, booster="catboost": MapLight's settings, standardised MAE regression)
     states: bool  # the encoder's pooled states beside the features
     kinds: tuple[str, ...]  # feature blocks (exlm_chem.benchmark.features.FEATURE_SETS)
+    params: tuple[tuple[str, Any], ...] = ()  # "member": CatBoost settings (tree_params)
+    seeds: int = 1  # "member": members of consecutive seeds averaged
 
 
 def _heads() -> dict[str, Head]:
     """Every head of :data:`HEADS` by name (imports the package's tree head); the baseline
     reads 0.4.0's tree kinds (the states and RDKit 2D)."""
-    from exlm_chem.model.frozen_trees import HIST_TREE_KINDS, STATES_KIND
+    from exlm_chem.model.frozen_trees import HIST_TREE_KINDS, STATES_KIND, TREE_KINDS
 
     return {
         BASELINE: Head("trees", True, tuple(k for k in HIST_TREE_KINDS if k != STATES_KIND)),
@@ -105,11 +110,22 @@ def _heads() -> dict[str, Head]:
         "trees(rdkit2d)": Head("trees", False, ("rdkit2d",)),
         "catboost(maplight)": Head("catboost", False, MAPLIGHT),
         "catboost(emb+maplight)": Head("catboost", True, MAPLIGHT),
+        # the estimators' own kinds: MapLight's, Morgan folded to 1024 as MapLight folds it
+        MEMBER: Head("member", False, TREE_KINDS),
+        "member(maplight) x3 seeds": Head("member", False, TREE_KINDS, seeds=3),
+        "member(maplight+maccs+atompair)": Head("member", False,
+                                                (*TREE_KINDS, "maccs", "atompair")),
+        "member(maplight) l2=10": Head("member", False, TREE_KINDS, (("l2_leaf_reg", 10),)),
+        "member(maplight) depth 8": Head("member", False, TREE_KINDS, (("depth", 8),)),
     }
 
 
 HEADS = ("trees(emb+rdkit2d)", "trees(emb+maplight)", "trees(maplight)", "trees(rdkit2d)",
-         "catboost(maplight)", "catboost(emb+maplight)")
+         "catboost(maplight)", "catboost(emb+maplight)", "member(maplight)",
+         "member(maplight) x3 seeds", "member(maplight+maccs+atompair)",
+         "member(maplight) l2=10", "member(maplight) depth 8")
+#: the lever heads of 0.5.x: the estimators' tree member as it is, then one lever each
+MEMBER_HEADS = HEADS[6:]
 
 
 def default_tasks(data_path: str | Path | None = None) -> list[str]:
@@ -204,7 +220,8 @@ def target_log(data: Any) -> np.ndarray:
 
 
 def predict_valid(head: Head, data: Any, states: np.ndarray | None, raw: np.ndarray,
-                  seed: int, threads: int = 1) -> np.ndarray:
+                  seed: int, threads: int = 1, first: np.ndarray | None = None
+                  ) -> np.ndarray:
     """One head fitted on ``data.train`` and its predictions of ``data.valid``.
 
     Parameters
@@ -221,6 +238,9 @@ def predict_valid(head: Head, data: Any, states: np.ndarray | None, raw: np.ndar
         The TDC seed (the estimators' ``random_state``).
     threads : int
         CatBoost's ``thread_count``.
+    first : ndarray [n_valid] or None
+        A ``"member"`` head's first member's predictions, when fitted already (the same
+        head of one seed): only the further members are fitted.
 
     Returns
     -------
@@ -236,6 +256,18 @@ def predict_valid(head: Head, data: Any, states: np.ndarray | None, raw: np.ndar
     classification = data.task_type == "classification"
     log = target_log(data)
     labels = forward(data.labels, log)  # [n, 1]: what every head fits
+    if head.booster == "member":
+        drawn = held_out_split([data.smiles[i] for i in data.train], seed, 0.0).seed
+        # member k is seeded drawn + k; a first member's outputs fitted already are reused
+        outputs = [] if first is None else [first]
+        for k in range(len(outputs), head.seeds):
+            member = FrozenTrees.fit(None, None, raw, labels, data.train, data.task_type,
+                                     drawn + k, head.kinds, forest=False, booster="catboost",
+                                     threads=threads, booster_params=dict(head.params))
+            decision = member.decision_of(None, raw[data.valid])  # [n_valid, 1]
+            outputs.append((expit(decision) if classification
+                            else inverse(decision, log))[:, 0])
+        return np.mean(outputs, axis=0)  # probabilities or values averaged
     if head.booster == "trees":
         # the estimators' seed for random_state=seed (no rows held out: the seed alone)
         drawn = held_out_split([data.smiles[i] for i in data.train], seed, 0.0).seed
@@ -262,8 +294,28 @@ def _done(results: Path) -> set[tuple[str, int, str]]:
             for r in map(json.loads, results.read_text().splitlines())}
 
 
+def _predictions_path(out: Path, task: str, seed: int) -> Path:
+    return out / "predictions" / f"{task}_seed{seed}.npz"
+
+
+def _keep_predictions(out: Path, task: str, seed: int, head: str,
+                      predicted: np.ndarray) -> None:
+    """Add ``head``'s valid predictions to ``OUT/predictions/TASK_seedS.npz`` (atomic)."""
+    from exlm_chem.files.safe_write import atomic_path
+
+    path = _predictions_path(out, task, seed)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    kept = {}
+    if path.is_file():
+        with np.load(path, allow_pickle=False) as stored:
+            kept = {k: stored[k] for k in stored.files}
+    kept[head] = np.asarray(predicted, np.float64)
+    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+        np.savez(handle, **kept)
+
+
 def _score(name: str, head: Head, data: Any, states: np.ndarray | None, seed: int,
-           cache: Path, threads: int) -> dict[str, Any]:
+           cache: Path, threads: int, out: Path) -> dict[str, Any]:
     """One (task, seed, head)'s record without provenance: the validation score and the
     fit's wall and CPU seconds (features and states computed before the clock starts)."""
     from exlm_chem.benchmark.tdc import TDC_SPLIT, tdc_metric
@@ -273,12 +325,22 @@ def _score(name: str, head: Head, data: Any, states: np.ndarray | None, seed: in
     if time.perf_counter() - began >= 1:
         print(f"{data.name}: features {'+'.join(head.kinds)} "
               f"{time.perf_counter() - began:.0f} s", flush=True)
+    first = None
+    if head.booster == "member" and head.seeds > 1:
+        one = next((n for n, h in _heads().items() if h == head._replace(seeds=1)), None)
+        path = _predictions_path(out, data.name, seed)
+        if one is not None and path.is_file():
+            with np.load(path, allow_pickle=False) as stored:
+                first = stored[one] if one in stored.files else None
     began, cpu = time.perf_counter(), time.process_time()
-    predicted = predict_valid(head, data, states if head.states else None, raw, seed, threads)
+    predicted = predict_valid(head, data, states if head.states else None, raw, seed, threads,
+                              first)
     wall, cpu = time.perf_counter() - began, time.process_time() - cpu
+    _keep_predictions(out, data.name, seed, name, predicted)
     return {"task": data.name, "seed": seed, "head": name, "metric": data.metric,
             "valid_score": tdc_metric(data.metric, data.labels[data.valid, 0], predicted),
             "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "booster": head.booster,
+            "reused_first_member": first is not None,  # its time is the base head's
             "states": head.states, "features": list(head.kinds),
             "target_log": bool(target_log(data)[0]), "n_train": len(data.train),
             "n_valid": len(data.valid), "split": TDC_SPLIT, "part": "valid",
@@ -359,7 +421,8 @@ def run(tasks: Sequence[str], seeds: Sequence[int], model: str, out: Path,
                         began = time.perf_counter()
                         states = _states(data, model, out)
                         print(f"{task}: states {time.perf_counter() - began:.0f} s", flush=True)
-                    record = {**_score(head, specs[head], data, states, seed, cache, threads),
+                    record = {**_score(head, specs[head], data, states, seed, cache, threads,
+                                       out),
                               "model": model, **provenance,
                               "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ",
                                                            time.gmtime())}
@@ -422,6 +485,101 @@ def report(out: Path) -> str:
     return "\n".join(lines)
 
 
+def member_report(out: Path, network: Path | None, weight: float = 0.75) -> str:
+    """The levers of :data:`MEMBER_HEADS` against :data:`MEMBER` (0.5.1's tree member).
+
+    Per head and task the mean valid score over the seeds, alone and, with ``network`` (a
+    ``exlm-chem benchmark --suite tdc-admet`` records folder whose ``parts/`` hold the
+    fine-tuned network's outputs on the same valid parts), averaged with the network at
+    the estimators' ``tree_weight`` (``weight``); then per head its mean relative change
+    against :data:`MEMBER` (positive: better) and the tasks where it is ahead / behind,
+    over the (task, seed) cells both have.
+
+    Parameters
+    ----------
+    out : Path
+        The study's folder (``predictions/``, ``results.jsonl``).
+    network : Path or None
+        The records folder with the network's ``parts/`` (None: the heads alone).
+    weight : float
+        The trees' share of the average.
+
+    Returns
+    -------
+    str
+        Markdown.
+    """
+    from exlm_chem.benchmark.tdc import tdc_metric
+
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    metric = {r["task"]: r["metric"] for r in records}
+    cells: dict[tuple[str, str, str], dict[int, float]] = {}  # (task, head, how) -> seed
+    differs = 0.0  # the largest gap between MEMBER's outputs and the estimators' trees
+
+    def stored_trees(parts: Path) -> dict[str, np.ndarray]:
+        with np.load(parts) as stored:
+            return {k: stored[k] for k in stored.files if k == "valid_trees"}
+
+    for r in records:
+        if r["head"] not in MEMBER_HEADS:
+            continue
+        cells.setdefault((r["task"], r["head"], "alone"), {})[r["seed"]] = r["valid_score"]
+        if network is None:
+            continue
+        parts = network / "parts" / f"{r['task']}_seed{r['seed']}.npz"
+        if not parts.is_file():
+            continue
+        with np.load(parts) as stored, np.load(_predictions_path(out, r["task"], r["seed"])
+                                               ) as mine:
+            labels, net = stored["valid_labels"][:, 0], stored["valid_network"][:, 0]
+            own = mine[r["head"]]
+        if labels.shape != own.shape:
+            raise ValueError(f"{parts}: {labels.size} valid rows, the study has {own.size}")
+        if r["head"] == MEMBER and "valid_trees" in stored_trees(parts):
+            # the study's member is the estimators' own: the same outputs
+            differs = max(differs, float(np.abs(stored_trees(parts)["valid_trees"][:, 0]
+                                                - own).max()))
+        mixed = (1 - weight) * net + weight * own
+        cells.setdefault((r["task"], r["head"], "mixed"), {})[r["seed"]] = tdc_metric(
+            r["metric"], labels, mixed)
+    hows = ("alone", "mixed") if network is not None else ("alone",)
+    heads = [h for h in MEMBER_HEADS if any(k[1] == h for k in cells)]
+    tasks = sorted({k[0] for k in cells})
+    lines = ["| head | " + " | ".join(f"{how}: mean change vs {MEMBER}, ahead / behind"
+                                     for how in hows) + " | cells |",
+             "|---|" + "---:|" * (len(hows) + 1)]
+    for head in heads:
+        shown, n_cells = [], 0
+        for how in hows:
+            gains, ahead, behind = [], 0, 0
+            for t in tasks:
+                own, base = cells.get((t, head, how), {}), cells.get((t, MEMBER, how), {})
+                common = sorted(set(own) & set(base))
+                if not common:
+                    continue
+                value, reference = (float(np.mean([d[s] for s in common])) for d in (own, base))
+                gain = _gain(metric[t], value, reference)
+                gains.append(gain)
+                ahead, behind = ahead + (gain > 1e-9), behind + (gain < -1e-9)
+                n_cells = max(n_cells, sum(len(set(cells.get((u, head, how), {}))
+                                               & set(cells.get((u, MEMBER, how), {})))
+                                           for u in tasks))
+            shown.append(f"{100 * np.mean(gains):+.2f} %, {ahead} / {behind} of {len(gains)}"
+                         if gains else "–")
+        lines.append(f"| {head} | " + " | ".join(shown) + f" | {n_cells} |")
+    lines += ["", "| task | metric | " + " | ".join(f"{h} ({how})" for h in heads
+                                                    for how in hows) + " |",
+              "|---|---|" + "---:|" * (len(heads) * len(hows))]
+    for t in tasks:
+        values = [cells.get((t, h, how), {}) for h in heads for how in hows]
+        lines.append(f"| {t} | {metric[t]} | " + " | ".join(
+            f"{np.mean(list(v.values())):.3f}" if v else "–" for v in values) + " |")
+    if network is not None:
+        lines += ["", f"{MEMBER} against the estimators' trees in {network}'s parts: "
+                      f"largest difference {differs:.2g}"]
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from exlm_chem.data.tdc_admet import TDC_ADMET_TASKS
 
@@ -438,6 +596,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="admet_group.zip or its folder (default: the loader's search)")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--report", action="store_true", help="only print the table")
+    parser.add_argument("--network", type=Path, default=None,
+                        help="a valid-mode records folder whose parts/ hold the network's "
+                             "outputs: the member levers are also scored averaged with it")
     args = parser.parse_args(argv)
     if not args.report:
         from exlm_chem.threads import set_threads
@@ -447,6 +608,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         run(tasks, args.seeds, args.model, args.out, tuple(args.heads), args.cache,
             args.threads, args.data)
     print(report(args.out))
+    if any(json.loads(line)["head"] in MEMBER_HEADS
+           for line in (args.out / "results.jsonl").read_text().splitlines()):
+        print()
+        print(member_report(args.out, args.network))
     return 0
 
 

@@ -36,7 +36,8 @@ from exlm_chem.benchmark.tasks import TaskData
 __all__ = ["FEATURE_SETS", "cached_task_values", "feature_cache_path", "feature_settings",
            "scaled_task_features", "task_features", "task_key"]
 
-FEATURE_SETS = ("rdkit2d", "morgan", "morgan1024", "avalon", "erg")  # what a row may add
+# what a row may add
+FEATURE_SETS = ("rdkit2d", "morgan", "morgan1024", "avalon", "erg", "maccs", "atompair")
 _CACHE_FORMAT = "exlm_chem-task-features-1"
 logger = logging.getLogger(__name__)
 

@@ -16,6 +16,8 @@ prepare --descriptors``, ``exlm-chem corpus descriptors``) all call
 * ``"morgan1024"``: the same folded to 1024 entries, MapLight's width.
 * ``"avalon"``: Avalon count fingerprint, folded to 1024 entries.
 * ``"erg"``: RDKit's extended reduced graph (ErG), 315 pharmacophore-pair values.
+* ``"maccs"``: the 167 MACCS structural keys (0/1).
+* ``"atompair"``: atom-pair count fingerprint, folded to 2048 entries.
 
 Values come back raw (float32, NaN where RDKit cannot compute a descriptor or the value
 overflows float32); :mod:`exlm_chem.data.feature_spec` scales them. Rows never move: row
@@ -46,7 +48,8 @@ from exlm_chem.data.process_map import map_chunks
 from exlm_chem.data.rdkit_reasons import as_molecule
 
 __all__ = [
-    "AVALON_BITS", "COMPUTED_KINDS", "ERG_WIDTH", "FAST_NAMES", "MAPLIGHT_MORGAN_BITS", "MEMO",
+    "ATOMPAIR_BITS", "AVALON_BITS", "COMPUTED_KINDS", "ERG_WIDTH", "FAST_NAMES", "MACCS_WIDTH",
+    "MAPLIGHT_MORGAN_BITS", "MEMO",
     "MEMO_BYTES", "MORGAN_BITS", "MORGAN_RADIUS", "RowMemo", "descriptor_values", "feature_names",
     "molecule_features", "morgan_counts",
     "rdkit2d_descriptors", "rdkit2d_names", "rdkit_version",
@@ -55,7 +58,8 @@ __all__ = [
 # computed from the molecule alone; "avalon" and "erg" are what MapLight, the leading
 # fingerprint entry of the TDC ADMET leaderboard, feeds its trees beside Morgan counts and
 # RDKit descriptors
-COMPUTED_KINDS = ("rdkit2d", "rdkit2d_fast", "morgan", "morgan1024", "avalon", "erg")
+COMPUTED_KINDS = ("rdkit2d", "rdkit2d_fast", "morgan", "morgan1024", "avalon", "erg",
+                  "maccs", "atompair")
 # 2D descriptors costing a few tens of µs or less, + Crippen logP/MR (benchmarks/descriptor_cost.py)
 FAST_NAMES = (
     "MolWt", "HeavyAtomMolWt", "ExactMolWt", "Chi0n", "Chi0v", "Chi1n", "Chi1v",
@@ -72,6 +76,8 @@ MORGAN_BITS = 2048
 MAPLIGHT_MORGAN_BITS = 1024  # MapLight folds its Morgan counts to 1024 entries
 AVALON_BITS = 1024  # Avalon count fingerprint, folded
 ERG_WIDTH = 315  # RDKit's extended reduced graph (ErG) pharmacophore-pair vector
+MACCS_WIDTH = 167  # RDKit's MACCS keys (bit 0 is never set)
+ATOMPAIR_BITS = 2048  # atom-pair count fingerprint, folded
 _MORGAN_WIDTHS = {"morgan": MORGAN_BITS, "morgan1024": MAPLIGHT_MORGAN_BITS}
 # fewest molecules worth a worker (its start-up and imports): RDKit's full 2D set costs
 # about 13 ms a molecule, so 200 pay for one; the other kinds cost a millisecond or less
@@ -165,6 +171,19 @@ def _erg(mol: Any) -> np.ndarray:
     return rdReducedGraphs.GetErGFingerprint(mol)
 
 
+def _maccs(mol: Any) -> np.ndarray:
+    from rdkit.Chem import MACCSkeys
+
+    return np.array(list(MACCSkeys.GenMACCSKeys(mol)), dtype=np.float64)
+
+
+def _atompair_vector() -> Callable[[Any], np.ndarray]:
+    from rdkit.Chem import rdFingerprintGenerator
+
+    return rdFingerprintGenerator.GetAtomPairGenerator(fpSize=ATOMPAIR_BITS
+                                                       ).GetCountFingerprintAsNumPy
+
+
 def _float32(values: np.ndarray) -> np.ndarray:
     """float64 -> float32 with NaN for anything float32 cannot hold (inf, overflow)."""
     with np.errstate(over="ignore", invalid="ignore"):
@@ -185,6 +204,10 @@ def _compute(kind: str, molecules: Sequence[Any]) -> np.ndarray:
         return _float32(_vector_rows(molecules, AVALON_BITS, _avalon_counts))
     if kind == "erg":
         return _float32(_vector_rows(molecules, ERG_WIDTH, _erg))
+    if kind == "maccs":
+        return _float32(_vector_rows(molecules, MACCS_WIDTH, _maccs))
+    if kind == "atompair":
+        return _float32(_vector_rows(molecules, ATOMPAIR_BITS, _atompair_vector()))
     raise ValueError(f"unknown feature kind {kind!r}; choose from {COMPUTED_KINDS}")
 
 
@@ -262,6 +285,10 @@ def feature_names(kind: str) -> list[str]:
         return [f"avalon_{i}" for i in range(AVALON_BITS)]
     if kind == "erg":
         return [f"erg_{i}" for i in range(ERG_WIDTH)]
+    if kind == "maccs":
+        return [f"maccs_{i}" for i in range(MACCS_WIDTH)]
+    if kind == "atompair":
+        return [f"atompair_{i}" for i in range(ATOMPAIR_BITS)]
     raise ValueError(f"unknown feature kind {kind!r}; choose from {COMPUTED_KINDS}")
 
 

@@ -161,3 +161,68 @@ def test_trees_heads_fit_0_4_0s_booster_seeded_as_the_estimators(study, monkeypa
         assert kwargs["booster"] == "hist" and trees.trees.booster == "hist"
         assert args[6] == seed and kwargs["forest"] and trees.forest is not None
         assert trees.reads_states == reads
+
+
+def test_member_heads_average_consecutive_seeds_and_reuse_a_first_member(study, monkeypatch):
+    import numpy as np
+
+    from exlm_chem.benchmark.tasks import TaskData
+    from exlm_chem.model.frozen_trees import FrozenTrees
+    from exlm_chem.sklearn.ensemble import held_out_split
+
+    seeds = []
+    fit = FrozenTrees.fit.__func__
+
+    def recorded(cls, *args, **kwargs):
+        seeds.append(args[6])
+        assert kwargs["booster"] == "catboost" and not kwargs["forest"]
+        assert kwargs["booster_params"] == {"iterations": 20}
+        return fit(cls, *args, **kwargs)
+
+    monkeypatch.setattr(FrozenTrees, "fit", classmethod(recorded))
+    rng = np.random.default_rng(0)
+    raw = rng.normal(size=(60, 3)).astype(np.float32)
+    labels = (raw[:, :1] + 0.3 * rng.normal(size=(60, 1)) > 0).astype(np.float64)
+    data = TaskData("dili", [f"C{i}" for i in range(60)], labels, np.arange(50),
+                    np.arange(50, 60), np.zeros(0, np.int64), task_type="classification",
+                    metric="roc_auc", held_out_valid=True)
+    one = study.Head("member", False, ("rdkit2d",), (("iterations", 20),))
+    three = one._replace(seeds=3)
+    drawn = held_out_split(data.smiles[:50], 2, 0.0).seed
+    alone = [study.predict_valid(one, data, None, raw, seed=2)]
+    assert seeds == [drawn]
+    averaged = study.predict_valid(three, data, None, raw, seed=2)
+    assert seeds == [drawn, drawn, drawn + 1, drawn + 2]
+    reused = study.predict_valid(three, data, None, raw, seed=2, first=alone[0])
+    assert seeds[4:] == [drawn + 1, drawn + 2]  # the first member is not fitted again
+    assert np.allclose(averaged, reused) and not np.allclose(averaged, alone[0])
+    assert ((averaged >= 0) & (averaged <= 1)).all() and averaged.shape == (10,)
+
+
+def test_the_member_report_mixes_each_lever_with_the_networks_valid_outputs(study, tmp_path):
+    import numpy as np
+
+    out, network = tmp_path / "levers", tmp_path / "network"
+    (network / "parts").mkdir(parents=True)
+    labels = np.array([0, 1, 0, 1, 1, 0], np.float64)
+    np.savez(network / "parts" / "dili_seed1.npz", valid_labels=labels[:, None],
+             valid_network=np.array([[0.1], [0.9], [0.2], [0.8], [0.7], [0.3]]))
+    lever = "member(maplight) l2=10"
+    predicted = {study.MEMBER: np.array([0.6, 0.4, 0.2, 0.8, 0.7, 0.3]),  # AUROC 8/9
+                 lever: np.array([0.1, 0.9, 0.2, 0.8, 0.7, 0.3])}  # AUROC 1
+    out.mkdir()
+    with open(out / "results.jsonl", "w") as handle:
+        for head, values in predicted.items():
+            study._keep_predictions(out, "dili", 1, head, values)
+            from exlm_chem.benchmark.tdc import tdc_metric
+            handle.write(json.dumps({"task": "dili", "seed": 1, "head": head,
+                                     "metric": "roc_auc",
+                                     "valid_score": tdc_metric("roc_auc", labels, values)})
+                         + "\n")
+    table = study.member_report(out, network)
+    row = next(line for line in table.splitlines() if line.startswith(f"| {lever} |"))
+    assert "+12.50 %, 1 / 0 of 1" in row  # alone: 1 against 8/9
+    # averaged with a network that ranks perfectly, both are perfect
+    assert "+0.00 %, 0 / 0 of 1" in row
+    data_row = next(line for line in table.splitlines() if line.startswith("| dili |"))
+    assert data_row.split("|")[3:7] == [" 0.889 ", " 1.000 ", " 1.000 ", " 1.000 "]

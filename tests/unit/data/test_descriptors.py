@@ -219,3 +219,22 @@ def test_avalon_counts_and_erg_are_row_aligned_with_nan_for_a_bad_row() -> None:
     erg, names = descriptor_values("erg", smiles)
     assert erg.shape == (3, ERG_WIDTH) and len(names) == ERG_WIDTH
     assert np.isnan(erg[1]).all() and np.isfinite(erg[[0, 2]]).all() and erg[0].any()
+
+
+def test_maccs_keys_and_atom_pair_counts_are_row_aligned_with_nan_for_a_bad_row() -> None:
+    from rdkit import Chem
+    from rdkit.Chem import MACCSkeys
+
+    from exlm_chem.data.descriptors import ATOMPAIR_BITS, MACCS_WIDTH
+
+    smiles = ["CCOc1ccccc1C(=O)N", "not a molecule", "c1ccncc1"]
+    maccs, names = descriptor_values("maccs", smiles)
+    assert maccs.shape == (3, MACCS_WIDTH) and names[-1] == f"maccs_{MACCS_WIDTH - 1}"
+    assert np.isnan(maccs[1]).all() and set(np.unique(maccs[[0, 2]])) == {0.0, 1.0}
+    keys = MACCSkeys.GenMACCSKeys(Chem.MolFromSmiles(smiles[2]))
+    assert np.flatnonzero(maccs[2]).tolist() == list(keys.GetOnBits())
+    pairs, names = descriptor_values("atompair", smiles)
+    assert pairs.shape == (3, ATOMPAIR_BITS) and len(names) == ATOMPAIR_BITS
+    assert np.isnan(pairs[1]).all() and (pairs[[0, 2]] == np.round(pairs[[0, 2]])).all()
+    n = Chem.MolFromSmiles(smiles[0]).GetNumAtoms()
+    assert pairs[0].sum() == n * (n - 1) // 2  # one count per pair of heavy atoms
