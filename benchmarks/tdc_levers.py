@@ -116,6 +116,7 @@ def _heads() -> dict[str, Head]:
         "member(maplight+maccs+atompair)": Head("member", False,
                                                 (*TREE_KINDS, "maccs", "atompair")),
         "member(maplight) l2=10": Head("member", False, TREE_KINDS, (("l2_leaf_reg", 10),)),
+        "member(maplight) l2=30": Head("member", False, TREE_KINDS, (("l2_leaf_reg", 30),)),
         "member(maplight) depth 8": Head("member", False, TREE_KINDS, (("depth", 8),)),
     }
 
@@ -123,7 +124,7 @@ def _heads() -> dict[str, Head]:
 HEADS = ("trees(emb+rdkit2d)", "trees(emb+maplight)", "trees(maplight)", "trees(rdkit2d)",
          "catboost(maplight)", "catboost(emb+maplight)", "member(maplight)",
          "member(maplight) x3 seeds", "member(maplight+maccs+atompair)",
-         "member(maplight) l2=10", "member(maplight) depth 8")
+         "member(maplight) l2=10", "member(maplight) l2=30", "member(maplight) depth 8")
 #: the lever heads of 0.5.x: the estimators' tree member as it is, then one lever each
 MEMBER_HEADS = HEADS[6:]
 
