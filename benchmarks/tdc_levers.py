@@ -517,10 +517,6 @@ def member_report(out: Path, network: Path | None, weight: float = 0.75) -> str:
     cells: dict[tuple[str, str, str], dict[int, float]] = {}  # (task, head, how) -> seed
     differs = 0.0  # the largest gap between MEMBER's outputs and the estimators' trees
 
-    def stored_trees(parts: Path) -> dict[str, np.ndarray]:
-        with np.load(parts) as stored:
-            return {k: stored[k] for k in stored.files if k == "valid_trees"}
-
     for r in records:
         if r["head"] not in MEMBER_HEADS:
             continue
@@ -533,13 +529,13 @@ def member_report(out: Path, network: Path | None, weight: float = 0.75) -> str:
         with np.load(parts) as stored, np.load(_predictions_path(out, r["task"], r["seed"])
                                                ) as mine:
             labels, net = stored["valid_labels"][:, 0], stored["valid_network"][:, 0]
+            trees = stored["valid_trees"][:, 0] if "valid_trees" in stored.files else None
             own = mine[r["head"]]
         if labels.shape != own.shape:
             raise ValueError(f"{parts}: {labels.size} valid rows, the study has {own.size}")
-        if r["head"] == MEMBER and "valid_trees" in stored_trees(parts):
+        if r["head"] == MEMBER and trees is not None:
             # the study's member is the estimators' own: the same outputs
-            differs = max(differs, float(np.abs(stored_trees(parts)["valid_trees"][:, 0]
-                                                - own).max()))
+            differs = max(differs, float(np.abs(trees - own).max()))
         mixed = (1 - weight) * net + weight * own
         cells.setdefault((r["task"], r["head"], "mixed"), {})[r["seed"]] = tdc_metric(
             r["metric"], labels, mixed)
@@ -550,7 +546,9 @@ def member_report(out: Path, network: Path | None, weight: float = 0.75) -> str:
                                      for how in hows) + " | cells |",
              "|---|" + "---:|" * (len(hows) + 1)]
     for head in heads:
-        shown, n_cells = [], 0
+        shown = []
+        n_cells = sum(len(set(cells.get((t, head, "alone"), {}))
+                          & set(cells.get((t, MEMBER, "alone"), {}))) for t in tasks)
         for how in hows:
             gains, ahead, behind = [], 0, 0
             for t in tasks:
@@ -562,9 +560,6 @@ def member_report(out: Path, network: Path | None, weight: float = 0.75) -> str:
                 gain = _gain(metric[t], value, reference)
                 gains.append(gain)
                 ahead, behind = ahead + (gain > 1e-9), behind + (gain < -1e-9)
-                n_cells = max(n_cells, sum(len(set(cells.get((u, head, how), {}))
-                                               & set(cells.get((u, MEMBER, how), {})))
-                                           for u in tasks))
             shown.append(f"{100 * np.mean(gains):+.2f} %, {ahead} / {behind} of {len(gains)}"
                          if gains else "–")
         lines.append(f"| {head} | " + " | ".join(shown) + f" | {n_cells} |")

@@ -202,6 +202,8 @@ def test_member_heads_average_consecutive_seeds_and_reuse_a_first_member(study, 
 def test_the_member_report_mixes_each_lever_with_the_networks_valid_outputs(study, tmp_path):
     import numpy as np
 
+    from exlm_chem.benchmark.tdc import tdc_metric
+
     out, network = tmp_path / "levers", tmp_path / "network"
     (network / "parts").mkdir(parents=True)
     labels = np.array([0, 1, 0, 1, 1, 0], np.float64)
@@ -214,7 +216,6 @@ def test_the_member_report_mixes_each_lever_with_the_networks_valid_outputs(stud
     with open(out / "results.jsonl", "w") as handle:
         for head, values in predicted.items():
             study._keep_predictions(out, "dili", 1, head, values)
-            from exlm_chem.benchmark.tdc import tdc_metric
             handle.write(json.dumps({"task": "dili", "seed": 1, "head": head,
                                      "metric": "roc_auc",
                                      "valid_score": tdc_metric("roc_auc", labels, values)})
