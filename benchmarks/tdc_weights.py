@@ -14,6 +14,8 @@ arrays, without fitting again:
 - ``chosen``: the weight the estimator chose (``tree_weight=None``, 0.5.0's default);
 - ``chosen, AUC`` (classification): the same choice by ROC-AUC of the held-out molecules
   instead of log loss;
+- ``w=0.75, logits`` (classification): three quarters to the trees, averaging log-odds
+  instead of probabilities;
 
 and prints, per rule, the mean valid metric per task over the seeds, then per rule its
 mean rank among the rules, and for classification and regression apart its mean gain over
@@ -74,14 +76,34 @@ def _auc_choice(network: np.ndarray, trees: np.ndarray, labels: np.ndarray) -> f
     return WEIGHTS[int(np.argmax(scores))]
 
 
+#: rules that average log-odds (classification), not probabilities
+LOGIT_RULES = ("w=0.75, logits",)
+
+
+def mix(network: np.ndarray, trees: np.ndarray, weight: float, logits: bool) -> np.ndarray:
+    """The trees' ``weight`` against the network, averaged as given (probabilities,
+    values) or, ``logits``, as log-odds mapped back to probabilities."""
+    if not logits:
+        return (1 - weight) * network + weight * trees
+    from scipy.special import expit, logit
+
+    def odds(p: np.ndarray) -> np.ndarray:
+        return logit(np.clip(p, 1e-6, 1 - 1e-6))
+
+    return expit((1 - weight) * odds(network) + weight * odds(trees))
+
+
 def rule_weights(arrays: dict[str, np.ndarray], classification: bool) -> dict[str, float]:
-    """Rule -> the trees' weight it gives on this cell."""
+    """Rule -> the trees' weight it gives on this cell (:data:`LOGIT_RULES` average
+    log-odds)."""
     rules = {"network": 0.0, "trees": 1.0, "w=0.5": 0.5, "w=0.75": 0.75,
              "chosen": float(arrays["chosen_weight"])}
     if classification and arrays["held_out_labels"].shape[1:] == (1,):  # one task
         rules["chosen, AUC"] = _auc_choice(arrays["held_out_network"],
                                            arrays["held_out_trees"],
                                            arrays["held_out_labels"])
+    if classification:
+        rules["w=0.75, logits"] = 0.75
     return rules
 
 
@@ -94,7 +116,8 @@ def score_cells(folder: Path, part: str = "valid") -> dict[str, dict[str, dict[i
         with np.load(path) as stored:
             arrays = {k: stored[k] for k in stored.files}
         for rule, w in rule_weights(arrays, metric in ("roc_auc", "prc_auc")).items():
-            mixed = (1 - w) * arrays[f"{part}_network"] + w * arrays[f"{part}_trees"]
+            mixed = mix(arrays[f"{part}_network"], arrays[f"{part}_trees"], w,
+                        rule in LOGIT_RULES)
             out[task][rule][int(seed)] = score(task, arrays[f"{part}_labels"], mixed)
     return out
 

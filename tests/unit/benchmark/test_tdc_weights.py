@@ -25,6 +25,8 @@ def test_rules_are_scored_on_the_valid_part_and_ranked(tmp_path):
     assert scores["herg"]["network"][1] == 1.0 and scores["herg"]["trees"][1] == 0.25
     assert scores["herg"]["w=0.5"][1] == 0.875 and scores["herg"]["w=0.75"][1] == 0.75
     assert scores["herg"]["chosen"][1] == 1.0  # 0.75 * network + 0.25 * trees keeps the order
+    # log-odds 0.25 * network + 0.75 * trees: 1.10, -1.10, -1.39, 1.39 -> 3 of 4 pairs
+    assert scores["herg"]["w=0.75, logits"][1] == 0.75
     # held out: the network's AUROC is 1 (0.6, 0.9 above 0.1, 0.2), the trees' 0.25
     assert script.rule_weights(dict(np.load(tmp_path / "parts" / "herg_seed1.npz")),
                                True)["chosen, AUC"] == 0.0
@@ -32,7 +34,8 @@ def test_rules_are_scored_on_the_valid_part_and_ranked(tmp_path):
     assert lines[2].startswith("| herg | roc_auc | 1 | 1.000 | 0.250 | 0.875 | 0.750 | 1.000 |")
     # network, chosen and chosen by AUC share ranks 1-3; the gains are over the trees alone
     assert "| network | 2.00 | +300.00 %, 1 / 0 of 1 | – |" in lines
-    assert "| trees | 6.00 | +0.00 %, 0 / 0 of 1 | – |" in lines
-    assert "| w=0.75 | 5.00 | +200.00 %, 1 / 0 of 1 | – |" in lines
+    assert "| trees | 7.00 | +0.00 %, 0 / 0 of 1 | – |" in lines
+    assert "| w=0.75 | 5.50 | +200.00 %, 1 / 0 of 1 | – |" in lines
+    assert "| w=0.75, logits | 5.50 | +200.00 %, 1 / 0 of 1 | – |" in lines
     test = script.score_cells(tmp_path, "test")  # the same arrays in the test part here
     assert test["herg"]["trees"][1] == 0.25
