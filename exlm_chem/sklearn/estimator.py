@@ -353,7 +353,8 @@ class ExLMMoleculeRegressor(RegressorMixin, ExLMEstimatorBase):
         ``q`` (per task) is the finite-sample corrected quantile of the absolute residuals
         on the validation molecules (:mod:`exlm_chem.uncertainty.conformal`), computed in
         ``fit`` with the ``tta`` of that time; too few of them for ``alpha`` give unbounded
-        intervals. NaN rows for bad SMILES.
+        intervals. NaN rows for bad SMILES. The coverage holds for molecules exchangeable
+        with the held-out ones; on a new chemical series it can fall short.
         """
         check_is_fitted(self, "model_")
         if self.conformity_scores_ is None:
