@@ -1,29 +1,35 @@
 """Where the default row stands on each TDC ADMET task, and what the records say of why.
 
 Reads the cell records of ``benchmarks/results/tdc_admet/records/*/results.jsonl`` (each
-folder's :meth:`~exlm_chem.benchmark.records.ResultsFile.latest`) and the lever study's
+folder's :meth:`~exlm_chem.benchmark.records.ResultsFile.latest`), the members' kept
+outputs of lane 9 (``records/default-050-valid/parts``: the estimators fitted on the train
+part, their network and trees apart, :mod:`tdc_weights`) and the lever study's
 ``levers/results.jsonl``, and prints one markdown table, the default row's worst rank
-first. Per task:
+first. The default row is the reported one, fitted on all of train_val as the
+leaderboard fits; it has no valid part of its own, so its valid figure is what its
+weighting (``tree_weight=0.75``) gives on lane 9's kept outputs of the same tasks and
+seeds 1-3. Per task:
 
 - the default row's TDC figure (test mean over its seeds) and its rank among the
-  published entries, beside MapLight's rank and the best published entry;
+  published entries, beside MapLight's recipe measured here under the same protocol
+  (``catboost_maplight`` fitted on train_val: what the network's share changes on the
+  test parts), MapLight's published rank and the best published entry;
+- what the network's quarter adds on the valid parts: ``w=0.75`` over the trees alone;
 - the measured row that is best on the **held-out valid parts**, on the seeds it shares
-  with the default row, its valid margin over the default (positive: better, whatever
-  the metric's direction) and its own test figure and rank. chemprop's rows are left out
-  of this choice: its CLI picks its epoch on the valid part, which is then not held out;
-- what the pre-trained encoder buys through the estimator: the default row's valid margin
-  over ``pretrained=None`` on their shared seeds;
-- from the lever study (the tree head alone, fitted on the train part, scored on the same
-  valid parts): what the encoder's frozen states add to the trees,
+  with the default's valid figure, its valid margin over the default (positive: better,
+  whatever the metric's direction) and its own test figure and rank (fitted on the train
+  part alone). chemprop's rows are left out of this choice: its CLI picks its epoch on
+  the valid part, which is then not held out;
+- what the pre-trained encoder bought the 0.4.0 estimators (the last version measured from
+  random weights): their valid margin over ``pretrained=None`` on their shared seeds;
+- from the lever study (the 0.4.0 tree head alone, fitted on the train part, scored on the
+  same valid parts): what the encoder's frozen states add to the trees,
   ``trees(emb+rdkit2d) - trees(rdkit2d)``, and what MapLight's features would add,
   ``trees(emb+maplight) - trees(emb+rdkit2d)``, on their shared seeds.
 
 Below the table: the default row's mean rank, and the mean rank it would have if on each
 task it scored what the row best on the valid parts scored on the test part (a choice a
 user could make from the valid parts alone, without reading a test part).
-
-The default row is the newest default label of the records, with the classification
-cells the report counts in it (:func:`exlm_chem.benchmark.report_tdc.row_labels`).
 
 Usage::
 
@@ -39,9 +45,17 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+from tdc_weights import score_cells
 
 RESULTS = Path(__file__).resolve().parent / "results" / "tdc_admet"
-DEFAULT = "ExLM exlm-small (estimator 0.4.0 defaults)"
+DEFAULT = "ExLM exlm-small (estimator 0.5.1 defaults) [fit on train_val]"
+#: the trees alone (MapLight's recipe) under the default row's protocol
+RECIPE = "CatBoost on MapLight's features (MapLight's recipe) [fit on train_val]"
+#: the lane whose kept outputs give the default's valid figure, and the rule that is it
+PARTS = RESULTS / "records" / "default-050-valid"
+WEIGHT_RULE = "w=0.75"
+#: the last defaults measured from random weights, and that row
+PRETRAINED = "ExLM exlm-small (estimator 0.4.0 defaults)"
 RANDOM = "ExLM exlm-small (estimator 0.4.0 defaults, pretrained=None)"
 #: rows whose valid part is not held out (the valid part chose their epoch)
 NOT_HELD_OUT = ("chemprop",)
@@ -97,9 +111,18 @@ def _fmt_margin(found: tuple[float, int] | None) -> str:
     return "–" if found is None else f"{found[0]:+.3f} ({found[1]})"
 
 
+def parts_valid(folder: Path = PARTS) -> dict[str, dict[str, dict[int, float]]]:
+    """task -> rule -> {seed: valid metric} of the kept outputs under ``folder``
+    (:func:`tdc_weights.score_cells`); empty without them."""
+    return score_cells(folder) if folder.is_dir() else {}
+
+
 def where(cells: dict[tuple[str, str], Cells],
-          levers: dict[tuple[str, str], dict[int, float]]) -> list[str]:
-    """The markdown lines: the per-task table and the two mean ranks below it."""
+          levers: dict[tuple[str, str], dict[int, float]],
+          parts: dict[str, dict[str, dict[int, float]]]) -> list[str]:
+    """The markdown lines: the per-task table and the two mean ranks below it. ``parts``:
+    task -> rule -> {seed: valid metric} (:func:`parts_valid`), whose
+    :data:`WEIGHT_RULE` is the default's valid figure."""
     from exlm_chem.benchmark.report_tdc import leaderboard, published_rank
 
     board = leaderboard()["tasks"]
@@ -108,16 +131,18 @@ def where(cells: dict[tuple[str, str], Cells],
         higher = board[task]["higher_is_better"]
         sign = 1.0 if higher else -1.0
         default = cells[DEFAULT, task]
+        rules = parts.get(task, {})
+        default_valid = rules.get(WEIGHT_RULE, {})
         figure = _test_figure(default)
         rank, n = published_rank(task, figure)
         maplight = next((e for e in board[task]["entries"] if e["model"] == "MapLight"), None)
         best = board[task]["entries"][0]
         peers = []
         for (label, peer_task), peer in cells.items():
-            if (peer_task != task or label in (DEFAULT, RANDOM) or label.startswith("ExLM")
+            if (peer_task != task or label.startswith("ExLM")
                     or any(label.startswith(x) for x in NOT_HELD_OUT)):
                 continue
-            found = margin(_valid(peer), _valid(default), sign)
+            found = margin(_valid(peer), default_valid, sign)
             if found is not None:
                 peers.append((found, label, peer))
         top = max(peers, default=None, key=lambda p: p[0][0])
@@ -129,8 +154,16 @@ def where(cells: dict[tuple[str, str], Cells],
         else:
             peer_text = "none ahead"
             chosen.append(rank)
-        random = cells.get((RANDOM, task))
-        encoder = None if random is None else margin(_valid(default), _valid(random), sign)
+        random, pretrained = cells.get((RANDOM, task)), cells.get((PRETRAINED, task))
+        encoder = (None if random is None or pretrained is None
+                   else margin(_valid(pretrained), _valid(random), sign))
+        network = margin(default_valid, rules.get("trees", {}), sign)
+        recipe = cells.get((RECIPE, task))
+        recipe_text = "–"
+        if recipe is not None:
+            recipe_figure = _test_figure(recipe)
+            recipe_text = (f"{recipe_figure:.3f} (#{published_rank(task, recipe_figure)[0]}, "
+                           f"n={len(recipe)})")
         states = margin(levers.get(("trees(emb+rdkit2d)", task), {}),
                         levers.get(("trees(rdkit2d)", task), {}), sign)
         maplight_features = margin(levers.get(("trees(emb+maplight)", task), {}),
@@ -139,14 +172,15 @@ def where(cells: dict[tuple[str, str], Cells],
         maplight_text = "–" if maplight is None else (
             f"{maplight['mean']:.3f} (#{published_rank(task, maplight['mean'])[0]})")
         rows.append((rank, [task, board[task]["metric"], f"{figure:.3f} (#{rank}/{n}, "
-                            f"n={len(default)})", maplight_text,
-                            f"{best['mean']:.3f} ({best['model']})", peer_text,
-                            _fmt_margin(encoder), _fmt_margin(states),
+                            f"n={len(default)})", recipe_text, maplight_text,
+                            f"{best['mean']:.3f} ({best['model']})", _fmt_margin(network),
+                            peer_text, _fmt_margin(encoder), _fmt_margin(states),
                             _fmt_margin(maplight_features)]))
-    header = ["task", "metric", "default: test (rank, seeds)", "MapLight (published)",
-              "best (published)",
+    header = ["task", "metric", "default: test (rank, seeds)",
+              "MapLight's recipe here: test (rank, seeds)", "MapLight (published)",
+              "best (published)", "the network's quarter adds, valid (seeds)",
               "best on the valid parts: margin over the default (seeds), its test",
-              "pre-trained over random weights, valid (seeds)",
+              "0.4.0: pre-trained over random weights, valid (seeds)",
               "trees: the encoder's states add, valid (seeds)",
               "trees: MapLight's features add, valid (seeds)"]
     lines = ["| " + " | ".join(header) + " |",
@@ -159,7 +193,7 @@ def where(cells: dict[tuple[str, str], Cells],
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    print("\n".join(where(measured_cells(), lever_cells())))
+    print("\n".join(where(measured_cells(), lever_cells(), parts_valid())))
     return 0
 
 
