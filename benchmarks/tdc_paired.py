@@ -6,6 +6,9 @@ each), and only pairs count. Prints a markdown table: per task, the seeds paired
 valid and test metric of each, and on how many seeds the second is ahead on its valid part
 (for MAE: lower); then a line over the tasks: on how many the lever's mean valid metric is
 ahead, behind or level, and the mean over tasks of its relative change (positive: better).
+Rows fitted on all of train_val (``--fit-on train_val``) have no valid part: a task where
+either side lacks one is compared on its test part, and says so; a line over those tasks
+follows (test parts are for reading a change, not for choosing one).
 
 Usage::
 
@@ -34,29 +37,35 @@ def paired_table(base: dict[tuple[str, int], dict], lever: dict[tuple[str, int],
                  ) -> list[str]:
     """Markdown lines: one row per task both have cells of, then the line over tasks."""
     lines = ["| task | metric | seeds | valid: base | valid: lever | test: base | test: lever "
-             "| lever ahead on valid |", "|---|---|---:|---:|---:|---:|---:|---:|"]
-    changes = []  # per task: sign * (lever - base) / |base| of the mean valid metric
+             "| lever ahead on |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+    # per part: sign * (lever - base) / |base| of each task's mean metric
+    changes: dict[str, list[float]] = {"valid": [], "test": []}
     for task in sorted({t for t, _ in base} & {t for t, _ in lever}):
         seeds = sorted(s for t, s in base if t == task and (t, s) in lever)
         a, b = [base[(task, s)] for s in seeds], [lever[(task, s)] for s in seeds]
         metric = a[0]["metric"]
         sign = -1 if metric in LOWER_IS_BETTER else 1
-        gains = [sign * (y["valid_score"] - x["valid_score"]) for x, y in zip(a, b, strict=True)]
+        part = "valid" if all(c.get("valid_score") is not None for c in a + b) else "test"
+        key = "valid_score" if part == "valid" else "score"
+        gains = [sign * (y[key] - x[key]) for x, y in zip(a, b, strict=True)]
         ahead, ties = sum(g > 0 for g in gains), sum(g == 0 for g in gains)
 
-        def mean(cells: list[dict], key: str) -> float:
-            return sum(c[key] for c in cells) / len(cells)
+        def mean(cells: list[dict], name: str) -> float:
+            return sum(c[name] for c in cells) / len(cells)
 
-        lines.append(f"| {task} | {metric} | {len(seeds)} | {mean(a, 'valid_score'):.3f} | "
-                     f"{mean(b, 'valid_score'):.3f} | {mean(a, 'score'):.3f} | "
-                     f"{mean(b, 'score'):.3f} | {ahead} of {len(seeds)} ({ties} equal) |")
-        before = mean(a, "valid_score")
-        changes.append(sign * (mean(b, "valid_score") - before) / abs(before))
-    if changes:
-        lines += ["", f"Over {len(changes)} tasks the lever's mean valid metric is ahead on "
-                  f"{sum(c > 0 for c in changes)}, behind on {sum(c < 0 for c in changes)}, "
-                  f"level on {sum(c == 0 for c in changes)}; mean relative change "
-                  f"{100 * sum(changes) / len(changes):+.1f}%."]
+        valid = (f"{mean(a, 'valid_score'):.3f} | {mean(b, 'valid_score'):.3f}"
+                 if part == "valid" else "– | –")
+        lines.append(f"| {task} | {metric} | {len(seeds)} | {valid} | {mean(a, 'score'):.3f} "
+                     f"| {mean(b, 'score'):.3f} | {ahead} of {len(seeds)} ({ties} equal), "
+                     f"{part} |")
+        before = mean(a, key)
+        changes[part].append(sign * (mean(b, key) - before) / abs(before))
+    for part, found in changes.items():
+        if found:
+            lines += ["", f"Over {len(found)} tasks the lever's mean {part} metric is ahead on "
+                      f"{sum(c > 0 for c in found)}, behind on {sum(c < 0 for c in found)}, "
+                      f"level on {sum(c == 0 for c in found)}; mean relative change "
+                      f"{100 * sum(found) / len(found):+.1f}%."]
     return lines
 
 

@@ -30,6 +30,23 @@ def test_pairs_by_task_and_seed_and_counts_who_is_ahead_on_valid(tmp_path):
     assert rows[-2:] == ["", "Over 2 tasks the lever's mean valid metric is ahead on 2, "
                          "behind on 0, level on 0; mean relative change +11.8%."]
     assert rows[:-2] == [
-        "| caco2 | mae | 1 | 0.400 | 0.350 | 0.400 | 0.200 | 1 of 1 (0 equal) |",  # lower
-        "| vdss | spearman | 2 | 0.450 | 0.500 | 0.600 | 0.600 | 1 of 2 (1 equal) |",
+        "| caco2 | mae | 1 | 0.400 | 0.350 | 0.400 | 0.200 | 1 of 1 (0 equal), valid |",
+        "| vdss | spearman | 2 | 0.450 | 0.500 | 0.600 | 0.600 | 1 of 2 (1 equal), valid |",
     ]
+
+
+def test_rows_without_a_valid_part_are_compared_on_test_and_say_so(tmp_path):
+    paired = load_script("benchmarks/tdc_paired.py")
+    base = _write(tmp_path / "a.jsonl", [("herg", 1, "roc_auc", None, 0.75),
+                                         ("herg", 2, "roc_auc", None, 0.25),
+                                         ("vdss", 1, "spearman", 0.5, 0.6)])
+    lever = _write(tmp_path / "b.jsonl", [("herg", 1, "roc_auc", None, 0.5),
+                                          ("herg", 2, "roc_auc", None, 0.5),
+                                          ("vdss", 1, "spearman", 0.6, 0.5)])
+    rows = paired.paired_table(paired._cells(base), paired._cells(lever))[2:]
+    assert rows[0] == "| herg | roc_auc | 2 | – | – | 0.500 | 0.500 | 1 of 2 (0 equal), test |"
+    assert rows[1].endswith("| 1 of 1 (0 equal), valid |")
+    assert rows[2:] == ["", "Over 1 tasks the lever's mean valid metric is ahead on 1, behind "
+                        "on 0, level on 0; mean relative change +20.0%.",
+                        "", "Over 1 tasks the lever's mean test metric is ahead on 0, behind "
+                        "on 0, level on 1; mean relative change +0.0%."]
