@@ -10,9 +10,9 @@ rows have.
   scaffold split): test ROC-AUC x100. The estimators fit on train + valid there and hold
   out their own share, so there is no held-out valid figure.
 
-The default rows are those of :mod:`tdc_where` (the newest default label, with the
-classification cells of the older version that kept the classifier:
-:func:`exlm_chem.benchmark.report_tdc.row_labels`).
+The pre-trained rows are :data:`tdc_where.PRETRAINED`, the last defaults also measured
+from random weights (with the classification cells of the older version that kept the
+classifier: :func:`exlm_chem.benchmark.report_tdc.row_labels`).
 
 Usage::
 
@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from tdc_where import DEFAULT, RANDOM, RESULTS, Cells, margin, measured_cells
+from tdc_where import PRETRAINED, RANDOM, RESULTS, Cells, margin, measured_cells
 
 MOLECULENET = RESULTS.parent / "moleculenet_scaffold" / "results.jsonl"
 #: metrics on one scale (0-1, higher is better): their margins may be averaged across tasks
@@ -49,7 +49,7 @@ def tdc_table(cells: dict[tuple[str, str], Cells]) -> list[str]:
              "|---|---|---|---:|---:|---:|---:|---:|---:|"]
     test_margins, valid_margins = [], []
     for task in board:
-        shipped, random = cells.get((DEFAULT, task)), cells.get((RANDOM, task))
+        shipped, random = cells.get((PRETRAINED, task)), cells.get((RANDOM, task))
         if not shipped or not random:
             continue
         seeds = sorted(set(shipped) & set(random))
@@ -106,7 +106,7 @@ def moleculenet_table(cells: dict[tuple[str, str], dict[int, float]]) -> list[st
              "|---|---|---:|---:|---:|"]
     pairs = []
     for task in sorted({task for label, task in cells if label == RANDOM}):
-        shipped, random = cells.get((DEFAULT, task), {}), cells[RANDOM, task]
+        shipped, random = cells.get((PRETRAINED, task), {}), cells[RANDOM, task]
         seeds = sorted(set(shipped) & set(random))
         if not seeds:
             continue

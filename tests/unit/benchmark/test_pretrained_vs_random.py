@@ -16,11 +16,11 @@ def script():
 
 def test_tdc_margins_pair_seeds_and_point_the_better_way(script):
     cells = {
-        (script.DEFAULT, "dili"): {1: (0.90, 0.80), 2: (0.92, 0.82), 3: (0.0, 0.0)},
+        (script.PRETRAINED, "dili"): {1: (0.90, 0.80), 2: (0.92, 0.82), 3: (0.0, 0.0)},
         (script.RANDOM, "dili"): {1: (0.85, 0.70), 2: (0.87, 0.72)},
-        (script.DEFAULT, "caco2_wang"): {1: (0.30, 0.40)},  # MAE: lower is better
+        (script.PRETRAINED, "caco2_wang"): {1: (0.30, 0.40)},  # MAE: lower is better
         (script.RANDOM, "caco2_wang"): {1: (0.25, 0.50)},
-        (script.DEFAULT, "herg"): {1: (0.8, 0.8)},  # no random cell: no row
+        (script.PRETRAINED, "herg"): {1: (0.8, 0.8)},  # no random cell: no row
     }
     lines = script.tdc_table(cells)
     dili = next(line for line in lines if line.startswith("| dili |"))
