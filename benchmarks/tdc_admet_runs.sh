@@ -6,7 +6,7 @@
 # the records keep their CPU time; 3030dd5 adds tree_features to the estimators, so later
 # commits key the same cells differently); 7 from 3030dd5 or later: two processes, one
 # thread each; run two lanes at once on a 2-core machine); 8 from the commit that adds
-# catboost_maplight or later; 9 from a commit of the 0.5.0 estimators, 10 of 0.5.1's. Every command resumes:
+# catboost_maplight or later; 9 from a commit of the 0.5.0 estimators, 10 and 11 of 0.5.1's. Every command resumes:
 # cells already in a records folder are skipped, so rerunning a lane continues where it
 # stopped.
 # Then: bash benchmarks/tdc_admet_runs.sh report
@@ -129,11 +129,18 @@ case "${1:-}" in
     "${RUN[@]}" --methods exlm_defaults --fit-on train_val \
       --tasks $SMALL_CLS $SMALL_REG $BIG_REG $BIG_CLS --out $OUT/records/default-051-fit
     ;;
+  11)
+    # the 0.5.1 defaults from random weights (pretrained=None), fitted as lane 10 on all of
+    # train_val, seeds 1-3: what the pre-trained encoder buys inside the reported row
+    "${RUN[@]}" --methods exlm_defaults --estimator-params pretrained=None --fit-on train_val \
+      --seeds 1 2 3 --tasks $SMALL_CLS $SMALL_REG $BIG_REG $BIG_CLS \
+      --out $OUT/records/random-051-fit
+    ;;
   report)
     "${RUN[@]}" --report-only --out $OUT --merge $OUT/records/*/
     ;;
   *)
-    echo "usage: bash benchmarks/tdc_admet_runs.sh 1|2|3|4|5|6|6b|7|8|9|10|report" >&2
+    echo "usage: bash benchmarks/tdc_admet_runs.sh 1|2|3|4|5|6|6b|7|8|9|10|11|report" >&2
     exit 2
     ;;
 esac
