@@ -1,40 +1,44 @@
-"""Print the README's one classification table from a benchmark folder's summary.csv.
+"""Print the README's one classification table from the summary.csv of benchmark folders.
 
 Rows are the estimator's current and previous defaults and the peers at their own
 defaults; cells are test ROC-AUC x100, mean ± std over the seeds each row has, "–" where a
-row has no cell yet. The means are over the tasks the estimator and its two peers (the
-first three rows) all have, for each row that has them too, and over all seven for a row
-that has them. Usage::
+row has no cell yet. The means are over the tasks the current defaults and their two peers
+(:data:`COMPARED`) all have, for each row that has them too, and over all seven for a row
+that has them. A label found in several folders takes the first folder's cells. Usage::
 
-    python scripts/readme_table.py benchmarks/results/moleculenet_scaffold
+    python scripts/readme_table.py benchmarks/results/moleculenet_scaffold/exlm-defaults-051 \
+        benchmarks/results/moleculenet_scaffold
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
 
-# the release whose classifier defaults are today's (0.3.0 added the forest member), and
-# the earlier defaults, kept as rows of their own
-CLASSIFIER_DEFAULTS = "0.3.0"
-PREVIOUS_DEFAULTS = "0.2.0"
+CURRENT = "ExLM exlm-small (estimator 0.5.1 defaults)"
 TASKS = ["bace", "bbbp", "clintox", "sider", "tox21", "toxcast", "muv"]
 TITLES = {"bace": "BACE", "bbbp": "BBBP", "clintox": "ClinTox", "sider": "SIDER",
           "tox21": "Tox21", "toxcast": "ToxCast", "muv": "MUV"}
-COMPARED = 3  # the first rows: the estimator and the peers it must match
 ROWS = [  # (label in the report, name in the README)
-    (f"ExLM exlm-small (estimator {CLASSIFIER_DEFAULTS} defaults)",
-     f"**`ExLMMoleculeClassifier()`** ({CLASSIFIER_DEFAULTS}, the current defaults)"),
+    (CURRENT, "**`ExLMMoleculeClassifier()`** (0.5.1, the current defaults: [records]"
+              "(benchmarks/results/moleculenet_scaffold/exlm-defaults-051/report.md))"),
+    ("ExLM exlm-small (estimator 0.3.0 defaults)", "`ExLMMoleculeClassifier()` (0.3.0)"),
+    # 0.4.0 kept 0.3.0's classifier (exlm_chem.benchmark.report_tdc.SAME_CLASSIFIER)
+    ("ExLM exlm-small (estimator 0.4.0 defaults, pretrained=None)",
+     "the same from random weights (`pretrained=None`): what pre-training buys"),
     ("chemprop 2.2.4 + RDKit 2D", "chemprop 2.2.4 + RDKit 2D, its defaults (50 epochs)"),
     ("RF on RDKit 2D", "random forest on RDKit 2D"),
     ("RF on ECFP4", "random forest on ECFP4"),
     ("GBT on Morgan counts + RDKit 2D", "gradient boosting on Morgan counts + RDKit 2D"),
-    (f"ExLM exlm-small (estimator {PREVIOUS_DEFAULTS} defaults)",
-     f"`ExLMMoleculeClassifier()` ({PREVIOUS_DEFAULTS})"),
+    ("ExLM exlm-small (estimator 0.2.0 defaults)", "`ExLMMoleculeClassifier()` (0.2.0)"),
     ("ExLM exlm-small (estimator defaults)", "`ExLMMoleculeClassifier()` (0.1.0)"),
 ]
+#: the rows whose shared tasks the means are over: the current defaults and the peers
+#: they must match (issue 48's comparison)
+COMPARED = (CURRENT, "chemprop 2.2.4 + RDKit 2D", "RF on RDKit 2D")
 
 
 def _cell(part: pd.DataFrame, task: str) -> str:
@@ -44,12 +48,12 @@ def _cell(part: pd.DataFrame, task: str) -> str:
     return f"{mean:.1f}" if part.at[task, "n_seeds"] == 1 else f"{mean:.1f} ± {std:.1f}"
 
 
-def table(folder: Path) -> str:
-    summary = pd.read_csv(folder / "summary.csv")
-    # the tasks the estimator and the two peers of issue 48's comparison all have
+def table(folders: Sequence[Path]) -> str:
+    """The Markdown table of :data:`ROWS` from the folders' ``summary.csv`` files."""
+    summary = pd.concat([pd.read_csv(Path(folder) / "summary.csv") for folder in folders])
+    summary = summary.drop_duplicates(["label", "task"])  # the first folder's cells
     common = [t for t in TASKS if all(
-        ((summary["label"] == label) & (summary["task"] == t)).any()
-        for label, _ in ROWS[:COMPARED])]
+        ((summary["label"] == label) & (summary["task"] == t)).any() for label in COMPARED)]
     # one mean column once the compared rows have every task
     means = ["mean of 7"] if len(common) == len(TASKS) else [
         f"mean of these {len(common)}", "mean of 7"]
@@ -69,4 +73,4 @@ def table(folder: Path) -> str:
 
 
 if __name__ == "__main__":
-    print(table(Path(sys.argv[1])))
+    print(table([Path(arg) for arg in sys.argv[1:]]))

@@ -19,9 +19,9 @@ def _summary(folder: Path, cells: dict[str, list[str]]) -> Path:
 
 
 def test_one_mean_column_once_the_compared_rows_have_every_task(tmp_path):
-    compared = [label for label, _ in readme_table.ROWS[:readme_table.COMPARED]]
-    text = readme_table.table(_summary(tmp_path, {label: readme_table.TASKS
-                                                 for label in compared}))
+    compared = readme_table.COMPARED
+    text = readme_table.table([_summary(tmp_path, {label: readme_table.TASKS
+                                                  for label in compared})])
     head, rule, first = text.splitlines()[:3]
     assert "mean of 7" in head and "mean of these" not in head
     assert head.count("|") == rule.count("|") == first.count("|")
@@ -30,11 +30,26 @@ def test_one_mean_column_once_the_compared_rows_have_every_task(tmp_path):
 
 
 def test_two_mean_columns_while_a_compared_row_misses_tasks(tmp_path):
-    compared = [label for label, _ in readme_table.ROWS[:readme_table.COMPARED]]
+    compared = readme_table.COMPARED
     cells = {label: readme_table.TASKS for label in compared}
     cells[compared[0]] = readme_table.TASKS[:5]  # the estimator's row is not complete yet
-    lines = readme_table.table(_summary(tmp_path, cells)).splitlines()
+    lines = readme_table.table([_summary(tmp_path, cells)]).splitlines()
     assert "mean of these 5" in lines[0] and "mean of 7" in lines[0]
     estimator = lines[2].split(" | ")
     assert estimator[-3:] == ["72.0", "–", "3 |"]  # its five tasks' mean, no 7-task mean
     assert all(line.count("|") == lines[0].count("|") for line in lines)
+
+
+def test_rows_come_from_several_folders_and_the_first_folder_wins(tmp_path):
+    newer, older = tmp_path / "newer", tmp_path / "older"
+    newer.mkdir(), older.mkdir()
+    current, *peers = readme_table.COMPARED
+    _summary(newer, {current: ["bace"]})
+    _summary(older, {current: ["bbbp", "bace"], **{peer: ["bace"] for peer in peers}})
+    lines = readme_table.table([newer, older]).splitlines()
+    assert "mean of these 1" in lines[0]
+    estimator = lines[2].split(" | ")
+    # BACE from the first folder (0.70), BBBP only in the second (0.70 there too: its first
+    # task), BACE's mean over the one shared task
+    assert estimator[1:3] == ["70.0 ± 0.5", "70.0 ± 0.5"]
+    assert estimator[-3] == "70.0"
