@@ -16,6 +16,10 @@ arrays, without fitting again:
   instead of log loss;
 - ``w=0.75, logits`` (classification): three quarters to the trees, averaging log-odds
   instead of probabilities;
+- ``chosen of 0.75, 1``: the weight the estimator's choice
+  (:func:`~exlm_chem.sklearn.ensemble.held_out_tree_weight`) takes from 0.75 and 1 alone
+  on the cell's held-out molecules (``tree_weight=(0.75, 1.0)``): the network's quarter
+  unless they say the trees do better alone;
 
 and prints, per rule, the mean valid metric per task over the seeds, then per rule its
 mean rank among the rules, and for classification and regression apart its mean gain over
@@ -96,6 +100,8 @@ def mix(network: np.ndarray, trees: np.ndarray, weight: float, logits: bool) -> 
 def rule_weights(arrays: dict[str, np.ndarray], classification: bool) -> dict[str, float]:
     """Rule -> the trees' weight it gives on this cell (:data:`LOGIT_RULES` average
     log-odds)."""
+    from exlm_chem.sklearn.ensemble import held_out_tree_weight
+
     rules = {"network": 0.0, "trees": 1.0, "w=0.5": 0.5, "w=0.75": 0.75,
              "chosen": float(arrays["chosen_weight"])}
     if classification and arrays["held_out_labels"].shape[1:] == (1,):  # one task
@@ -104,6 +110,10 @@ def rule_weights(arrays: dict[str, np.ndarray], classification: bool) -> dict[st
                                            arrays["held_out_labels"])
     if classification:
         rules["w=0.75, logits"] = 0.75
+    # the parts keep what the estimator chose on: probabilities, or values as fit learns them
+    rules["chosen of 0.75, 1"] = held_out_tree_weight(
+        arrays["held_out_network"], arrays["held_out_trees"], arrays["held_out_labels"],
+        "classification" if classification else "regression", (0.75, 1.0))
     return rules
 
 

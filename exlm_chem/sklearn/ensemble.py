@@ -21,12 +21,13 @@ Held-out molecules
     fitted without them, so that its outputs on them are honest.
 
 The trees' weight
-    Given (``tree_weight``, 0.75 by default: what TDC's valid parts chose), or with
-    ``tree_weight=None`` the held-out molecules choose the trees' share of the
-    average from :data:`TREE_WEIGHTS`, which include the trees alone and the network
-    alone: the weight whose average scores them best, by log loss of the probabilities
-    (classifier) or squared error of the values on the scale fit learns (regressor)
-    (:func:`choose_tree_weight`, :func:`held_out_tree_weight`).
+    Given (``tree_weight`` a number, 0.75 by default: what TDC's valid parts chose), or
+    chosen by the held-out molecules from the weights ``tree_weight`` lists (None: all of
+    :data:`TREE_WEIGHTS`, which include the trees alone and the network alone): the
+    weight whose average scores them best, by log loss of the probabilities (classifier)
+    or squared error of the values on the scale fit learns (regressor)
+    (:func:`tree_weight_choices`, :func:`choose_tree_weight`,
+    :func:`held_out_tree_weight`).
 
 The kept trees
     CatBoost's trees are fitted again on every molecule once their first fit has scored
@@ -61,10 +62,14 @@ from exlm_chem.uncertainty.conformal import conformity_scores
 if TYPE_CHECKING:
     from exlm_chem.uncertainty.calibration import Calibrator
 
+#: the estimators' ``tree_weight``: the trees' share, or the shares the held-out molecules
+#: choose from (None: :data:`TREE_WEIGHTS`)
+TreeWeight = float | Sequence[float] | None
+
 __all__ = ["TREE_WEIGHTS", "HeldOutDecisions", "HeldOutSplit", "TreeHeadFit", "WeightChoice",
            "aggregate", "average", "choose_tree_weight", "classifier_logits", "combined",
            "decide_on_held_out", "fit_tree_head", "held_out_split", "held_out_tree_weight",
-           "output_scale", "reads_held_out_trees", "uses_forest"]
+           "output_scale", "reads_held_out_trees", "tree_weight_choices", "uses_forest"]
 
 
 # ---- the members: the networks (:mod:`.members`), the tree head's settings ---------
@@ -129,11 +134,12 @@ def held_out_split(smiles: Sequence[str], random_state: int | np.random.RandomSt
 
 
 # ---- the tree head: scored on the held-out molecules, then kept by a fixed rule -----------
-def reads_held_out_trees(task: str, tree_weight: float | None, calibrate: str | None) -> bool:
+def reads_held_out_trees(task: str, tree_weight: TreeWeight, calibrate: str | None) -> bool:
     """Whether the held-out molecules need the tree head's outputs: to choose its weight
-    (``tree_weight=None``), for the regressor's conformity scores or the classifier's
-    calibration, all of which read the prediction the trees are part of."""
-    return tree_weight is None or task == "regression" or calibrate is not None
+    (:func:`tree_weight_choices`), for the regressor's conformity scores or the
+    classifier's calibration, all of which read the prediction the trees are part of."""
+    return (tree_weight_choices(tree_weight) is not None or task == "regression"
+            or calibrate is not None)
 
 
 class TreeHeadFit(NamedTuple):
@@ -213,15 +219,26 @@ def fit_tree_head(kinds: Sequence[str], frozen: MoleculeModel | None,
 
 
 # ---- the trees' weight, chosen on the held-out molecules -----------------------------------
-#: the weights the held-out molecules choose from (``tree_weight=None``): the trees' share
+#: the weights the held-out molecules choose from with ``tree_weight=None``: the trees' share
 TREE_WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
 
 
+def tree_weight_choices(tree_weight: TreeWeight) -> tuple[float, ...] | None:
+    """The weights the held-out molecules choose from: ``tree_weight``'s list, all of
+    :data:`TREE_WEIGHTS` for None, or None where ``tree_weight`` is a number (given, not
+    chosen). :func:`~exlm_chem.sklearn.params.check_params` has validated it."""
+    if tree_weight is None:
+        return TREE_WEIGHTS
+    if isinstance(tree_weight, Sequence):
+        return tuple(float(w) for w in tree_weight)
+    return None
+
+
 def held_out_tree_weight(network: np.ndarray, trees: np.ndarray, labels: np.ndarray,
-                         task: str = "regression") -> float:
-    """The weight of :data:`TREE_WEIGHTS` whose average of ``network`` and ``trees``
-    [n, T] scores best on ``labels`` [n, T] (NaN: missing), summed over the tasks; the
-    first of equals.
+                         task: str = "regression",
+                         weights: Sequence[float] = TREE_WEIGHTS) -> float:
+    """The weight of ``weights`` whose average of ``network`` and ``trees`` [n, T] scores
+    best on ``labels`` [n, T] (NaN: missing), summed over the tasks; the first of equals.
 
     Regression: values, squared error. Classification: probabilities, log loss (clipped
     to [1e-7, 1 - 1e-7]), which reads every molecule's probability where a rank metric
@@ -230,14 +247,14 @@ def held_out_tree_weight(network: np.ndarray, trees: np.ndarray, labels: np.ndar
     known = ~np.isnan(labels)
     y = labels[known]
     errors = []
-    for w in TREE_WEIGHTS:
+    for w in weights:
         mixed = ((1 - w) * network + w * trees)[known]
         if task == "classification":
             p = np.clip(mixed, 1e-7, 1 - 1e-7)
             errors.append(-(y * np.log(p) + (1 - y) * np.log1p(-p)).sum())
         else:
             errors.append(np.square(mixed - y).sum())
-    return TREE_WEIGHTS[int(np.argmin(errors))]
+    return float(weights[int(np.argmin(errors))])
 
 
 class WeightChoice(NamedTuple):
@@ -250,8 +267,9 @@ class WeightChoice(NamedTuple):
 
 
 def choose_tree_weight(samples: np.ndarray, trees: np.ndarray, labels: np.ndarray,
-                       task: str) -> WeightChoice:
-    """The trees' weight the held-out molecules choose (:func:`held_out_tree_weight`).
+                       task: str, weights: Sequence[float] = TREE_WEIGHTS) -> WeightChoice:
+    """The trees' weight the held-out molecules choose from ``weights``
+    (:func:`held_out_tree_weight`).
 
     Parameters
     ----------
@@ -264,6 +282,8 @@ def choose_tree_weight(samples: np.ndarray, trees: np.ndarray, labels: np.ndarra
     labels : ndarray [n_valid, T]
         As fit learns them (transformed targets; NaN: missing).
     task : {"classification", "regression"}
+    weights : sequence of float
+        The trees' shares to choose from (:func:`tree_weight_choices`).
 
     Returns
     -------
@@ -279,8 +299,8 @@ def choose_tree_weight(samples: np.ndarray, trees: np.ndarray, labels: np.ndarra
         network, trees = expit(samples).mean(axis=(0, 1)), expit(trees)
     else:
         network = samples.mean(axis=(0, 1))
-    return WeightChoice(held_out_tree_weight(network, trees, labels, task), network, trees,
-                        labels)
+    return WeightChoice(held_out_tree_weight(network, trees, labels, task, weights), network,
+                        trees, labels)
 
 
 class HeldOutDecisions(NamedTuple):
@@ -292,25 +312,29 @@ class HeldOutDecisions(NamedTuple):
     conformity_scores: np.ndarray | None  # [n_valid, T] the regressor's, on y's scale
 
 
-def decide_on_held_out(task: str, tree_weight: float | None, calibrate: str | None,
+def decide_on_held_out(task: str, tree_weight: TreeWeight, calibrate: str | None,
                        target_log: np.ndarray | None, trees: np.ndarray | None,
                        labels: np.ndarray | None,
                        samples_of: Callable[[], np.ndarray]) -> HeldOutDecisions:
-    """The trees' weight (``tree_weight=None``: :func:`choose_tree_weight`), the
-    classifier's calibration map and the regressor's conformity scores.
+    """The trees' weight (chosen from :func:`tree_weight_choices` where ``tree_weight``
+    lists weights: :func:`choose_tree_weight`), the classifier's calibration map and the
+    regressor's conformity scores.
 
     ``trees`` [n_valid, T]: the held-out molecules' outputs of the tree head's fit
     without them (None: no tree head); ``labels`` [n_valid, T] as fit learns them (None:
     nothing held out); ``samples_of()`` gives the members' raw outputs [M, V, n_valid, T],
-    called only when something reads them. Without held-out molecules a weight left
-    None is :data:`~exlm_chem.model.frozen_trees.DEFAULT_TREE_WEIGHT`.
+    called only when something reads them. Without held-out molecules a weight left to
+    choose is the first listed, or for None
+    :data:`~exlm_chem.model.frozen_trees.DEFAULT_TREE_WEIGHT`.
     """
-    weight = DEFAULT_TREE_WEIGHT if tree_weight is None else float(tree_weight)
-    chooses = tree_weight is None and trees is not None
+    choices = tree_weight_choices(tree_weight)
+    weight = (float(tree_weight) if choices is None
+              else DEFAULT_TREE_WEIGHT if tree_weight is None else choices[0])
+    chooses = choices is not None and trees is not None
     if labels is None or not (chooses or task == "regression" or calibrate is not None):
         return HeldOutDecisions(weight, None, None, None)
     samples = samples_of()  # [M, V, n_valid, T]
-    choice = choose_tree_weight(samples, trees, labels, task) if chooses else None
+    choice = choose_tree_weight(samples, trees, labels, task, choices) if chooses else None
     weight = weight if choice is None else choice.weight
     if task == "regression":
         values = aggregate(samples, trees, weight, task, target_log, None)  # on y's scale

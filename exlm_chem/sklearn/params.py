@@ -95,9 +95,15 @@ def fit_settings(est: Any, task: str) -> FinetuneSettings:
                         f"(or 'auto') or tree_params=None, got tree_params={tp!r} with "
                         f"tree_booster='hist'")
     tw = est.tree_weight
-    if tw is not None and (not isinstance(tw, int | float | np.floating)
-                           or isinstance(tw, bool) or not 0 <= tw <= 1):
-        problems.append(f"tree_weight must be None or in [0, 1], got {tw!r}")
+
+    def share(w: Any) -> bool:
+        return isinstance(w, int | float | np.floating) and not isinstance(w, bool) and \
+            0 <= w <= 1
+
+    if not (tw is None or share(tw) or (isinstance(tw, tuple | list) and len(tw) > 0
+                                        and all(share(w) for w in tw))):
+        problems.append(f"tree_weight must be in [0, 1], a non-empty tuple of such weights "
+                        f"to choose from, or None, got {tw!r}")
     if est.train_layers is not None and not is_count(est.train_layers, 1):
         problems.append(f"train_layers must be None or an integer >= 1, got "
                         f"{est.train_layers!r}")

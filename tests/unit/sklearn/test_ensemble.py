@@ -17,10 +17,12 @@ from exlm_chem.sklearn.ensemble import (
     choose_tree_weight,
     classifier_logits,
     combined,
+    decide_on_held_out,
     fit_tree_head,
     held_out_split,
     held_out_tree_weight,
     reads_held_out_trees,
+    tree_weight_choices,
     uses_forest,
 )
 from exlm_chem.threads import resolve_threads
@@ -95,8 +97,36 @@ def test_the_forest_stands_beside_the_classifiers_histogram_boosting_unless_told
     assert not uses_forest("classification", True, False, "hist")
 
 
+def test_a_listed_tree_weight_is_chosen_from_those_listed_only():
+    assert tree_weight_choices(0.75) is None  # given
+    assert tree_weight_choices(None) == TREE_WEIGHTS
+    assert tree_weight_choices([0.75, 1]) == (0.75, 1.0)
+    labels = np.array([[0.0], [1.0], [1.0], [0.0]])
+    good, bad = np.array([[0.1], [0.9], [0.8], [0.2]]), np.array([[0.9], [0.1], [0.2], [0.8]])
+    # the network alone would be best, but the list starts at three quarters to the trees
+    assert held_out_tree_weight(good, bad, labels, "classification", (0.75, 1.0)) == 0.75
+    assert held_out_tree_weight(bad, good, labels, "classification", (0.75, 1.0)) == 1.0
+
+
+@pytest.mark.parametrize(("tree_weight", "held_out", "expected"), [
+    ((0.75, 1.0), True, 1.0),  # the trees are the better member: chosen alone
+    ((0.75, 1.0), False, 0.75),  # nothing held out: the first listed
+    (None, False, 0.5),  # nothing held out: DEFAULT_TREE_WEIGHT
+    (0.25, True, 0.25),  # given: not chosen
+])
+def test_the_weight_decided_on_the_held_out_molecules(tree_weight, held_out, expected):
+    labels = np.array([[0.0], [1.0], [1.0], [0.0]])
+    trees = logit(np.array([[0.1], [0.9], [0.8], [0.2]]))  # raw outputs, as fit keeps them
+    samples = -trees[None, None]  # [M=1, V=1, n, T]: a network wrong on every molecule
+    decided = decide_on_held_out("classification", tree_weight, None, None, trees,
+                                 labels if held_out else None, lambda: samples)
+    assert decided.tree_weight == expected
+    assert (decided.choice is not None) == (held_out and tree_weight != 0.25)
+
+
 def test_the_held_out_molecules_read_the_trees_when_something_needs_the_prediction():
     assert reads_held_out_trees("classification", None, None)  # the weight is chosen
+    assert reads_held_out_trees("classification", (0.75, 1.0), None)  # chosen from two
     assert reads_held_out_trees("regression", 0.5, None)  # conformity scores
     assert reads_held_out_trees("classification", 0.5, "isotonic")  # calibration
     assert not reads_held_out_trees("classification", 0.5, None)

@@ -3,8 +3,8 @@
 The tree head is CatBoost on MapLight's features (up to four tasks; beyond, 0.4.0's
 histogram boosting on the pre-trained encoder's states and RDKit 2D, with the classifier's
 forest). It reads the pre-trained encoder (not the fine-tuned one) where it reads states,
-weighs in every output at ``tree_weight`` (0.75) or, with None, as its held-out molecules
-(whole scaffolds) chose, learns those molecules too (CatBoost), and travels
+weighs in every output at ``tree_weight`` (0.75) or, with None or a list of weights, as its
+held-out molecules (whole scaffolds) chose, learns those molecules too (CatBoost), and travels
 through save/load and pickling as arrays, without being unpickled or CatBoost being
 needed; ``head_first`` fits the head on the frozen states before the encoder moves.
 """
@@ -118,8 +118,8 @@ def test_the_tree_head_is_its_chosen_weight_of_each_probability(fitted, data):
 def test_the_classifiers_weight_scores_its_held_out_molecules_best(choice, data):
     X, y = data
     est, chosen_on = choice
-    (network, trees, labels, task), = chosen_on  # one choice, by log loss
-    assert task == "classification"
+    (network, trees, labels, task, weights), = chosen_on  # one choice, by log loss
+    assert task == "classification" and weights == TREE_WEIGHTS  # tree_weight=None
     held_out = np.flatnonzero(est.held_out_mask_)  # in order, as fit hands them over
     np.testing.assert_array_equal(labels, y[held_out, None])
     net_h, _ = _net_and_trees(est, [X[i] for i in held_out])
@@ -241,21 +241,24 @@ def test_the_regressor_weighs_values_as_its_held_out_molecules_chose_and_its_int
     values = np.exp(np.log1p(np.arange(len(X), dtype=float)) + y)
     chosen_on = []
     monkeypatch.setattr(ensemble, "held_out_tree_weight", _spied_weight(chosen_on))
-    est = ExLMMoleculeRegressor(**params, target_transform="log", tree_weight=None).fit(X, values)
+    listed = (0.25, 0.75, 1.0)  # the weights the held-out molecules choose from
+    est = ExLMMoleculeRegressor(**params, target_transform="log", tree_weight=listed)
+    assert clone(est).tree_weight == listed
+    est.fit(X, values)
     assert est.target_log_.tolist() == [True]
     # the choice, redone from the held-out rows fit used: about a share, whole scaffolds
     held_out = np.flatnonzero(est.held_out_mask_)
     assert 0 < len(held_out) <= 2 * round(params["validation_fraction"] * len(X))
     net_h, _ = _net_and_trees(est, [X[i] for i in held_out])
-    (network, trees, labels, task), = chosen_on  # the held-out rows, in order
-    assert task == "regression"  # by squared error
+    (network, trees, labels, task, weights), = chosen_on  # the held-out rows, in order
+    assert task == "regression" and weights == listed  # by squared error, of those listed
     np.testing.assert_allclose(labels, np.log(values[held_out, None]))  # log y's
     np.testing.assert_allclose(network, net_h, rtol=1e-5)
     # the trees' from their first fit, on the training molecules alone; the kept head
     # (tree_head_) is CatBoost's refit on every molecule
     first, _, raw = _catboost_fits(est, X, np.log(values)[:, None])
     np.testing.assert_allclose(trees, first.decision_of(None, raw[held_out]), rtol=1e-12)
-    assert est.tree_weight_ == held_out_tree_weight(network, trees, labels, task)
+    assert est.tree_weight_ == held_out_tree_weight(network, trees, labels, task, listed)
     w = est.tree_weight_
     net, trees = _net_and_trees(est, X[:12])
     expected = (1 - w) * np.exp(net[:, 0]) + w * np.exp(trees[:, 0])
@@ -299,10 +302,10 @@ def test_the_held_out_weight_is_the_one_with_the_least_squared_error():
     assert held_out_tree_weight(labels, labels, labels) == TREE_WEIGHTS[0]
 
 
-@pytest.mark.parametrize("bad", [1.5, -0.1, "half", True])
+@pytest.mark.parametrize("bad", [1.5, -0.1, "half", True, (), (0.75, 2.0), [0.5, "1"]])
 def test_the_tree_weight_is_a_share(params, data, bad):
     X, y = data
-    with pytest.raises(ValueError, match="tree_weight must be None or in"):
+    with pytest.raises(ValueError, match="tree_weight must be in"):
         ExLMMoleculeClassifier(**params, tree_weight=bad).fit(X, y)
 
 
