@@ -37,6 +37,16 @@ def test_tdc_margins_pair_seeds_and_point_the_better_way(script):
         "of 1 of 2, mean margin +0.050 over the 1 in AUROC, AUPRC, Spearman.")
 
 
+def test_rows_fitted_on_train_val_pair_their_test_parts_alone(script):
+    cells = {(script.DEFAULT, "dili"): {1: (0.90, None), 2: (0.92, None)},
+             (script.DEFAULT_RANDOM, "dili"): {1: (0.91, None), 2: (0.95, None)},
+             (script.PRETRAINED, "dili"): {1: (0.5, 0.5)}}  # another pair's row: not read
+    lines = script.tdc_table(cells, script.DEFAULT, script.DEFAULT_RANDOM)
+    assert "| dili | AUROC | 1 2 | 0.910 | 0.930 | -0.020 | – | – | – |" in lines
+    assert lines[-1] == ("TDC ADMET, 1 tasks: pre-trained ahead on the test parts of 0 of 1, "
+                         "mean margin -0.020 over the 1 in AUROC, AUPRC, Spearman.")
+
+
 def _record(label: str, task: str, seed: int, roc: float) -> CellRecord:
     return CellRecord(
         method="exlm_defaults", label=label, model="exlm-small@x", mode="estimator",
