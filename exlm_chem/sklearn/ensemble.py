@@ -226,7 +226,7 @@ TREE_WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
 def tree_weight_choices(tree_weight: TreeWeight) -> tuple[float, ...] | None:
     """The weights the held-out molecules choose from: ``tree_weight``'s list, all of
     :data:`TREE_WEIGHTS` for None, or None where ``tree_weight`` is a number (given, not
-    chosen). :func:`~exlm_chem.sklearn.params.check_params` has validated it."""
+    chosen). :func:`~exlm_chem.sklearn.params.fit_settings` has validated it."""
     if tree_weight is None:
         return TREE_WEIGHTS
     if isinstance(tree_weight, Sequence):

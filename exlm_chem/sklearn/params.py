@@ -95,13 +95,8 @@ def fit_settings(est: Any, task: str) -> FinetuneSettings:
                         f"(or 'auto') or tree_params=None, got tree_params={tp!r} with "
                         f"tree_booster='hist'")
     tw = est.tree_weight
-
-    def share(w: Any) -> bool:
-        return isinstance(w, int | float | np.floating) and not isinstance(w, bool) and \
-            0 <= w <= 1
-
-    if not (tw is None or share(tw) or (isinstance(tw, tuple | list) and len(tw) > 0
-                                        and all(share(w) for w in tw))):
+    if not (tw is None or _is_share(tw) or (isinstance(tw, tuple | list) and len(tw) > 0
+                                            and all(_is_share(w) for w in tw))):
         problems.append(f"tree_weight must be in [0, 1], a non-empty tuple of such weights "
                         f"to choose from, or None, got {tw!r}")
     if est.train_layers is not None and not is_count(est.train_layers, 1):
@@ -115,6 +110,11 @@ def fit_settings(est: Any, task: str) -> FinetuneSettings:
     if problems:
         raise ValueError("; ".join(problems))
     return settings
+
+
+def _is_share(w: Any) -> bool:
+    """A number in [0, 1], not a bool."""
+    return isinstance(w, int | float | np.floating) and not isinstance(w, bool) and 0 <= w <= 1
 
 
 def tree_forest_problems(tree_forest: Any, tree_head: Any, task: str) -> list[str]:
