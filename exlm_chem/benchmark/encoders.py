@@ -113,9 +113,9 @@ class EncoderMethod:
         measured as an option, e.g. ``{"target_transform": "auto"}``, or
         ``{"pretrained": None}``: the same estimator from random weights).
     parts_dir : path, optional
-        Estimator mode, held-out valid parts: where each cell's members' outputs are kept
-        (:func:`save_parts`), so that another weighting of network and trees is scored
-        on the same fits without fitting again.
+        Estimator mode: where each cell's members' outputs are kept (:func:`save_parts`),
+        so that another weighting of network and trees is scored on the same fits without
+        fitting again.
     """
 
     def __init__(self, path: str | os.PathLike[str], mode: str,
@@ -324,15 +324,16 @@ class EncoderMethod:
             return (est.predict(smiles) if data.task_type == "regression"
                     else est.predict_proba(smiles)).astype(np.float64)
 
-        valid = predict(data.valid) if data.held_out_valid and len(data.valid) else None
-        test = None
-        if self.parts_dir is not None and valid is not None:  # the members run once a part
+        if self.parts_dir is not None:  # the members run once a part
             valid, test = save_parts(est, data, self.parts_dir / f"{data.name}_seed{seed}.npz")
+        else:
+            held_out = data.held_out_valid and len(data.valid) > 0
+            valid, test = (predict(data.valid) if held_out else None), predict(data.test)
         # what fit chose from the data, beside the parameters it was given
         chosen: dict[str, Any] = {"tree_weight": float(est.tree_weight_)}
         if data.task_type == "regression":
             chosen["target_log"] = [bool(v) for v in est.target_log_]
-        return MethodOutput(predict(data.test) if test is None else test,
+        return MethodOutput(test,
                             epochs=len(est.history_),
                             best_epoch=est.best_epoch_, stopped_early=est.stopped_early_,
                             settings={**estimator_settings(data.name, budget, self.params),
@@ -344,23 +345,29 @@ class EncoderMethod:
                             valid_scores=valid)
 
 
-def save_parts(est: Any, data: TaskData, path: Path) -> tuple[np.ndarray, np.ndarray]:
-    """A fitted estimator's members on a cell's held-out valid and test parts, apart, as
-    an ``.npz`` written atomically: ``{part}_network`` and ``{part}_trees`` [n, T] on the
-    output scale (probabilities, values; no trees: NaN), ``{part}_labels`` [n, T],
-    ``chosen_weight``, and the held-out molecules that chose it (``held_out_network``,
-    ``held_out_trees``, ``held_out_labels`` on the scale the choice read; empty without).
+def save_parts(est: Any, data: TaskData,
+               path: Path) -> tuple[np.ndarray | None, np.ndarray]:
+    """A fitted estimator's members on a cell's test part and, where it is held out
+    (:attr:`TaskData.held_out_valid`), its valid part, apart, as an ``.npz`` written
+    atomically: ``{part}_network`` and ``{part}_trees`` [n, T] on the output scale
+    (probabilities, values; no trees: NaN), ``{part}_labels`` [n, T], ``chosen_weight``,
+    and the held-out molecules that chose it (``held_out_network``, ``held_out_trees``,
+    ``held_out_labels`` on the scale the choice read; empty without). A cell fitted on all
+    of ``train_val`` keeps its test part alone: a reported row can then be scored under
+    another weighting without fitting again.
 
-    Returns the estimator's predictions of the valid and test parts [n, T] (probabilities,
-    values: ``predict_proba`` / ``predict``'s), combined from the same members' outputs.
+    Returns the estimator's predictions of the valid part (None where it is not held out)
+    and of the test part [n, T] (probabilities, values: ``predict_proba`` / ``predict``'s),
+    combined from the same members' outputs.
     """
     from scipy.special import expit
 
     from exlm_chem.files.safe_write import atomic_path
 
     arrays: dict[str, np.ndarray] = {"chosen_weight": np.array(float(est.tree_weight_))}
-    predictions = []
-    for name, part in (("valid", data.valid), ("test", data.test)):
+    parts = (("valid", data.valid),) if data.held_out_valid and len(data.valid) else ()
+    predictions: list[np.ndarray | None] = [] if parts else [None]
+    for name, part in (*parts, ("test", data.test)):
         inputs = est._prepared([data.smiles[i] for i in part], "raise")
         samples, trees = est._all_outputs(inputs.smiles, inputs.features,
                                           inputs.checked.valid_molecules)
