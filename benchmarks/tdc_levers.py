@@ -96,6 +96,7 @@ class Head(NamedTuple):
     kinds: tuple[str, ...]  # feature blocks (exlm_chem.benchmark.features.FEATURE_SETS)
     params: tuple[tuple[str, Any], ...] = ()  # "member": CatBoost settings (tree_params)
     seeds: int = 1  # "member": members of consecutive seeds averaged
+    task_type: str | None = None  # fitted on tasks of this type alone (None: every task)
 
 
 def _heads() -> dict[str, Head]:
@@ -118,13 +119,17 @@ def _heads() -> dict[str, Head]:
         "member(maplight) l2=10": Head("member", False, TREE_KINDS, (("l2_leaf_reg", 10),)),
         "member(maplight) l2=30": Head("member", False, TREE_KINDS, (("l2_leaf_reg", 30),)),
         "member(maplight) depth 8": Head("member", False, TREE_KINDS, (("depth", 8),)),
+        # the regressor's trees on squared error instead of MapLight's MAE
+        "member(maplight) RMSE": Head("member", False, TREE_KINDS,
+                                      (("loss_function", "RMSE"),), task_type="regression"),
     }
 
 
 HEADS = ("trees(emb+rdkit2d)", "trees(emb+maplight)", "trees(maplight)", "trees(rdkit2d)",
          "catboost(maplight)", "catboost(emb+maplight)", "member(maplight)",
          "member(maplight) x3 seeds", "member(maplight+maccs+atompair)",
-         "member(maplight) l2=10", "member(maplight) l2=30", "member(maplight) depth 8")
+         "member(maplight) l2=10", "member(maplight) l2=30", "member(maplight) depth 8",
+         "member(maplight) RMSE")
 #: the lever heads of 0.5.x: the estimators' tree member as it is, then one lever each
 MEMBER_HEADS = HEADS[6:]
 
@@ -379,7 +384,7 @@ def run(tasks: Sequence[str], seeds: Sequence[int], model: str, out: Path,
     """
     from threadpoolctl import threadpool_limits
 
-    from exlm_chem.benchmark.tasks import with_canonical_smiles
+    from exlm_chem.benchmark.tasks import task_type, with_canonical_smiles
     from exlm_chem.benchmark.tdc import METRIC_TITLES, load_tdc_task
     from exlm_chem.provenance import git_commit, machine
 
@@ -404,7 +409,8 @@ def run(tasks: Sequence[str], seeds: Sequence[int], model: str, out: Path,
     written = []
     with threadpool_limits(limits=threads):
         for task in tasks:
-            todo = {s: [h for h in heads if (task, s, h) not in done] for s in seeds}
+            fits = [h for h in heads if specs[h].task_type in (None, task_type(task))]
+            todo = {s: [h for h in fits if (task, s, h) not in done] for s in seeds}
             if not any(todo.values()):
                 continue
             canonical = None  # train_val rows are the same for every seed

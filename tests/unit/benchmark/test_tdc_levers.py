@@ -227,3 +227,11 @@ def test_the_member_report_mixes_each_lever_with_the_networks_valid_outputs(stud
     assert "+0.00 %, 0 / 0 of 1" in row
     data_row = next(line for line in table.splitlines() if line.startswith("| dili |"))
     assert data_row.split("|")[3:7] == [" 0.889 ", " 1.000 ", " 1.000 ", " 1.000 "]
+
+
+def test_a_head_for_one_task_type_is_not_fitted_on_the_other(study, tmp_path) -> None:
+    head = "member(maplight) RMSE"
+    assert study._heads()[head].task_type == "regression"
+    # dili is a classification task: nothing is loaded, fitted or written
+    assert study.run(["dili"], [1], "no-model", tmp_path / "levers", (head,)) == []
+    assert not (tmp_path / "levers" / "results.jsonl").exists()
