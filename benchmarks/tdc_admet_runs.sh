@@ -6,7 +6,7 @@
 # the records keep their CPU time; 3030dd5 adds tree_features to the estimators, so later
 # commits key the same cells differently); 7 from 3030dd5 or later: two processes, one
 # thread each; run two lanes at once on a 2-core machine); 8 from the commit that adds
-# catboost_maplight or later; 9 from a commit of the 0.5.0 estimators, 10 and 11 of 0.5.1's, 12 of 0.5.2's. Every command resumes:
+# catboost_maplight or later; 9 from a commit of the 0.5.0 estimators, 10 and 11 of 0.5.1's. Every command resumes:
 # cells already in a records folder are skipped, so rerunning a lane continues where it
 # stopped.
 # Then: bash benchmarks/tdc_admet_runs.sh report
@@ -136,19 +136,11 @@ case "${1:-}" in
       --seeds 1 2 3 --tasks $SMALL_CLS $SMALL_REG $BIG_REG $BIG_CLS \
       --out $OUT/records/random-051-fit
     ;;
-  12)
-    # the 0.5.2 defaults (the classifier's tree_weight="auto": 0.75 or the trees alone, as
-    # its held-out scaffolds choose; weights.md) as the leaderboard fits, on all of
-    # train_val, 5 seeds; classification alone: the regressor predicts as 0.5.1's (lane 10's
-    # cells count in the 0.5.2 row). Each cell keeps its members' test outputs (parts/)
-    "${RUN[@]}" --methods exlm_defaults --fit-on train_val --tasks $SMALL_CLS $BIG_CLS \
-      --out $OUT/records/default-052-fit
-    ;;
   report)
     "${RUN[@]}" --report-only --out $OUT --merge $OUT/records/*/
     ;;
   *)
-    echo "usage: bash benchmarks/tdc_admet_runs.sh 1|2|3|4|5|6|6b|7|8|9|10|11|12|report" >&2
+    echo "usage: bash benchmarks/tdc_admet_runs.sh 1|2|3|4|5|6|6b|7|8|9|10|11|report" >&2
     exit 2
     ;;
 esac

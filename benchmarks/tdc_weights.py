@@ -10,8 +10,7 @@ arrays, without fitting again:
 
 - ``network`` / ``trees``: one member alone (weights 0 and 1);
 - ``w=0.5``: the fixed half of 0.3.0-0.4.0's classifier;
-- ``w=0.75``: three quarters to the trees (0.5.1's default ``tree_weight``, the regressor's
-  since);
+- ``w=0.75``: three quarters to the trees (0.5.1's default ``tree_weight``);
 - ``chosen``: the weight the estimator chose (``tree_weight=None``, 0.5.0's default);
 - ``chosen, AUC`` (classification): the same choice by ROC-AUC of the held-out molecules
   instead of log loss;
@@ -19,8 +18,8 @@ arrays, without fitting again:
   instead of probabilities;
 - ``chosen of 0.75, 1``: the weight the estimator's choice
   (:func:`~exlm_chem.sklearn.ensemble.held_out_tree_weight`) takes from 0.75 and 1 alone
-  on the cell's held-out molecules (``tree_weight=(0.75, 1.0)``, the classifier's
-  ``"auto"`` since 0.5.2): the network's quarter unless they say the trees do better alone;
+  on the cell's held-out molecules (``tree_weight=(0.75, 1.0)``): the network's quarter
+  unless they say the trees do better alone;
 
 and prints, per rule, the mean valid metric per task over the seeds, then per rule its
 mean rank among the rules, and for classification and regression apart its mean gain over

@@ -64,9 +64,6 @@ class RowScore(NamedTuple):
 #: changed the regressor's (``target_transform="auto"``) and nothing of the classifier,
 #: whose predictions are 0.3.0's bit for bit (benchmarks/results/tdc_admet/README.md).
 SAME_CLASSIFIER = {"(estimator 0.3.0 defaults)": "(estimator 0.4.0 defaults)"}
-#: the same for a regression cell: 0.5.2 changed the classifier's ``tree_weight`` alone (its
-#: ``"auto"`` gives the regressor 0.5.1's 0.75, the same predictions)
-SAME_REGRESSOR = {"(estimator 0.5.1 defaults)": "(estimator 0.5.2 defaults)"}
 
 
 #: what the rows of cells fitted on all of train_val (``--fit-on train_val``) add to their
@@ -75,15 +72,15 @@ FIT_ON_TRAIN_VAL = " [fit on train_val]"
 
 
 def row_labels(record: CellRecord) -> list[str]:
-    """The rows a record counts in: its own, and the newer default row that kept its
-    estimator (a classification cell: :data:`SAME_CLASSIFIER`; a regression cell:
-    :data:`SAME_REGRESSOR`); a cell fitted on all of train_val counts in its label's
-    :data:`FIT_ON_TRAIN_VAL` row."""
+    """The rows a record counts in: its own, and for a classification cell the newer
+    default row of :data:`SAME_CLASSIFIER` that kept its classifier; a cell fitted on all
+    of train_val counts in its label's :data:`FIT_ON_TRAIN_VAL` row."""
     from exlm_chem.benchmark.tdc import TDC_FIT_SPLIT
 
-    kept = SAME_CLASSIFIER if record.task_type == "classification" else SAME_REGRESSOR
-    labels = [record.label] + [record.label.replace(old, new) for old, new in kept.items()
-                               if record.label.endswith(old)]
+    labels = [record.label]
+    if record.task_type == "classification":
+        labels += [record.label.replace(old, new) for old, new in SAME_CLASSIFIER.items()
+                   if record.label.endswith(old)]
     if record.split == TDC_FIT_SPLIT:
         labels = [label + FIT_ON_TRAIN_VAL for label in labels]
     return labels
@@ -92,7 +89,7 @@ def row_labels(record: CellRecord) -> list[str]:
 def row_scores(records: Sequence[CellRecord]) -> list[RowScore]:
     """One :class:`RowScore` per (label, task) of the records that carry a TDC metric, in
     the order rows and tasks first appear (a record may count in two rows:
-    :data:`SAME_CLASSIFIER`, :data:`SAME_REGRESSOR`)."""
+    :data:`SAME_CLASSIFIER`)."""
     groups: dict[tuple[str, str], list[CellRecord]] = {}
     for record in records:
         if record.metric and record.score is not None:

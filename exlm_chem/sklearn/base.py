@@ -83,7 +83,7 @@ class ExLMEstimatorBase(BaseEstimator):
         features: str | list[str] | None = "auto",
         n_jobs: int | None = None,
         tree_head: bool = True,
-        tree_weight: str | float | tuple[float, ...] | None = "auto",
+        tree_weight: float | tuple[float, ...] | None = 0.75,
         tree_forest: bool | None = None,
         tree_features: str | list[str] = "auto",
         tree_booster: str = "auto",

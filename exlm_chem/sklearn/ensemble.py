@@ -21,10 +21,9 @@ Held-out molecules
     fitted without them, so that its outputs on them are honest.
 
 The trees' weight
-    Given (``tree_weight`` a number), or chosen by the held-out molecules from the weights
-    ``tree_weight`` lists (None: all of :data:`TREE_WEIGHTS`, which include the trees alone
-    and the network alone; ``"auto"``, the default: :data:`AUTO_TREE_WEIGHT`, what TDC's
-    valid parts chose, 0.75 or the trees alone for the classifier, 0.75 for the regressor): the
+    Given (``tree_weight`` a number, 0.75 by default: what TDC's valid parts chose), or
+    chosen by the held-out molecules from the weights ``tree_weight`` lists (None: all of
+    :data:`TREE_WEIGHTS`, which include the trees alone and the network alone): the
     weight whose average scores them best, by log loss of the probabilities (classifier)
     or squared error of the values on the scale fit learns (regressor)
     (:func:`tree_weight_choices`, :func:`choose_tree_weight`,
@@ -64,14 +63,13 @@ if TYPE_CHECKING:
     from exlm_chem.uncertainty.calibration import Calibrator
 
 #: the estimators' ``tree_weight``: the trees' share, or the shares the held-out molecules
-#: choose from (None: :data:`TREE_WEIGHTS`; ``"auto"``: :data:`AUTO_TREE_WEIGHT`)
-TreeWeight = float | Sequence[float] | str | None
+#: choose from (None: :data:`TREE_WEIGHTS`)
+TreeWeight = float | Sequence[float] | None
 
-__all__ = ["AUTO_TREE_WEIGHT", "TREE_WEIGHTS", "HeldOutDecisions", "HeldOutSplit",
-           "TreeHeadFit", "WeightChoice", "aggregate", "average", "choose_tree_weight",
-           "classifier_logits", "combined", "decide_on_held_out", "fit_tree_head",
-           "held_out_split", "held_out_tree_weight", "output_scale", "reads_held_out_trees",
-           "resolved_tree_weight", "tree_weight_choices", "uses_forest"]
+__all__ = ["TREE_WEIGHTS", "HeldOutDecisions", "HeldOutSplit", "TreeHeadFit", "WeightChoice",
+           "aggregate", "average", "choose_tree_weight", "classifier_logits", "combined",
+           "decide_on_held_out", "fit_tree_head", "held_out_split", "held_out_tree_weight",
+           "output_scale", "reads_held_out_trees", "tree_weight_choices", "uses_forest"]
 
 
 # ---- the members: the networks (:mod:`.members`), the tree head's settings ---------
@@ -140,7 +138,7 @@ def reads_held_out_trees(task: str, tree_weight: TreeWeight, calibrate: str | No
     """Whether the held-out molecules need the tree head's outputs: to choose its weight
     (:func:`tree_weight_choices`), for the regressor's conformity scores or the
     classifier's calibration, all of which read the prediction the trees are part of."""
-    return (tree_weight_choices(tree_weight, task) is not None or task == "regression"
+    return (tree_weight_choices(tree_weight) is not None or task == "regression"
             or calibrate is not None)
 
 
@@ -223,26 +221,12 @@ def fit_tree_head(kinds: Sequence[str], frozen: MoleculeModel | None,
 # ---- the trees' weight, chosen on the held-out molecules -----------------------------------
 #: the weights the held-out molecules choose from with ``tree_weight=None``: the trees' share
 TREE_WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
-#: ``tree_weight="auto"`` per task, what TDC ADMET's held-out valid parts chose
-#: (benchmarks/results/tdc_admet/weights.md): the classifier keeps the network's quarter
-#: unless its own held-out molecules say the trees do better alone; the regressor keeps the
-#: quarter, which that choice would change on one task of nine
-AUTO_TREE_WEIGHT: dict[str, float | tuple[float, ...]] = {"classification": (0.75, 1.0),
-                                                          "regression": 0.75}
 
 
-def resolved_tree_weight(tree_weight: TreeWeight, task: str) -> float | Sequence[float] | None:
-    """``tree_weight`` as the estimator fitting ``task`` uses it: ``"auto"`` is
-    :data:`AUTO_TREE_WEIGHT`'s for the task; anything else as given."""
-    return AUTO_TREE_WEIGHT[task] if isinstance(tree_weight, str) else tree_weight
-
-
-def tree_weight_choices(tree_weight: TreeWeight, task: str) -> tuple[float, ...] | None:
-    """The weights the held-out molecules choose from: ``tree_weight``'s list (``"auto"``:
-    :data:`AUTO_TREE_WEIGHT`'s for ``task``), all of :data:`TREE_WEIGHTS` for None, or None
-    where the weight is a number (given, not chosen).
-    :func:`~exlm_chem.sklearn.params.fit_settings` has validated it."""
-    tree_weight = resolved_tree_weight(tree_weight, task)
+def tree_weight_choices(tree_weight: TreeWeight) -> tuple[float, ...] | None:
+    """The weights the held-out molecules choose from: ``tree_weight``'s list, all of
+    :data:`TREE_WEIGHTS` for None, or None where ``tree_weight`` is a number (given, not
+    chosen). :func:`~exlm_chem.sklearn.params.fit_settings` has validated it."""
     if tree_weight is None:
         return TREE_WEIGHTS
     if isinstance(tree_weight, Sequence):
@@ -343,8 +327,7 @@ def decide_on_held_out(task: str, tree_weight: TreeWeight, calibrate: str | None
     choose is the first listed, or for None
     :data:`~exlm_chem.model.frozen_trees.DEFAULT_TREE_WEIGHT`.
     """
-    tree_weight = resolved_tree_weight(tree_weight, task)
-    choices = tree_weight_choices(tree_weight, task)
+    choices = tree_weight_choices(tree_weight)
     weight = (float(tree_weight) if choices is None
               else DEFAULT_TREE_WEIGHT if tree_weight is None else choices[0])
     chooses = choices is not None and trees is not None

@@ -95,11 +95,10 @@ def fit_settings(est: Any, task: str) -> FinetuneSettings:
                         f"(or 'auto') or tree_params=None, got tree_params={tp!r} with "
                         f"tree_booster='hist'")
     tw = est.tree_weight
-    if not (tw is None or (isinstance(tw, str) and tw == "auto") or _is_share(tw)
-            or (isinstance(tw, tuple | list) and len(tw) > 0
-                and all(_is_share(w) for w in tw))):
-        problems.append(f"tree_weight must be 'auto', in [0, 1], a non-empty tuple of such "
-                        f"weights to choose from, or None, got {tw!r}")
+    if not (tw is None or _is_share(tw) or (isinstance(tw, tuple | list) and len(tw) > 0
+                                            and all(_is_share(w) for w in tw))):
+        problems.append(f"tree_weight must be in [0, 1], a non-empty tuple of such weights "
+                        f"to choose from, or None, got {tw!r}")
     if est.train_layers is not None and not is_count(est.train_layers, 1):
         problems.append(f"train_layers must be None or an integer >= 1, got "
                         f"{est.train_layers!r}")

@@ -168,22 +168,6 @@ def test_a_classification_cell_of_a_kept_classifier_counts_in_the_newer_default_
         (f"{old[:-1]}, pretrained=None)", "dili")])
 
 
-def test_a_regression_cell_of_a_kept_regressor_counts_in_the_newer_default_row() -> None:
-    from exlm_chem.benchmark.tdc import TDC_FIT_SPLIT
-
-    old, new = ("ExLM exlm-small (estimator 0.5.1 defaults)",
-                "ExLM exlm-small (estimator 0.5.2 defaults)")
-    fit = report_tdc.FIT_ON_TRAIN_VAL
-    rows = report_tdc.row_scores([
-        _cell(old, "caco2_wang", "regression", 0.3)._replace(split=TDC_FIT_SPLIT),
-        _cell(old, "herg", "classification", 0.8)._replace(split=TDC_FIT_SPLIT),  # changed
-        _cell(new, "herg", "classification", 0.85)._replace(split=TDC_FIT_SPLIT)])
-    assert sorted((r.label, r.task) for r in rows) == sorted([
-        (old + fit, "caco2_wang"), (new + fit, "caco2_wang"), (old + fit, "herg"),
-        (new + fit, "herg")])
-    assert {r.mean for r in rows if r.label == new + fit and r.task == "herg"} == {0.85}
-
-
 def test_a_rows_cpu_time_sums_the_cells_that_record_it_and_says_how_many() -> None:
     cells = [_cell("ours", "herg", "classification", 0.8)._replace(seed=seed, cpu_s=cpu)
              for seed, cpu in ((1, 100.0), (2, None), (3, 50.0))]

@@ -98,12 +98,9 @@ def test_the_forest_stands_beside_the_classifiers_histogram_boosting_unless_told
 
 
 def test_a_listed_tree_weight_is_chosen_from_those_listed_only():
-    assert tree_weight_choices(0.75, "classification") is None  # given
-    assert tree_weight_choices(None, "classification") == TREE_WEIGHTS
-    assert tree_weight_choices([0.75, 1], "regression") == (0.75, 1.0)
-    # the default: the classifier chooses from two, the regressor is given its weight
-    assert tree_weight_choices("auto", "classification") == (0.75, 1.0)
-    assert tree_weight_choices("auto", "regression") is None
+    assert tree_weight_choices(0.75) is None  # given
+    assert tree_weight_choices(None) == TREE_WEIGHTS
+    assert tree_weight_choices([0.75, 1]) == (0.75, 1.0)
     labels = np.array([[0.0], [1.0], [1.0], [0.0]])
     good, bad = np.array([[0.1], [0.9], [0.8], [0.2]]), np.array([[0.9], [0.1], [0.2], [0.8]])
     # the network alone would be best, but the list starts at three quarters to the trees
@@ -116,8 +113,6 @@ def test_a_listed_tree_weight_is_chosen_from_those_listed_only():
     ((0.75, 1.0), False, 0.75),  # nothing held out: the first listed
     (None, False, 0.5),  # nothing held out: DEFAULT_TREE_WEIGHT
     (0.25, True, 0.25),  # given: not chosen
-    ("auto", True, 1.0),  # the classifier's default: (0.75, 1.0)
-    ("auto", False, 0.75),
 ])
 def test_the_weight_decided_on_the_held_out_molecules(tree_weight, held_out, expected):
     labels = np.array([[0.0], [1.0], [1.0], [0.0]])
@@ -135,8 +130,6 @@ def test_the_held_out_molecules_read_the_trees_when_something_needs_the_predicti
     assert reads_held_out_trees("regression", 0.5, None)  # conformity scores
     assert reads_held_out_trees("classification", 0.5, "isotonic")  # calibration
     assert not reads_held_out_trees("classification", 0.5, None)
-    assert reads_held_out_trees("classification", "auto", None)  # chosen from two
-    assert reads_held_out_trees("regression", "auto", None)
 
 
 @pytest.fixture(scope="module")

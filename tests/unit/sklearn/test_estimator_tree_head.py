@@ -273,21 +273,6 @@ def test_the_regressor_weighs_values_as_its_held_out_molecules_chose_and_its_int
     np.testing.assert_allclose(loaded.predict(X[:12]), expected, atol=1e-5)
 
 
-def test_by_default_the_classifier_chooses_its_weight_from_two_and_the_regressor_is_given_it(
-        params, data, monkeypatch):
-    X, y = data
-    chosen_on = []
-    monkeypatch.setattr(ensemble, "held_out_tree_weight", _spied_weight(chosen_on))
-    est = ExLMMoleculeClassifier(**params).fit(X, y)
-    assert est.tree_weight == "auto"
-    (*_, task, weights), = chosen_on  # one choice, of the network's quarter or none
-    assert task == "classification" and weights == (0.75, 1.0)
-    assert est.tree_weight_ in weights
-    chosen_on.clear()
-    regressor = ExLMMoleculeRegressor(**params).fit(X, y + np.arange(len(X)) / len(X))
-    assert chosen_on == [] and regressor.tree_weight_ == 0.75
-
-
 @pytest.mark.parametrize("weight", [0.5, 0.75])  # 0.5: the mean of the two probabilities
 def test_a_given_tree_weight_is_the_trees_share_of_each_probability(params, data, tmp_path,
                                                                     weight):
@@ -320,7 +305,7 @@ def test_the_held_out_weight_is_the_one_with_the_least_squared_error():
 @pytest.mark.parametrize("bad", [1.5, -0.1, "half", True, (), (0.75, 2.0), [0.5, "1"]])
 def test_the_tree_weight_is_a_share(params, data, bad):
     X, y = data
-    with pytest.raises(ValueError, match=r"tree_weight must be 'auto', in"):
+    with pytest.raises(ValueError, match="tree_weight must be in"):
         ExLMMoleculeClassifier(**params, tree_weight=bad).fit(X, y)
 
 
