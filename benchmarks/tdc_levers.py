@@ -409,7 +409,8 @@ def run(tasks: Sequence[str], seeds: Sequence[int], model: str, out: Path,
     written = []
     with threadpool_limits(limits=threads):
         for task in tasks:
-            fits = [h for h in heads if specs[h].task_type in (None, task_type(task))]
+            kind = task_type(task)
+            fits = [h for h in heads if specs[h].task_type in (None, kind)]
             todo = {s: [h for h in fits if (task, s, h) not in done] for s in seeds}
             if not any(todo.values()):
                 continue

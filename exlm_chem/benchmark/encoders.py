@@ -365,14 +365,16 @@ def save_parts(est: Any, data: TaskData,
     from exlm_chem.files.safe_write import atomic_path
 
     arrays: dict[str, np.ndarray] = {"chosen_weight": np.array(float(est.tree_weight_))}
-    parts = (("valid", data.valid),) if data.held_out_valid and len(data.valid) else ()
-    predictions: list[np.ndarray | None] = [] if parts else [None]
-    for name, part in (*parts, ("test", data.test)):
+    parts = {"test": data.test}
+    if data.held_out_valid and len(data.valid):
+        parts["valid"] = data.valid
+    predictions: dict[str, np.ndarray] = {}
+    for name, part in parts.items():
         inputs = est._prepared([data.smiles[i] for i in part], "raise")
         samples, trees = est._all_outputs(inputs.smiles, inputs.features,
                                           inputs.checked.valid_molecules)
         combined = inputs.scatter(est._aggregate(samples, trees)).values  # [n, T]
-        predictions.append(combined if data.task_type == "regression" else expit(combined))
+        predictions[name] = combined if data.task_type == "regression" else expit(combined)
         arrays[f"{name}_network"] = est._spread_scale(samples).mean(axis=(0, 1))  # [n, T]
         arrays[f"{name}_trees"] = (np.full_like(arrays[f"{name}_network"], np.nan)
                                    if trees is None else est._spread_scale(trees))
@@ -384,7 +386,7 @@ def save_parts(est: Any, data: TaskData,
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(path) as tmp, open(tmp, "wb") as handle:
         np.savez_compressed(handle, **arrays)
-    return predictions[0], predictions[1]
+    return predictions.get("valid"), predictions["test"]
 
 
 def _default_estimator(kind: str, path: Path, seed: int, budget: Budget, device: str,
