@@ -6,7 +6,7 @@
 # the records keep their CPU time; 3030dd5 adds tree_features to the estimators, so later
 # commits key the same cells differently); 7 from 3030dd5 or later: two processes, one
 # thread each; run two lanes at once on a 2-core machine); 8 from the commit that adds
-# catboost_maplight or later; 9 from a commit of the 0.5.0 estimators, 10 and 11 of 0.5.1's. Every command resumes:
+# catboost_maplight or later; 9 from a commit of the 0.5.0 estimators, 10 and 11 of 0.5.1's, 13 and 13b of 0.5.3's. Every command resumes:
 # cells already in a records folder are skipped, so rerunning a lane continues where it
 # stopped.
 # Then: bash benchmarks/tdc_admet_runs.sh report
@@ -136,11 +136,27 @@ case "${1:-}" in
       --seeds 1 2 3 --tasks $SMALL_CLS $SMALL_REG $BIG_REG $BIG_CLS \
       --out $OUT/records/random-051-fit
     ;;
+  13)
+    # the 0.5.3 defaults (the regressor's trees: MAE and RMSE averaged, chosen on the valid
+    # parts of levers-051) as lane 10 fits, on the regression tasks: 0.5.3's classifier is
+    # 0.5.1's, whose lane 10 cells stand in its row. Seeds 1-3 of every task first.
+    "${RUN[@]}" --methods exlm_defaults --fit-on train_val --seeds 1 2 3 \
+      --tasks $SMALL_REG --out $OUT/records/default-053-fit
+    "${RUN[@]}" --methods exlm_defaults --fit-on train_val --seeds 4 5 \
+      --tasks $SMALL_REG --out $OUT/records/default-053-fit
+    ;;
+  13b)
+    # beside lane 13, from the same worktree: the three larger regression sets
+    "${RUN[@]}" --methods exlm_defaults --fit-on train_val --seeds 1 2 3 \
+      --tasks $BIG_REG --out $OUT/records/default-053-fit-b
+    "${RUN[@]}" --methods exlm_defaults --fit-on train_val --seeds 4 5 \
+      --tasks $BIG_REG --out $OUT/records/default-053-fit-b
+    ;;
   report)
     "${RUN[@]}" --report-only --out $OUT --merge $OUT/records/*/
     ;;
   *)
-    echo "usage: bash benchmarks/tdc_admet_runs.sh 1|2|3|4|5|6|6b|7|8|9|10|11|report" >&2
+    echo "usage: bash benchmarks/tdc_admet_runs.sh 1|2|3|4|5|6|6b|7|8|9|10|11|13|13b|report" >&2
     exit 2
     ;;
 esac

@@ -80,7 +80,8 @@ REPO = Path(__file__).resolve().parents[1]
 #: MapLight's features, as :data:`exlm_chem.benchmark.features.FEATURE_SETS` names them
 MAPLIGHT = ("morgan", "avalon", "erg", "rdkit2d")
 BASELINE = "trees(emb+rdkit2d)"
-#: the estimators' tree member as 0.5.1 fits it (the levers' baseline)
+#: the estimators' tree member (the levers' baseline); levers-051's records are 0.5.1's,
+#: whose regressor fits MAE alone
 MEMBER = "member(maplight)"
 SEEDS = (1, 2, 3)
 _EMB_FORMAT = "tdc-levers-states-1"
@@ -130,8 +131,13 @@ HEADS = ("trees(emb+rdkit2d)", "trees(emb+maplight)", "trees(maplight)", "trees(
          "member(maplight) x3 seeds", "member(maplight+maccs+atompair)",
          "member(maplight) l2=10", "member(maplight) l2=30", "member(maplight) depth 8",
          "member(maplight) RMSE")
+#: heads scored from two heads' kept valid predictions averaged, with no fit of their
+#: own (needs ``--network``, whose parts hold the labels): the MAE and the RMSE trees, the
+#: regressor's tree member from 0.5.3 on (:data:`~exlm_chem.model.oblivious_trees.
+#: DEFAULT_LOSSES`; averaging predictions is what its merged trees compute)
+DERIVED = {"member(maplight) MAE+RMSE": (MEMBER, "member(maplight) RMSE")}
 #: the lever heads of 0.5.x: the estimators' tree member as it is, then one lever each
-MEMBER_HEADS = HEADS[6:]
+MEMBER_HEADS = (*HEADS[6:], *DERIVED)
 
 
 def default_tasks(data_path: str | Path | None = None) -> list[str]:
@@ -494,7 +500,8 @@ def report(out: Path) -> str:
 
 
 def member_report(out: Path, network: Path | None, weight: float = 0.75) -> str:
-    """The levers of :data:`MEMBER_HEADS` against :data:`MEMBER` (0.5.1's tree member).
+    """The levers of :data:`MEMBER_HEADS` against :data:`MEMBER` (the estimators' tree
+    member; :data:`DERIVED` heads only with ``network``).
 
     Per head and task the mean valid score over the seeds, alone and, with ``network`` (a
     ``exlm-chem benchmark --suite tdc-admet`` records folder whose ``parts/`` hold the
@@ -537,15 +544,22 @@ def member_report(out: Path, network: Path | None, weight: float = 0.75) -> str:
                                                ) as mine:
             labels, net = stored["valid_labels"][:, 0], stored["valid_network"][:, 0]
             trees = stored["valid_trees"][:, 0] if "valid_trees" in stored.files else None
-            own = mine[r["head"]]
+            kept = {name: mine[name] for name in mine.files}
+            own = kept[r["head"]]
         if labels.shape != own.shape:
             raise ValueError(f"{parts}: {labels.size} valid rows, the study has {own.size}")
         if r["head"] == MEMBER and trees is not None:
             # the study's member is the estimators' own: the same outputs
             differs = max(differs, float(np.abs(trees - own).max()))
-        mixed = (1 - weight) * net + weight * own
-        cells.setdefault((r["task"], r["head"], "mixed"), {})[r["seed"]] = tdc_metric(
-            r["metric"], labels, mixed)
+        scored = {r["head"]: own}
+        for name, (first, second) in DERIVED.items():
+            if r["head"] == second and first in kept:
+                scored[name] = (kept[first] + own) / 2
+                cells.setdefault((r["task"], name, "alone"), {})[r["seed"]] = tdc_metric(
+                    r["metric"], labels, scored[name])
+        for name, values in scored.items():
+            cells.setdefault((r["task"], name, "mixed"), {})[r["seed"]] = tdc_metric(
+                r["metric"], labels, (1 - weight) * net + weight * values)
     hows = ("alone", "mixed") if network is not None else ("alone",)
     heads = [h for h in MEMBER_HEADS if any(k[1] == h for k in cells)]
     tasks = sorted({k[0] for k in cells})

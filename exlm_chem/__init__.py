@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from exlm_chem._lazy import lazy_attributes
 
-__version__ = "0.5.1"
+__version__ = "0.5.3"
 
 # defining module -> its public names
 _MODULES = {

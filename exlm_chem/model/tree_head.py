@@ -271,8 +271,10 @@ class BoostedHead(_TasksHead):
         labels : ndarray [N, T] float
             NaN: unknown label; each task is fitted on its known rows only. 0/1 for
             classification (``Logloss``); regression values are standardised on the
-            task's rows and fitted with ``MAE``, as MapLight fits them, and the scale is
-            folded back into the trees.
+            task's rows, as MapLight fits them, and fitted with ``MAE`` and ``RMSE``
+            apart, the two averaged (:data:`~exlm_chem.model.oblivious_trees.
+            DEFAULT_LOSSES`; ``params={"loss_function": "MAE"}`` is MapLight's); the scale
+            is folded back into the trees.
         task : {"classification", "regression"}
         seed : int
             Task ``t`` is fitted with ``random_seed = seed + 1000 * t``.

@@ -129,7 +129,8 @@ _PARAMETERS = """
         boosting and the forest read them scaled on the training rows like ``features``.
     tree_booster : {"auto", "catboost", "hist"}, default "auto"
         The trees: CatBoost at MapLight's settings (1,000 oblivious trees of depth 6,
-        ``random_strength=2``; ``MAE`` on a standardised target for the regressor), or
+        ``random_strength=2``; for the regressor the mean of an ``MAE`` and an ``RMSE``
+        model on a standardised target, where MapLight fits ``MAE`` alone), or
         scikit-learn's histogram gradient boosting at its defaults (0.4.x's). ``"auto"``:
         CatBoost for up to 4 tasks, histogram boosting for more (a CatBoost model per
         task would cost a ToxCast fit hours). CatBoost fits on as many threads as
@@ -137,8 +138,9 @@ _PARAMETERS = """
         predicted with numpy (loading needs neither library).
     tree_params : dict or None, default None
         CatBoost settings beside MapLight's, e.g. ``{"iterations": 300, "depth": 8}``
-        (``loss_function="RMSE"`` for the regressor); not the seed, threads or logging,
-        which fit sets. Read where the booster is CatBoost.
+        (``loss_function="MAE"``, MapLight's, or ``"RMSE"`` fits the regressor's trees
+        with that loss alone); not the seed, threads or logging, which fit sets. Read
+        where the booster is CatBoost.
     head_first : bool, default True
         LP-FT: before fine-tuning, train the head alone on the pre-trained encoder's
         pooled states (its best step on the held-out molecules is kept), so the encoder

@@ -15,6 +15,7 @@ import numpy as np
 from exlm_chem.data.feature_spec import feature_kinds
 from exlm_chem.model.frozen_trees import tree_booster, tree_kinds
 from exlm_chem.model.molecule_model import check_max_length
+from exlm_chem.model.oblivious_trees import checked_losses
 from exlm_chem.model.pooling import Pooling
 from exlm_chem.presets import FinetuneSettings
 from exlm_chem.sklearn.target_transform import check_target_transform
@@ -94,6 +95,11 @@ def fit_settings(est: Any, task: str) -> FinetuneSettings:
         problems.append(f"tree_params are CatBoost's settings: set tree_booster='catboost' "
                         f"(or 'auto') or tree_params=None, got tree_params={tp!r} with "
                         f"tree_booster='hist'")
+    elif tp and "loss_function" in tp:
+        try:
+            checked_losses(tp["loss_function"], task)
+        except ValueError as err:
+            problems.append(f"tree_params: {err}")
     tw = est.tree_weight
     if not (tw is None or _is_share(tw) or (isinstance(tw, tuple | list) and len(tw) > 0
                                             and all(_is_share(w) for w in tw))):

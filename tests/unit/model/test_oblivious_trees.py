@@ -196,11 +196,46 @@ def test_fit_catboost_fits_at_the_settings(data):
     for name in ARRAY_FIELDS:
         np.testing.assert_array_equal(getattr(trees, name), getattr(direct, name))
     regression = fit_catboost(data["x"], data["values"], "regression", SEED,
-                              iterations=ITERATIONS, depth=4)
+                              iterations=ITERATIONS, depth=4, loss_function="MAE")
     model = _catboost_model("regression", 4)
     model.fit(data["x"], data["values"])
     np.testing.assert_allclose(regression.decision(data["x"]), model.predict(data["x"]),
                                rtol=0, atol=ATOL)
+
+
+def test_regression_default_is_the_mean_of_mae_and_rmse(data):
+    averaged = fit_catboost(data["x"], data["values"], "regression", SEED,
+                            iterations=ITERATIONS, depth=4)
+    predictions = []
+    for loss in ("MAE", "RMSE"):
+        model = _catboost_model("regression", 4, loss_function=loss)
+        model.fit(data["x"], data["values"])
+        predictions.append(model.predict(data["x"]))
+    assert averaged.tree_depth.size == 2 * ITERATIONS
+    rows = _test_rows(data["x"], averaged)
+    expected = np.mean([_catboost_model("regression", 4, loss_function=loss)
+                        .fit(data["x"], data["values"]).predict(rows)
+                        for loss in ("MAE", "RMSE")], axis=0)
+    np.testing.assert_allclose(averaged.decision(rows), expected, rtol=0, atol=ATOL)
+    np.testing.assert_allclose(averaged.decision(data["x"]), np.mean(predictions, axis=0),
+                               rtol=0, atol=ATOL)
+    assert not np.allclose(predictions[0], predictions[1])  # two models, not one twice
+
+
+def test_mean_of_averages_scales_and_biases():
+    first = _two_levels(border=1.0)
+    second = first._replace(leaf_value=first.leaf_value[::-1] * 3, scale=np.array([0.5]),
+                            bias=np.array([2.0]))
+    rows = np.array([[0.0, 0.0], [2.0, 0.0], [0.0, 2.0], [2.0, 2.0], [np.nan, 2.0]])
+    both = ObliviousTrees.mean_of([first, second])
+    np.testing.assert_allclose(both.decision(rows),
+                               (first.decision(rows) + second.decision(rows)) / 2,
+                               rtol=0, atol=1e-12)
+    assert both.scale[0] == 1.0 and both.tree_depth.size == 2
+    with pytest.raises(ValueError, match="at least one"):
+        ObliviousTrees.mean_of([])
+    with pytest.raises(ValueError, match="feature counts"):
+        ObliviousTrees.mean_of([first, ObliviousTrees.constant(5, 1.0)])
 
 
 def test_catboost_settings_are_maplights():
@@ -220,10 +255,19 @@ def test_fit_catboost_rejects_labels_it_cannot_fit(data, y, task, problem):
         fit_catboost(data["x"], y, task, SEED, iterations=2)
 
 
-def test_fit_catboost_rejects_a_loss_of_another_task(data):
-    with pytest.raises(ValueError, match="loss"):
-        fit_catboost(data["x"], data["labels"], "classification", SEED,
-                     loss_function="RMSE")
+@pytest.mark.parametrize(("loss", "task"), [
+    ("RMSE", "classification"), ((), "regression"), (("MAE", "MAE"), "regression"),
+    (("MAE", "Logloss"), "regression"), (3, "regression")])
+def test_fit_catboost_rejects_a_loss_it_cannot_fit(data, loss, task):
+    with pytest.raises(ValueError, match="loss_function"):
+        fit_catboost(data["x"], data["labels"], task, SEED, loss_function=loss)
+
+
+def test_checked_losses_defaults():
+    assert oblivious_trees.checked_losses(None, "regression") == ("MAE", "RMSE")
+    assert oblivious_trees.checked_losses(None, "classification") == ("Logloss",)
+    assert oblivious_trees.checked_losses("RMSE", "regression") == ("RMSE",)
+    assert oblivious_trees.checked_losses(["RMSE", "MAE"], "regression") == ("RMSE", "MAE")
 
 
 # ---- hand-built trees -------------------------------------------------------------------

@@ -557,6 +557,9 @@ def test_beyond_four_tasks_the_tree_head_is_histogram_boosting_on_states(params,
     # the fixture's tree_params beside the booster that has none
     ({"tree_booster": "hist"}, r"tree_params are CatBoost's settings: set "
                                r"tree_booster='catboost'"),
+    # a regressor's loss on a classifier, before anything is fitted
+    ({"tree_params": {"loss_function": "RMSE"}}, r"tree_params: CatBoost's classification "
+                                                 r"loss_function must be one of"),
 ])
 def test_the_tree_booster_and_its_params_are_checked(params, data, settings, message):
     X, y = data
