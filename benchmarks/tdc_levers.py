@@ -61,6 +61,8 @@ Usage::
     python benchmarks/tdc_levers.py --tasks dili herg --seeds 1 \
         --heads "trees(emb+rdkit2d)" "trees(rdkit2d)" --out DIR
     python benchmarks/tdc_levers.py --out DIR --report
+    python benchmarks/tdc_levers.py --out DIR --network RECORDS --report \
+        --weights 0.5 0.75 1.0   # the MAE+RMSE member mixed at other shares than 0.75
 """
 
 from __future__ import annotations
@@ -499,37 +501,17 @@ def report(out: Path) -> str:
     return "\n".join(lines)
 
 
-def member_report(out: Path, network: Path | None, weight: float = 0.75) -> str:
-    """The levers of :data:`MEMBER_HEADS` against :data:`MEMBER` (the estimators' tree
-    member; :data:`DERIVED` heads only with ``network``).
-
-    Per head and task the mean valid score over the seeds, alone and, with ``network`` (a
-    ``exlm-chem benchmark --suite tdc-admet`` records folder whose ``parts/`` hold the
-    fine-tuned network's outputs on the same valid parts), averaged with the network at
-    the estimators' ``tree_weight`` (``weight``); then per head its mean relative change
-    against :data:`MEMBER` (positive: better) and the tasks where it is ahead / behind,
-    over the (task, seed) cells both have.
-
-    Parameters
-    ----------
-    out : Path
-        The study's folder (``predictions/``, ``results.jsonl``).
-    network : Path or None
-        The records folder with the network's ``parts/`` (None: the heads alone).
-    weight : float
-        The trees' share of the average.
-
-    Returns
-    -------
-    str
-        Markdown.
-    """
+def _member_cells(out: Path, network: Path | None, weight: float
+                  ) -> tuple[dict[tuple[str, str, str], dict[int, float]], dict[str, str], float]:
+    """Valid scores of :data:`MEMBER_HEADS` per (task, head, "alone" / "mixed") and seed,
+    each task's metric, and the largest gap between :data:`MEMBER`'s outputs and the
+    estimators' trees in ``network``'s parts (see :func:`member_report`)."""
     from exlm_chem.benchmark.tdc import tdc_metric
 
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     metric = {r["task"]: r["metric"] for r in records}
     cells: dict[tuple[str, str, str], dict[int, float]] = {}  # (task, head, how) -> seed
-    differs = 0.0  # the largest gap between MEMBER's outputs and the estimators' trees
+    differs = 0.0
 
     for r in records:
         if r["head"] not in MEMBER_HEADS:
@@ -560,6 +542,56 @@ def member_report(out: Path, network: Path | None, weight: float = 0.75) -> str:
         for name, values in scored.items():
             cells.setdefault((r["task"], name, "mixed"), {})[r["seed"]] = tdc_metric(
                 r["metric"], labels, (1 - weight) * net + weight * values)
+    return cells, metric, differs
+
+
+def _change(cells: dict[tuple[str, str, str], dict[int, float]], metric: dict[str, str],
+            own: tuple[str, str], base: tuple[str, str],
+            base_cells: dict[tuple[str, str, str], dict[int, float]] | None = None) -> str:
+    """Mean relative change of ``own`` = (head, how) against ``base`` over the tasks, and
+    the tasks ahead / behind, on the seeds both have (``base`` read from ``base_cells``
+    when given)."""
+    base_cells = cells if base_cells is None else base_cells
+    gains, ahead, behind = [], 0, 0
+    for t in sorted(metric):
+        mine, theirs = cells.get((t, *own), {}), base_cells.get((t, *base), {})
+        common = sorted(set(mine) & set(theirs))
+        if not common:
+            continue
+        value, reference = (float(np.mean([d[s] for s in common])) for d in (mine, theirs))
+        gain = _gain(metric[t], value, reference)
+        gains.append(gain)
+        ahead, behind = ahead + (gain > 1e-9), behind + (gain < -1e-9)
+    return (f"{100 * np.mean(gains):+.2f} %, {ahead} / {behind} of {len(gains)}"
+            if gains else "–")
+
+
+def member_report(out: Path, network: Path | None, weight: float = 0.75) -> str:
+    """The levers of :data:`MEMBER_HEADS` against :data:`MEMBER` (the estimators' tree
+    member; :data:`DERIVED` heads only with ``network``).
+
+    Per head and task the mean valid score over the seeds, alone and, with ``network`` (a
+    ``exlm-chem benchmark --suite tdc-admet`` records folder whose ``parts/`` hold the
+    fine-tuned network's outputs on the same valid parts), averaged with the network at
+    the estimators' ``tree_weight`` (``weight``); then per head its mean relative change
+    against :data:`MEMBER` (positive: better) and the tasks where it is ahead / behind,
+    over the (task, seed) cells both have.
+
+    Parameters
+    ----------
+    out : Path
+        The study's folder (``predictions/``, ``results.jsonl``).
+    network : Path or None
+        The records folder with the network's ``parts/`` (None: the heads alone).
+    weight : float
+        The trees' share of the average.
+
+    Returns
+    -------
+    str
+        Markdown.
+    """
+    cells, metric, differs = _member_cells(out, network, weight)
     hows = ("alone", "mixed") if network is not None else ("alone",)
     heads = [h for h in MEMBER_HEADS if any(k[1] == h for k in cells)]
     tasks = sorted({k[0] for k in cells})
@@ -567,22 +599,9 @@ def member_report(out: Path, network: Path | None, weight: float = 0.75) -> str:
                                      for how in hows) + " | cells |",
              "|---|" + "---:|" * (len(hows) + 1)]
     for head in heads:
-        shown = []
         n_cells = sum(len(set(cells.get((t, head, "alone"), {}))
                           & set(cells.get((t, MEMBER, "alone"), {}))) for t in tasks)
-        for how in hows:
-            gains, ahead, behind = [], 0, 0
-            for t in tasks:
-                own, base = cells.get((t, head, how), {}), cells.get((t, MEMBER, how), {})
-                common = sorted(set(own) & set(base))
-                if not common:
-                    continue
-                value, reference = (float(np.mean([d[s] for s in common])) for d in (own, base))
-                gain = _gain(metric[t], value, reference)
-                gains.append(gain)
-                ahead, behind = ahead + (gain > 1e-9), behind + (gain < -1e-9)
-            shown.append(f"{100 * np.mean(gains):+.2f} %, {ahead} / {behind} of {len(gains)}"
-                         if gains else "–")
+        shown = [_change(cells, metric, (head, how), (MEMBER, how)) for how in hows]
         lines.append(f"| {head} | " + " | ".join(shown) + f" | {n_cells} |")
     lines += ["", "| task | metric | " + " | ".join(f"{h} ({how})" for h in heads
                                                     for how in hows) + " |",
@@ -594,6 +613,38 @@ def member_report(out: Path, network: Path | None, weight: float = 0.75) -> str:
     if network is not None:
         lines += ["", f"{MEMBER} against the estimators' trees in {network}'s parts: "
                       f"largest difference {differs:.2g}"]
+    return "\n".join(lines)
+
+
+def weight_report(out: Path, network: Path, head: str, weights: Sequence[float],
+                  reference: float = 0.75) -> str:
+    """``head`` averaged with the network at each of ``weights`` (the trees' share) against
+    the same average at ``reference``: mean relative change over the tasks (positive:
+    better than ``reference``), tasks ahead / behind, on the valid parts.
+
+    Parameters
+    ----------
+    out, network : Path
+        As :func:`member_report` (``network`` required: the weights mix its outputs).
+    head : str
+        One of :data:`MEMBER_HEADS`.
+    weights : sequence of float
+        The trees' shares to compare.
+    reference : float
+        The share they are compared against (the estimators' default).
+
+    Returns
+    -------
+    str
+        Markdown.
+    """
+    base, metric, _ = _member_cells(out, network, reference)
+    lines = [f"| {head}: trees' share | mixed: mean change vs {reference}, ahead / behind |",
+             "|---:|---:|"]
+    for weight in weights:
+        cells = _member_cells(out, network, weight)[0]
+        lines.append(f"| {weight:g} | "
+                     f"{_change(cells, metric, (head, 'mixed'), (head, 'mixed'), base)} |")
     return "\n".join(lines)
 
 
@@ -616,6 +667,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--network", type=Path, default=None,
                         help="a valid-mode records folder whose parts/ hold the network's "
                              "outputs: the member levers are also scored averaged with it")
+    parser.add_argument("--weights", nargs="+", type=float, default=None,
+                        help="with --network: also the MAE+RMSE member averaged with the "
+                             "network at these shares of the trees, against 0.75")
     args = parser.parse_args(argv)
     if not args.report:
         from exlm_chem.threads import set_threads
@@ -629,6 +683,10 @@ def main(argv: Sequence[str] | None = None) -> int:
            for line in (args.out / "results.jsonl").read_text().splitlines()):
         print()
         print(member_report(args.out, args.network))
+    if args.weights and args.network is not None:
+        print()
+        print(weight_report(args.out, args.network, "member(maplight) MAE+RMSE",
+                            args.weights))
     return 0
 
 

@@ -229,6 +229,33 @@ def test_the_member_report_mixes_each_lever_with_the_networks_valid_outputs(stud
     assert data_row.split("|")[3:7] == [" 0.889 ", " 1.000 ", " 1.000 ", " 1.000 "]
 
 
+def test_the_weight_report_mixes_the_mae_rmse_member_at_each_share(study, tmp_path):
+    import numpy as np
+
+    from exlm_chem.benchmark.tdc import tdc_metric
+
+    out, network = tmp_path / "levers", tmp_path / "network"
+    (network / "parts").mkdir(parents=True)
+    labels = np.array([1.0, 2.0, 4.0, 8.0])
+    # the network is off by one everywhere; both members are exact, so the mix's MAE is
+    # the network's share: 0.25 at 0.75, 0.5 at 0.5, 0 at 1
+    np.savez(network / "parts" / "ld50_zhu_seed1.npz", valid_labels=labels[:, None],
+             valid_network=(labels + 1)[:, None])
+    out.mkdir()
+    with open(out / "results.jsonl", "w") as handle:
+        for head in (study.MEMBER, "member(maplight) RMSE"):
+            study._keep_predictions(out, "ld50_zhu", 1, head, labels)
+            handle.write(json.dumps({"task": "ld50_zhu", "seed": 1, "head": head,
+                                     "metric": "mae",
+                                     "valid_score": tdc_metric("mae", labels, labels)})
+                         + "\n")
+    table = study.weight_report(out, network, "member(maplight) MAE+RMSE", (0.5, 0.75, 1.0))
+    rows = {line.split("|")[1].strip(): line.split("|")[2].strip()
+            for line in table.splitlines()[2:]}
+    assert rows == {"0.5": "-100.00 %, 0 / 1 of 1", "0.75": "+0.00 %, 0 / 0 of 1",
+                    "1": "+100.00 %, 1 / 0 of 1"}
+
+
 def test_a_head_for_one_task_type_is_not_fitted_on_the_other(study, tmp_path) -> None:
     head = "member(maplight) RMSE"
     assert study._heads()[head].task_type == "regression"
