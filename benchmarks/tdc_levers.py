@@ -135,7 +135,7 @@ HEADS = ("trees(emb+rdkit2d)", "trees(emb+maplight)", "trees(maplight)", "trees(
          "member(maplight) RMSE")
 #: heads scored from two heads' kept valid predictions averaged, with no fit of their
 #: own (needs ``--network``, whose parts hold the labels): the MAE and the RMSE trees, the
-#: regressor's tree member from 0.5.3 on (:data:`~exlm_chem.model.oblivious_trees.
+#: regressor's tree member from 0.5.3 on (:data:`~exlm_chem.model.catboost_fit.
 #: DEFAULT_LOSSES`; averaging predictions is what its merged trees compute)
 DERIVED = {"member(maplight) MAE+RMSE": (MEMBER, "member(maplight) RMSE")}
 #: the lever heads of 0.5.x: the estimators' tree member as it is, then one lever each
@@ -545,13 +545,11 @@ def _member_cells(out: Path, network: Path | None, weight: float
     return cells, metric, differs
 
 
-def _change(cells: dict[tuple[str, str, str], dict[int, float]], metric: dict[str, str],
-            own: tuple[str, str], base: tuple[str, str],
-            base_cells: dict[tuple[str, str, str], dict[int, float]] | None = None) -> str:
-    """Mean relative change of ``own`` = (head, how) against ``base`` over the tasks, and
-    the tasks ahead / behind, on the seeds both have (``base`` read from ``base_cells``
-    when given)."""
-    base_cells = cells if base_cells is None else base_cells
+def _change(cells: dict[tuple[str, str, str], dict[int, float]],
+            base_cells: dict[tuple[str, str, str], dict[int, float]], metric: dict[str, str],
+            own: tuple[str, str], base: tuple[str, str]) -> str:
+    """Mean relative change of ``own`` = (head, how) in ``cells`` against ``base`` in
+    ``base_cells`` over the tasks, and the tasks ahead / behind, on the seeds both have."""
     gains, ahead, behind = [], 0, 0
     for t in sorted(metric):
         mine, theirs = cells.get((t, *own), {}), base_cells.get((t, *base), {})
@@ -601,7 +599,7 @@ def member_report(out: Path, network: Path | None, weight: float = 0.75) -> str:
     for head in heads:
         n_cells = sum(len(set(cells.get((t, head, "alone"), {}))
                           & set(cells.get((t, MEMBER, "alone"), {}))) for t in tasks)
-        shown = [_change(cells, metric, (head, how), (MEMBER, how)) for how in hows]
+        shown = [_change(cells, cells, metric, (head, how), (MEMBER, how)) for how in hows]
         lines.append(f"| {head} | " + " | ".join(shown) + f" | {n_cells} |")
     lines += ["", "| task | metric | " + " | ".join(f"{h} ({how})" for h in heads
                                                     for how in hows) + " |",
@@ -644,7 +642,7 @@ def weight_report(out: Path, network: Path, head: str, weights: Sequence[float],
     for weight in weights:
         cells = _member_cells(out, network, weight)[0]
         lines.append(f"| {weight:g} | "
-                     f"{_change(cells, metric, (head, 'mixed'), (head, 'mixed'), base)} |")
+                     f"{_change(cells, base, metric, (head, 'mixed'), (head, 'mixed'))} |")
     return "\n".join(lines)
 
 
@@ -685,8 +683,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(member_report(args.out, args.network))
     if args.weights and args.network is not None:
         print()
-        print(weight_report(args.out, args.network, "member(maplight) MAE+RMSE",
-                            args.weights))
+        print(weight_report(args.out, args.network, next(iter(DERIVED)), args.weights))
     return 0
 
 

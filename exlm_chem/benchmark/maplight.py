@@ -23,7 +23,7 @@ import numpy as np
 
 from exlm_chem.benchmark.records import Budget, MethodOutput
 from exlm_chem.benchmark.tasks import TaskData
-from exlm_chem.model.oblivious_trees import CATBOOST_SETTINGS
+from exlm_chem.model.catboost_fit import CATBOOST_SETTINGS
 
 __all__ = ["MAPLIGHT_KINDS", "MAPLIGHT_LOG_TASKS", "MAPLIGHT_SETTINGS", "TargetScaler",
            "catboost_maplight_method", "maplight_settings"]

@@ -13,8 +13,8 @@ run any code when it is loaded) and never needs the scikit-learn version that fi
 per task in the same arrays (a leaf's value: its positive share over the number of trees);
 it rounds rows to float32 before the walk, as scikit-learn's trees read them.
 
-:class:`BoostedHead` keeps CatBoost per task (MapLight's booster) as the arrays of
-:mod:`exlm_chem.model.oblivious_trees`: CatBoost is needed only to fit.
+:class:`BoostedHead` keeps CatBoost per task (MapLight's, :mod:`~exlm_chem.model.catboost_fit`)
+as the arrays of :mod:`exlm_chem.model.oblivious_trees`: CatBoost is needed only to fit.
 
 Shapes: N rows, F features, T tasks.
 """
@@ -26,7 +26,8 @@ from typing import Any
 import numpy as np
 
 from exlm_chem.model import oblivious_trees, task_trees
-from exlm_chem.model.oblivious_trees import ObliviousTrees, fit_catboost
+from exlm_chem.model.catboost_fit import fit_catboost
+from exlm_chem.model.oblivious_trees import ObliviousTrees
 from exlm_chem.model.task_trees import TaskTrees
 
 __all__ = ["BOOSTERS", "FOREST_SETTINGS", "TASKS", "BoostedHead", "ForestHead", "TreeHead"]
@@ -261,8 +262,7 @@ class BoostedHead(_TasksHead):
     @classmethod
     def fit(cls, x: np.ndarray, labels: np.ndarray, task: str, seed: int,
             threads: int = 1, params: dict[str, Any] | None = None) -> BoostedHead:
-        """One CatBoost model per task column at MapLight's settings
-        (:data:`~exlm_chem.model.oblivious_trees.CATBOOST_SETTINGS`).
+        """One :func:`~exlm_chem.model.catboost_fit.fit_catboost` per task column.
 
         Parameters
         ----------
@@ -270,11 +270,9 @@ class BoostedHead(_TasksHead):
             Raw feature rows (CatBoost bins them itself); NaN sorts below every border.
         labels : ndarray [N, T] float
             NaN: unknown label; each task is fitted on its known rows only. 0/1 for
-            classification (``Logloss``); regression values are standardised on the
-            task's rows, as MapLight fits them, and fitted with ``MAE`` and ``RMSE``
-            apart, the two averaged (:data:`~exlm_chem.model.oblivious_trees.
-            DEFAULT_LOSSES`; ``params={"loss_function": "MAE"}`` is MapLight's); the scale
-            is folded back into the trees.
+            classification; regression values are standardised on the task's rows, as
+            MapLight fits them, the scale folded back into the trees (losses:
+            :data:`~exlm_chem.model.catboost_fit.DEFAULT_LOSSES`).
         task : {"classification", "regression"}
         seed : int
             Task ``t`` is fitted with ``random_seed = seed + 1000 * t``.

@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 
 from exlm_chem.data.feature_spec import feature_kinds
+from exlm_chem.model.catboost_fit import checked_losses
 from exlm_chem.model.frozen_trees import tree_booster, tree_kinds
 from exlm_chem.model.molecule_model import check_max_length
-from exlm_chem.model.oblivious_trees import checked_losses
 from exlm_chem.model.pooling import Pooling
 from exlm_chem.presets import FinetuneSettings
 from exlm_chem.sklearn.target_transform import check_target_transform

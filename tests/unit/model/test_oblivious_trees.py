@@ -1,4 +1,4 @@
-"""exlm_chem.model.oblivious_trees: CatBoost's oblivious trees as arrays, walked with numpy.
+"""exlm_chem.model.oblivious_trees and catboost_fit: CatBoost's trees as arrays, walked by numpy.
 
 The walk is pinned to CatBoost's own predictions (``RawFormulaVal``) on rows with NaN, a
 constant column, values on and a float64 hair above the borders, and values beyond
@@ -13,13 +13,9 @@ import copy
 import numpy as np
 import pytest
 
-from exlm_chem.model import oblivious_trees
-from exlm_chem.model.oblivious_trees import (
-    ARRAY_FIELDS,
-    CATBOOST_SETTINGS,
-    ObliviousTrees,
-    fit_catboost,
-)
+from exlm_chem.model import catboost_fit, oblivious_trees
+from exlm_chem.model.catboost_fit import CATBOOST_SETTINGS, fit_catboost
+from exlm_chem.model.oblivious_trees import ARRAY_FIELDS, ObliviousTrees
 
 N_ROWS, N_FEATURES, ITERATIONS, SEED = 300, 20, 50, 7
 CONSTANT_COLUMN, NO_NAN_COLUMN = 5, 7
@@ -264,10 +260,10 @@ def test_fit_catboost_rejects_a_loss_it_cannot_fit(data, loss, task):
 
 
 def test_checked_losses_defaults():
-    assert oblivious_trees.checked_losses(None, "regression") == ("MAE", "RMSE")
-    assert oblivious_trees.checked_losses(None, "classification") == ("Logloss",)
-    assert oblivious_trees.checked_losses("RMSE", "regression") == ("RMSE",)
-    assert oblivious_trees.checked_losses(["RMSE", "MAE"], "regression") == ("RMSE", "MAE")
+    assert catboost_fit.checked_losses(None, "regression") == ("MAE", "RMSE")
+    assert catboost_fit.checked_losses(None, "classification") == ("Logloss",)
+    assert catboost_fit.checked_losses("RMSE", "regression") == ("RMSE",)
+    assert catboost_fit.checked_losses(["RMSE", "MAE"], "regression") == ("RMSE", "MAE")
 
 
 # ---- hand-built trees -------------------------------------------------------------------
