@@ -6,7 +6,8 @@
 # the records keep their CPU time; 3030dd5 adds tree_features to the estimators, so later
 # commits key the same cells differently); 7 from 3030dd5 or later: two processes, one
 # thread each; run two lanes at once on a 2-core machine); 8 from the commit that adds
-# catboost_maplight or later; 9 from a commit of the 0.5.0 estimators, 10 and 11 of 0.5.1's, 13 and 13b of 0.5.3's. Every command resumes:
+# catboost_maplight or later; 9 from a commit of the 0.5.0 estimators, 10 and 11 of 0.5.1's,
+# 13 and 13b of 0.5.3's, 14 and 14b of 0.5.4's. Every command resumes:
 # cells already in a records folder are skipped, so rerunning a lane continues where it
 # stopped.
 # Then: bash benchmarks/tdc_admet_runs.sh report
@@ -152,11 +153,24 @@ case "${1:-}" in
     "${RUN[@]}" --methods exlm_defaults --fit-on train_val --seeds 4 5 \
       --tasks $BIG_REG --out $OUT/records/default-053-fit-b
     ;;
+  14)
+    # the 0.5.4 defaults (the classifier mixes its network and its trees in log-odds, chosen
+    # on the valid parts of lane 9 and MoleculeNet's: weights.md) as lane 10 fits, on the
+    # smaller classification tasks: 0.5.4's regressor is 0.5.3's, whose lane 13 cells stand
+    # in its row
+    "${RUN[@]}" --methods exlm_defaults --fit-on train_val --tasks $SMALL_CLS \
+      --out $OUT/records/default-054-fit
+    ;;
+  14b)
+    # beside lane 14, from the same worktree: the four larger classification sets
+    "${RUN[@]}" --methods exlm_defaults --fit-on train_val --tasks $BIG_CLS \
+      --out $OUT/records/default-054-fit-b
+    ;;
   report)
     "${RUN[@]}" --report-only --out $OUT --merge $OUT/records/*/
     ;;
   *)
-    echo "usage: bash benchmarks/tdc_admet_runs.sh 1|2|3|4|5|6|6b|7|8|9|10|11|13|13b|report" >&2
+    echo "usage: bash benchmarks/tdc_admet_runs.sh 1|2|3|4|5|6|6b|7|8|9|10|11|13|13b|14|14b|report" >&2
     exit 2
     ;;
 esac

@@ -125,6 +125,10 @@ def _heads() -> dict[str, Head]:
         # the regressor's trees on squared error instead of MapLight's MAE
         "member(maplight) RMSE": Head("member", False, TREE_KINDS,
                                       (("loss_function", "RMSE"),), task_type="regression"),
+        # the classifier's trees with both classes weighed alike, a second model to average
+        "member(maplight) balanced": Head("member", False, TREE_KINDS,
+                                          (("auto_class_weights", "Balanced"),),
+                                          task_type="classification"),
     }
 
 
@@ -132,12 +136,13 @@ HEADS = ("trees(emb+rdkit2d)", "trees(emb+maplight)", "trees(maplight)", "trees(
          "catboost(maplight)", "catboost(emb+maplight)", "member(maplight)",
          "member(maplight) x3 seeds", "member(maplight+maccs+atompair)",
          "member(maplight) l2=10", "member(maplight) l2=30", "member(maplight) depth 8",
-         "member(maplight) RMSE")
+         "member(maplight) RMSE", "member(maplight) balanced")
 #: heads scored from two heads' kept valid predictions averaged, with no fit of their
 #: own (needs ``--network``, whose parts hold the labels): the MAE and the RMSE trees, the
 #: regressor's tree member from 0.5.3 on (:data:`~exlm_chem.model.catboost_fit.
 #: DEFAULT_LOSSES`; averaging predictions is what its merged trees compute)
-DERIVED = {"member(maplight) MAE+RMSE": (MEMBER, "member(maplight) RMSE")}
+DERIVED = {"member(maplight) MAE+RMSE": (MEMBER, "member(maplight) RMSE"),
+           "member(maplight) Logloss+balanced": (MEMBER, "member(maplight) balanced")}
 #: the lever heads of 0.5.x: the estimators' tree member as it is, then one lever each
 MEMBER_HEADS = (*HEADS[6:], *DERIVED)
 
@@ -507,6 +512,7 @@ def _member_cells(out: Path, network: Path | None, weight: float
     each task's metric, and the largest gap between :data:`MEMBER`'s outputs and the
     estimators' trees in ``network``'s parts (see :func:`member_report`)."""
     from exlm_chem.benchmark.tdc import tdc_metric
+    from exlm_chem.sklearn.ensemble import mix
 
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     metric = {r["task"]: r["metric"] for r in records}
@@ -533,15 +539,19 @@ def _member_cells(out: Path, network: Path | None, weight: float
         if r["head"] == MEMBER and trees is not None:
             # the study's member is the estimators' own: the same outputs
             differs = max(differs, float(np.abs(trees - own).max()))
+        task = "classification" if r["metric"] in ("roc_auc", "prc_auc") else "regression"
         scored = {r["head"]: own}
         for name, (first, second) in DERIVED.items():
             if r["head"] == second and first in kept:
-                scored[name] = (kept[first] + own) / 2
+                # the two models' raw scores averaged (ObliviousTrees.mean_of): the mean
+                # of values, of log-odds
+                scored[name] = mix(kept[first], own, 0.5, task)
                 cells.setdefault((r["task"], name, "alone"), {})[r["seed"]] = tdc_metric(
                     r["metric"], labels, scored[name])
         for name, values in scored.items():
+            # as the estimators mix their network and their trees
             cells.setdefault((r["task"], name, "mixed"), {})[r["seed"]] = tdc_metric(
-                r["metric"], labels, (1 - weight) * net + weight * values)
+                r["metric"], labels, mix(net, values, weight, task))
     return cells, metric, differs
 
 

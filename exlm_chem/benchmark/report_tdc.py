@@ -66,6 +66,9 @@ class RowScore(NamedTuple):
 #: version's bit for bit (benchmarks/results/tdc_admet/README.md).
 SAME_CLASSIFIER = {"(estimator 0.3.0 defaults)": "(estimator 0.4.0 defaults)",
                    "(estimator 0.5.1 defaults)": "(estimator 0.5.3 defaults)"}
+#: The same for regression cells: 0.5.4 changed how the classifier mixes its network and
+#: its trees (log-odds), nothing of the regressor.
+SAME_REGRESSOR = {"(estimator 0.5.3 defaults)": "(estimator 0.5.4 defaults)"}
 
 
 #: what the rows of cells fitted on all of train_val (``--fit-on train_val``) add to their
@@ -74,15 +77,16 @@ FIT_ON_TRAIN_VAL = " [fit on train_val]"
 
 
 def row_labels(record: CellRecord) -> list[str]:
-    """The rows a record counts in: its own, and for a classification cell the newer
-    default row of :data:`SAME_CLASSIFIER` that kept its classifier; a cell fitted on all
-    of train_val counts in its label's :data:`FIT_ON_TRAIN_VAL` row."""
+    """The rows a record counts in: its own, and the newer default row that kept its
+    classifier (a classification cell, :data:`SAME_CLASSIFIER`) or its regressor
+    (:data:`SAME_REGRESSOR`); a cell fitted on all of train_val counts in its label's
+    :data:`FIT_ON_TRAIN_VAL` row."""
     from exlm_chem.benchmark.tdc import TDC_FIT_SPLIT
 
     labels = [record.label]
-    if record.task_type == "classification":
-        labels += [record.label.replace(old, new) for old, new in SAME_CLASSIFIER.items()
-                   if record.label.endswith(old)]
+    same = SAME_CLASSIFIER if record.task_type == "classification" else SAME_REGRESSOR
+    labels += [record.label.replace(old, new) for old, new in same.items()
+               if record.label.endswith(old)]
     if record.split == TDC_FIT_SPLIT:
         labels = [label + FIT_ON_TRAIN_VAL for label in labels]
     return labels
@@ -91,7 +95,7 @@ def row_labels(record: CellRecord) -> list[str]:
 def row_scores(records: Sequence[CellRecord]) -> list[RowScore]:
     """One :class:`RowScore` per (label, task) of the records that carry a TDC metric, in
     the order rows and tasks first appear (a record may count in two rows:
-    :data:`SAME_CLASSIFIER`)."""
+    :data:`SAME_CLASSIFIER`, :data:`SAME_REGRESSOR`)."""
     groups: dict[tuple[str, str], list[CellRecord]] = {}
     for record in records:
         if record.metric and record.score is not None:

@@ -35,12 +35,15 @@ The kept trees
     molecules, as in 0.4.x: a second would double a ToxCast fit (:func:`fit_tree_head`).
 
 Combination
-    The members x views outputs are averaged, then averaged with the tree head's, the
-    trees weighing the weight (:func:`average`), on the scale outputs are averaged on:
-    probabilities for the classifier, values on y's scale for the regressor (undoing
-    ``target_transform``; :func:`output_scale`, :func:`combined`). The classifier's one
-    output is the logit of that probability, calibrated when ``calibrate`` is set
-    (:func:`classifier_logits`, :func:`aggregate`).
+    The members x views outputs are averaged on the output scale (probabilities for the
+    classifier, values on y's scale for the regressor, undoing ``target_transform``:
+    :func:`output_scale`), then mixed with the tree head's, the trees weighing the weight
+    (:func:`mix`, :func:`average`, :func:`combined`): the regressor averages values, the
+    classifier log-odds, so that a member sure of a molecule moves the mix more than one
+    that is not (ahead of averaging probabilities on the valid parts of TDC's and
+    MoleculeNet's classification tasks: benchmarks/results/tdc_admet/weights.md). The
+    classifier's one output is the logit of the mixed probability, calibrated when
+    ``calibrate`` is set (:func:`classifier_logits`, :func:`aggregate`).
 """
 
 from __future__ import annotations
@@ -69,7 +72,7 @@ TreeWeight = float | Sequence[float] | None
 __all__ = ["TREE_WEIGHTS", "HeldOutDecisions", "HeldOutSplit", "TreeHeadFit", "WeightChoice",
            "aggregate", "average", "choose_tree_weight", "classifier_logits", "combined",
            "decide_on_held_out", "fit_tree_head", "held_out_split", "held_out_tree_weight",
-           "output_scale", "reads_held_out_trees", "tree_weight_choices", "uses_forest"]
+           "mix", "output_scale", "reads_held_out_trees", "tree_weight_choices", "uses_forest"]
 
 
 # ---- the members: the networks (:mod:`.members`), the tree head's settings ---------
@@ -237,18 +240,20 @@ def tree_weight_choices(tree_weight: TreeWeight) -> tuple[float, ...] | None:
 def held_out_tree_weight(network: np.ndarray, trees: np.ndarray, labels: np.ndarray,
                          task: str = "regression",
                          weights: Sequence[float] = TREE_WEIGHTS) -> float:
-    """The weight of ``weights`` whose average of ``network`` and ``trees`` [n, T] scores
-    best on ``labels`` [n, T] (NaN: missing), summed over the tasks; the first of equals.
+    """The weight of ``weights`` whose mix (:func:`mix`) of ``network`` and ``trees``
+    [n, T] scores best on ``labels`` [n, T] (NaN: missing), summed over the tasks; the
+    first of equals.
 
-    Regression: values, squared error. Classification: probabilities, log loss (clipped
-    to [1e-7, 1 - 1e-7]), which reads every molecule's probability where a rank metric
-    on a few dozen held-out molecules would move in steps.
+    Regression: values, squared error. Classification: probabilities mixed as the
+    classifier mixes them (:func:`mix`), log loss (clipped to [1e-7, 1 - 1e-7]), which
+    reads every molecule's probability where a rank metric on a few dozen held-out
+    molecules would move in steps.
     """
     known = ~np.isnan(labels)
     y = labels[known]
     errors = []
     for w in weights:
-        mixed = ((1 - w) * network + w * trees)[known]
+        mixed = mix(network, trees, w, task)[known]
         if task == "classification":
             p = np.clip(mixed, 1e-7, 1 - 1e-7)
             errors.append(-(y * np.log(p) + (1 - y) * np.log1p(-p)).sum())
@@ -357,19 +362,32 @@ def output_scale(values: np.ndarray, task: str, target_log: np.ndarray | None) -
     return expit(values)
 
 
-def average(samples: np.ndarray, trees: np.ndarray | None, tree_weight: float) -> np.ndarray:
-    """One output [N, T] per molecule: the mean of ``samples`` [M, V, N, T] over members
-    and views, averaged with the tree head's outputs ``trees`` [N, T] (None: no tree head)
-    that weigh ``tree_weight``.
+def mix(network: np.ndarray, trees: np.ndarray, tree_weight: float, task: str) -> np.ndarray:
+    """The network's and the trees' outputs (same shape, on the output scale:
+    probabilities, values) mixed, the trees weighing ``tree_weight``: the regressor's
+    weighted mean of values, the classifier's probability whose log-odds are the weighted
+    mean of the two log-odds (probabilities clipped as :func:`~exlm_chem.uncertainty.
+    calibration.logit` clips them)."""
+    if task == "regression":
+        return (1 - tree_weight) * network + tree_weight * trees
+    from scipy.special import expit
 
-    Both are on the scale the outputs are averaged on (probabilities, values); without
-    trees this is the mean :func:`~exlm_chem.uncertainty.ensemble.combine` reports beside
-    the spreads.
+    return expit((1 - tree_weight) * logit(network) + tree_weight * logit(trees))
+
+
+def average(samples: np.ndarray, trees: np.ndarray | None, tree_weight: float,
+            task: str) -> np.ndarray:
+    """One output [N, T] per molecule: the mean of ``samples`` [M, V, N, T] over members
+    and views, mixed with the tree head's outputs ``trees`` [N, T] (None: no tree head)
+    that weigh ``tree_weight`` (:func:`mix`).
+
+    Both are on the output scale (probabilities, values); without trees this is the mean
+    :func:`~exlm_chem.uncertainty.ensemble.combine` reports beside the spreads.
     """
-    mean = samples.mean(axis=(0, 1))
+    mean = samples.mean(axis=(0, 1))  # [N, T]
     if trees is None:
         return mean
-    return (1 - tree_weight) * mean + tree_weight * trees
+    return mix(mean, trees, tree_weight, task)
 
 
 def combined(samples: np.ndarray, trees: np.ndarray | None, tree_weight: float, task: str,
@@ -379,7 +397,7 @@ def combined(samples: np.ndarray, trees: np.ndarray | None, tree_weight: float, 
     (None: no tree head) that weigh ``tree_weight`` (:func:`average`)."""
     return average(output_scale(samples, task, target_log),
                    None if trees is None else output_scale(trees, task, target_log),
-                   tree_weight)
+                   tree_weight, task)
 
 
 def classifier_logits(samples: np.ndarray, trees: np.ndarray | None, tree_weight: float,
@@ -393,14 +411,14 @@ def classifier_logits(samples: np.ndarray, trees: np.ndarray | None, tree_weight
     trees : ndarray [N, T] or None
         The tree head's logits (None: no tree head).
     tree_weight : float
-        The trees' share of the average probability.
+        The trees' share of the mix (:func:`mix`: of the log-odds).
     calibrator : Calibrator or None
         Maps the average probability (the classifier's ``calibrate``).
 
     Returns
     -------
     ndarray [N, T]
-        The logit of the (calibrated) :func:`average` of the probabilities; one member on
+        The logit of the (calibrated) :func:`average` probability; one member on
         one view, with no trees and no calibrator, its own logits unchanged (no round trip
         through a probability, which would round them).
     """
@@ -408,7 +426,8 @@ def classifier_logits(samples: np.ndarray, trees: np.ndarray | None, tree_weight
         return samples[0, 0]
     from scipy.special import expit
 
-    proba = average(expit(samples), None if trees is None else expit(trees), tree_weight)
+    proba = average(expit(samples), None if trees is None else expit(trees), tree_weight,
+                    "classification")
     if calibrator is not None:
         proba = calibrator.apply(proba)
     return logit(proba)

@@ -98,14 +98,14 @@ _PARAMETERS = """
     tree_head : bool, default True
         Beside the fine-tuned network, fit boosted trees, one model per task, on molecule
         features of the training molecules (``tree_features``, ``tree_booster``); outputs
-        are the weighted average of the two (probabilities for the classifier, values for
-        the regressor; ``tree_weight``). False: the network alone.
+        are the weighted average of the two (the classifier's of log-odds, the
+        regressor's of values; ``tree_weight``). False: the network alone.
     tree_weight : float in [0, 1], tuple of them, or None, default 0.75
         The trees' weight in that average (0: the network alone, 1: the trees alone);
         0.75 is what TDC ADMET's held-out valid parts chose over the trees alone, one
         half and the held-out choices below (benchmarks/results/tdc_admet/weights.md).
         A tuple: the weight of those that scores best on the held-out molecules (log loss
-        of the averaged probabilities; squared error of the averaged values, on the scale
+        of the mixed probabilities; squared error of the averaged values, on the scale
         fit works on), the first of them without held-out molecules; ``(0.75, 1.0)``
         keeps the network's quarter unless the held-out molecules say the trees do better
         alone. None: the same choice from 0, 0.25, 0.5, 0.75 and 1, one half without

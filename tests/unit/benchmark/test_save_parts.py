@@ -9,7 +9,7 @@ import pytest
 
 from exlm_chem.benchmark.encoders import save_parts
 from exlm_chem.benchmark.tasks import TaskData
-from exlm_chem.sklearn.ensemble import held_out_tree_weight
+from exlm_chem.sklearn.ensemble import held_out_tree_weight, mix
 from exlm_chem.sklearn.estimator import ExLMMoleculeClassifier
 
 
@@ -49,8 +49,8 @@ def test_the_kept_members_remake_the_estimators_predictions(cell, tmp_path, held
     np.testing.assert_allclose(test, expected, rtol=1e-6, atol=1e-9)
     w = float(arrays["chosen_weight"])
     assert w == est.tree_weight_
-    np.testing.assert_allclose((1 - w) * arrays["test_network"] + w * arrays["test_trees"],
-                               expected, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(mix(arrays["test_network"], arrays["test_trees"], w,
+                                   "classification"), expected, rtol=1e-6, atol=1e-9)
     np.testing.assert_array_equal(arrays["test_labels"], data.labels[data.test])
     # what chose the weight is kept: the choice is made again from it alone
     assert held_out_tree_weight(arrays["held_out_network"], arrays["held_out_trees"],

@@ -168,6 +168,17 @@ def test_a_classification_cell_of_a_kept_classifier_counts_in_the_newer_default_
         (f"{old[:-1]}, pretrained=None)", "dili")])
 
 
+def test_a_regression_cell_of_a_kept_regressor_counts_in_the_newer_default_row() -> None:
+    old, new = ("ExLM exlm-small (estimator 0.5.3 defaults)",
+                "ExLM exlm-small (estimator 0.5.4 defaults)")
+    rows = report_tdc.row_scores([
+        _cell(old, "caco2_wang", "regression", 0.3),
+        _cell(old, "herg", "classification", 0.8),  # 0.5.4 changed the classifier
+        _cell(new, "dili", "classification", 0.9)])
+    assert sorted((r.label, r.task) for r in rows) == sorted([
+        (old, "caco2_wang"), (new, "caco2_wang"), (old, "herg"), (new, "dili")])
+
+
 def test_a_rows_cpu_time_sums_the_cells_that_record_it_and_says_how_many() -> None:
     cells = [_cell("ours", "herg", "classification", 0.8)._replace(seed=seed, cpu_s=cpu)
              for seed, cpu in ((1, 100.0), (2, None), (3, 50.0))]

@@ -21,6 +21,7 @@ from exlm_chem.sklearn.ensemble import (
     fit_tree_head,
     held_out_split,
     held_out_tree_weight,
+    mix,
     reads_held_out_trees,
     tree_weight_choices,
     uses_forest,
@@ -155,8 +156,10 @@ def test_the_classifier_chooses_on_probabilities_the_regressor_on_raw_values(out
 def test_outputs_combine_on_their_output_scale(outputs):
     samples, trees = outputs
     proba = combined(samples, trees, 0.25, "classification", None)
-    np.testing.assert_allclose(proba, 0.75 * expit(samples).mean(axis=(0, 1))
-                               + 0.25 * expit(trees))
+    network = expit(samples).mean(axis=(0, 1))  # the members' probabilities averaged
+    # then mixed with the trees' in log-odds
+    np.testing.assert_allclose(proba, expit(0.75 * np.log(network / (1 - network))
+                                            + 0.25 * trees))
     np.testing.assert_allclose(aggregate(samples, trees, 0.25, "classification", None, None),
                                logit(proba))
     log = np.array([True, False])  # the first task learned on log y
@@ -165,7 +168,21 @@ def test_outputs_combine_on_their_output_scale(outputs):
     np.testing.assert_allclose(values[:, 1], expected[:, 1])
     np.testing.assert_allclose(values[:, 0], 0.75 * np.exp(samples[..., 0]).mean(axis=(0, 1))
                                + 0.25 * np.exp(trees[:, 0]))  # averaged on y's scale
-    np.testing.assert_array_equal(average(samples, None, 0.25), samples.mean(axis=(0, 1)))
+    np.testing.assert_array_equal(average(samples, None, 0.25, "regression"),
+                                  samples.mean(axis=(0, 1)))
+
+
+def test_the_classifier_mixes_log_odds_the_regressor_values():
+    network, trees = np.array([[0.99], [0.3]]), np.array([[0.5], [0.3]])
+    proba = mix(network, trees, 0.75, "classification")
+    # the sure network moves the mix further than its quarter of the probability would
+    assert proba[0, 0] == pytest.approx(expit(0.25 * logit(0.99)))
+    assert proba[0, 0] > 0.25 * 0.99 + 0.75 * 0.5
+    assert proba[1, 0] == pytest.approx(0.3)  # agreeing members: their own probability
+    for w, expected in ((0.0, network), (1.0, trees)):
+        np.testing.assert_allclose(mix(network, trees, w, "classification"), expected)
+    np.testing.assert_allclose(mix(network, trees, 0.75, "regression"),
+                               0.25 * network + 0.75 * trees)
 
 
 def test_one_network_alone_keeps_its_own_logits(outputs):

@@ -107,7 +107,7 @@ def test_the_tree_head_is_its_chosen_weight_of_each_probability(fitted, data):
     w = fitted.tree_weight_
     assert w in TREE_WEIGHTS
     net, trees = _net_and_trees(fitted, X[:20])
-    expected = (1 - w) * expit(net) + w * expit(trees)  # [n, 1]
+    expected = expit((1 - w) * net + w * trees)  # [n, 1]: log-odds mixed
     np.testing.assert_allclose(fitted.predict_proba(X[:20])[:, 1], expected[:, 0], atol=1e-6)
     np.testing.assert_allclose(fitted.decision_function(X[:20]), logit(expected[:, 0]),
                                atol=1e-5)
@@ -280,7 +280,7 @@ def test_a_given_tree_weight_is_the_trees_share_of_each_probability(params, data
     est = ExLMMoleculeClassifier(**params, tree_weight=weight).fit(X, y)
     assert est.tree_weight_ == weight
     net, trees = _net_and_trees(est, X[:10])
-    expected = (1 - weight) * expit(net[:, 0]) + weight * expit(trees[:, 0])
+    expected = expit((1 - weight) * net[:, 0] + weight * trees[:, 0])  # log-odds mixed
     np.testing.assert_allclose(est.predict_proba(X[:10])[:, 1], expected, atol=1e-6)
     est.save(tmp_path / "c")
     np.testing.assert_allclose(ExLMMoleculeClassifier.load(tmp_path / "c").predict_proba(
@@ -385,7 +385,7 @@ def test_the_forest_is_half_of_the_tree_member(with_forest, data):
     smiles = with_forest._prepared(X[:20], "raise").smiles
     np.testing.assert_allclose(expit(head.decision(smiles, 32)), member, atol=1e-12)
     w = with_forest.tree_weight_
-    expected = (1 - w) * expit(net) + w * member
+    expected = expit((1 - w) * net + w * logit(member))
     np.testing.assert_allclose(with_forest.predict_proba(X[:20])[:, 1], expected[:, 0],
                                atol=1e-6)
     assert np.ptp(forest) > 0.1 and not np.allclose(forest, expit(boosted), atol=0.05)

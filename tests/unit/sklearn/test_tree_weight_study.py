@@ -11,7 +11,7 @@ from repo_scripts import REPO, load_script
 from scipy.special import expit
 
 from exlm_chem.model.molecule_model import PREDICT
-from exlm_chem.sklearn.ensemble import TREE_WEIGHTS
+from exlm_chem.sklearn.ensemble import TREE_WEIGHTS, mix
 from exlm_chem.sklearn.estimator import ExLMMoleculeClassifier
 
 
@@ -45,7 +45,7 @@ def test_each_weight_averages_the_network_and_the_trees(study, fitted):
     out = study._weighted(est, inputs.smiles)
     assert list(out) == list(TREE_WEIGHTS)
     for w, proba in out.items():
-        np.testing.assert_allclose(proba, (1 - w) * net + w * trees, atol=1e-6)
+        np.testing.assert_allclose(proba, mix(net, trees, w, "classification"), atol=1e-6)
     # the weight the estimator chose is its own prediction, and it is left as fitted
     fitted_weight = est.tree_weight_
     assert fitted_weight in TREE_WEIGHTS
