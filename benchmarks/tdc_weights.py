@@ -82,19 +82,20 @@ def _auc_choice(network: np.ndarray, trees: np.ndarray, labels: np.ndarray) -> f
 
 #: rules that average log-odds (classification), not probabilities
 LOGIT_RULES = ("w=0.75, logits",)
+#: the rules every rule's gain is reported against: the trees alone, and 0.5.1-0.5.3's
+#: classifier (three quarters to the trees, probabilities averaged)
+BASES = ("trees", "w=0.75")
 
 
 def mix(network: np.ndarray, trees: np.ndarray, weight: float, logits: bool) -> np.ndarray:
     """The trees' ``weight`` against the network, averaged as given (probabilities,
-    values) or, ``logits``, as log-odds mapped back to probabilities."""
+    values) or, ``logits``, as log-odds mapped back to probabilities, as the classifier
+    mixes them since 0.5.4 (:func:`exlm_chem.sklearn.ensemble.mix`)."""
     if not logits:
         return (1 - weight) * network + weight * trees
-    from scipy.special import expit, logit
+    from exlm_chem.sklearn.ensemble import mix as estimators_mix
 
-    def odds(p: np.ndarray) -> np.ndarray:
-        return logit(np.clip(p, 1e-6, 1 - 1e-6))
-
-    return expit((1 - weight) * odds(network) + weight * odds(trees))
+    return estimators_mix(network, trees, weight, "classification")
 
 
 def rule_weights(arrays: dict[str, np.ndarray], classification: bool) -> dict[str, float]:
@@ -140,7 +141,8 @@ def table(scores: dict[str, dict[str, dict[int, float]]]) -> list[str]:
     lines = ["| task | metric | seeds | " + " | ".join(rules) + " |",
              "|---|---|---:|" + "---:|" * len(rules)]
     ranks: dict[str, list[float]] = defaultdict(list)
-    gains: dict[tuple[str, str], list[float]] = defaultdict(list)  # (kind, rule) -> %
+    # (kind, rule, the rule it is set against) -> per task, %
+    gains: dict[tuple[str, str, str], list[float]] = defaultdict(list)
     for task in sorted(scores):
         metric = metric_of(task)
         sign = -1.0 if metric in ("mae", "rmse") else 1.0
@@ -151,16 +153,21 @@ def table(scores: dict[str, dict[str, dict[int, float]]]) -> list[str]:
         names = list(means)
         for r, rank in zip(names, rankdata([-sign * means[r] for r in names]), strict=True):
             ranks[r].append(float(rank))  # equals share their mean rank
-            gains[kind, r].append(100 * sign * (means[r] - means["trees"]) / abs(means["trees"]))
+            for base in BASES:
+                if base in means:
+                    gains[kind, r, base].append(
+                        100 * sign * (means[r] - means[base]) / abs(means[base]))
         lines.append(f"| {task} | {metric} | {len(seeds)} | "
                      + " | ".join(f"{means[r]:.3f}" if r in means else "–" for r in rules)
                      + " |")
     lines += ["", "| rule | mean rank among the rules | classification: gain over the trees "
-              "alone, tasks ahead / behind | regression: the same |", "|---|---:|---:|---:|"]
+              "alone, tasks ahead / behind | regression: the same | classification: gain "
+              "over w=0.75 |", "|---|---:|---:|---:|---:|"]
     for r in rules:
         cells = []
-        for kind in ("classification", "regression"):
-            g = np.asarray(gains[kind, r])
+        for kind, base in (("classification", "trees"), ("regression", "trees"),
+                           ("classification", "w=0.75")):
+            g = np.asarray(gains[kind, r, base])
             cells.append(f"{g.mean():+.2f} %, {(g > 1e-9).sum()} / {(g < -1e-9).sum()} of "
                          f"{g.size}" if g.size else "–")
         lines.append(f"| {r} | {np.mean(ranks[r]):.2f} | " + " | ".join(cells) + " |")

@@ -34,11 +34,12 @@ def test_rules_are_scored_on_the_valid_part_and_ranked(tmp_path):
     assert scores["herg"]["chosen of 0.75, 1"][1] == scores["herg"]["w=0.75"][1]
     lines = script.table(scores)
     assert lines[2].startswith("| herg | roc_auc | 1 | 1.000 | 0.250 | 0.875 | 0.750 | 1.000 |")
-    # network, chosen and chosen by AUC share ranks 1-3; the gains are over the trees alone
-    assert "| network | 2.00 | +300.00 %, 1 / 0 of 1 | – |" in lines
-    assert "| trees | 8.00 | +0.00 %, 0 / 0 of 1 | – |" in lines
-    assert "| w=0.75 | 6.00 | +200.00 %, 1 / 0 of 1 | – |" in lines
-    assert "| w=0.75, logits | 6.00 | +200.00 %, 1 / 0 of 1 | – |" in lines
-    assert "| chosen of 0.75, 1 | 6.00 | +200.00 %, 1 / 0 of 1 | – |" in lines
+    # network, chosen and chosen by AUC share ranks 1-3; gains over the trees alone, then w=0.75
+    assert "| network | 2.00 | +300.00 %, 1 / 0 of 1 | – | +33.33 %, 1 / 0 of 1 |" in lines
+    assert "| trees | 8.00 | +0.00 %, 0 / 0 of 1 | – | -66.67 %, 0 / 1 of 1 |" in lines
+    assert "| w=0.75 | 6.00 | +200.00 %, 1 / 0 of 1 | – | +0.00 %, 0 / 0 of 1 |" in lines
+    assert "| w=0.75, logits | 6.00 | +200.00 %, 1 / 0 of 1 | – | +0.00 %, 0 / 0 of 1 |" in lines
+    assert ("| chosen of 0.75, 1 | 6.00 | +200.00 %, 1 / 0 of 1 | – |"
+            " +0.00 %, 0 / 0 of 1 |") in lines
     test = script.score_cells(tmp_path, "test")  # the same arrays in the test part here
     assert test["herg"]["trees"][1] == 0.25
