@@ -142,9 +142,12 @@ HEADS = ("trees(emb+rdkit2d)", "trees(emb+maplight)", "trees(maplight)", "trees(
 #: regressor's tree member from 0.5.3 on (:data:`~exlm_chem.model.catboost_fit.
 #: DEFAULT_LOSSES`; averaging predictions is what its merged trees compute)
 DERIVED = {"member(maplight) MAE+RMSE": (MEMBER, "member(maplight) RMSE"),
-           "member(maplight) Logloss+balanced": (MEMBER, "member(maplight) balanced")}
+           "member(maplight) Logloss+balanced": (MEMBER, "member(maplight) balanced"),
+           # a second model reading the pre-trained encoder's pooled states beside the
+           # features, averaged with the member (MapLight + GNN reads them in one model)
+           "member(maplight) + catboost(emb+maplight)": (MEMBER, "catboost(emb+maplight)")}
 #: the lever heads of 0.5.x: the estimators' tree member as it is, then one lever each
-MEMBER_HEADS = (*HEADS[6:], *DERIVED)
+MEMBER_HEADS = (*HEADS[6:], "catboost(emb+maplight)", *DERIVED)
 
 
 def default_tasks(data_path: str | Path | None = None) -> list[str]:
