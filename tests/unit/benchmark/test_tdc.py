@@ -155,28 +155,21 @@ def _cell(label: str, task: str, task_type: str, score: float) -> object:
                       task_type=task_type, metric="auroc", score=score, valid_score=score)
 
 
-def test_a_classification_cell_of_a_kept_classifier_counts_in_the_newer_default_row() -> None:
-    old, new = ("ExLM exlm-small (estimator 0.3.0 defaults)",
-                "ExLM exlm-small (estimator 0.4.0 defaults)")
+@pytest.mark.parametrize(("old", "new", "kept", "changed"), [
+    ("0.3.0", "0.4.0", ("herg", "classification"), ("caco2_wang", "regression")),
+    ("0.5.3", "0.5.4", ("caco2_wang", "regression"), ("herg", "classification")),
+])
+def test_a_cell_of_a_kept_estimator_counts_in_the_newer_default_row(old, new, kept,
+                                                                    changed) -> None:
+    old, new = (f"ExLM exlm-small (estimator {v} defaults)" for v in (old, new))
     rows = report_tdc.row_scores([
-        _cell(old, "herg", "classification", 0.8),
-        _cell(old, "caco2_wang", "regression", 0.3),  # 0.4.0 changed the regressor
+        _cell(old, *kept, 0.8),
+        _cell(old, *changed, 0.3),  # the newer version changed this estimator
         _cell(new, "ppbr_az", "regression", 8.0),
         _cell(f"{old[:-1]}, pretrained=None)", "dili", "classification", 0.7)])
     assert sorted((r.label, r.task) for r in rows) == sorted([
-        (old, "herg"), (new, "herg"), (old, "caco2_wang"), (new, "ppbr_az"),
+        (old, kept[0]), (new, kept[0]), (old, changed[0]), (new, "ppbr_az"),
         (f"{old[:-1]}, pretrained=None)", "dili")])
-
-
-def test_a_regression_cell_of_a_kept_regressor_counts_in_the_newer_default_row() -> None:
-    old, new = ("ExLM exlm-small (estimator 0.5.3 defaults)",
-                "ExLM exlm-small (estimator 0.5.4 defaults)")
-    rows = report_tdc.row_scores([
-        _cell(old, "caco2_wang", "regression", 0.3),
-        _cell(old, "herg", "classification", 0.8),  # 0.5.4 changed the classifier
-        _cell(new, "dili", "classification", 0.9)])
-    assert sorted((r.label, r.task) for r in rows) == sorted([
-        (old, "caco2_wang"), (new, "caco2_wang"), (old, "herg"), (new, "dili")])
 
 
 def test_a_rows_cpu_time_sums_the_cells_that_record_it_and_says_how_many() -> None:
