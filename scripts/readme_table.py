@@ -6,7 +6,8 @@ row has no cell yet. The means are over the tasks the current defaults and their
 (:data:`COMPARED`) all have, for each row that has them too, and over all seven for a row
 that has them. A label found in several folders takes the first folder's cells. Usage::
 
-    python scripts/readme_table.py benchmarks/results/moleculenet_scaffold/exlm-defaults-051 \
+    python scripts/readme_table.py benchmarks/results/moleculenet_scaffold/exlm-defaults-054 \
+        benchmarks/results/moleculenet_scaffold/exlm-defaults-051 \
         benchmarks/results/moleculenet_scaffold
 """
 
@@ -18,13 +19,18 @@ from pathlib import Path
 
 import pandas as pd
 
-CURRENT = "ExLM exlm-small (estimator 0.5.1 defaults)"
+CURRENT = "ExLM exlm-small (estimator 0.5.4 defaults)"
 TASKS = ["bace", "bbbp", "clintox", "sider", "tox21", "toxcast", "muv"]
 TITLES = {"bace": "BACE", "bbbp": "BBBP", "clintox": "ClinTox", "sider": "SIDER",
           "tox21": "Tox21", "toxcast": "ToxCast", "muv": "MUV"}
 ROWS = [  # (label in the report, name in the README)
-    (CURRENT, "**`ExLMMoleculeClassifier()`** (0.5.1, the current defaults: [records]"
-              "(benchmarks/results/moleculenet_scaffold/exlm-defaults-051/report.md))"),
+    (CURRENT,
+     "**`ExLMMoleculeClassifier()`** (0.5.4, the current defaults: the network and the trees "
+     "mixed in log-odds; [records](benchmarks/results/moleculenet_scaffold/exlm-defaults-054/"
+     "report.md))"),
+    ("ExLM exlm-small (estimator 0.5.1 defaults)",
+     "`ExLMMoleculeClassifier()` (0.5.1, whose classifier 0.5.3 kept: [records]"
+     "(benchmarks/results/moleculenet_scaffold/exlm-defaults-051/report.md))"),
     ("ExLM exlm-small (estimator 0.3.0 defaults)", "`ExLMMoleculeClassifier()` (0.3.0)"),
     # 0.4.0 kept 0.3.0's classifier (exlm_chem.benchmark.report_tdc.SAME_CLASSIFIER)
     ("ExLM exlm-small (estimator 0.4.0 defaults, pretrained=None)",
