@@ -223,13 +223,16 @@ def _raw(data: Any, kinds: Sequence[str], cache: Path, n_jobs: int) -> np.ndarra
 
 
 def _catboost(task: str, seed: int, threads: int) -> Any:
+    # CatBoost's defaults, but no catboost_info/ folder in the working directory
+    settings = {"random_seed": seed, "verbose": False, "thread_count": threads,
+                "allow_writing_files": False}
     if task == "classification":
         from catboost import CatBoostClassifier
 
-        return CatBoostClassifier(random_seed=seed, verbose=False, thread_count=threads)
+        return CatBoostClassifier(**settings)
     from catboost import CatBoostRegressor
 
-    return CatBoostRegressor(random_seed=seed, verbose=False, thread_count=threads)
+    return CatBoostRegressor(**settings)
 
 
 def target_log(data: Any) -> np.ndarray:
