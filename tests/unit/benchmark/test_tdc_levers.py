@@ -124,7 +124,8 @@ def test_catboost_heads_fit_the_transformed_target_and_predict_on_ys_scale(study
     head = study._heads()["catboost(emb+maplight)"]
     predicted = study.predict_valid(head, data, states, raw, seed=2)
     assert np.allclose(predicted, y[50:, 0], rtol=1e-4)  # log(y) is linear in raw
-    assert _Booster.made[-1] == {"random_seed": 2, "verbose": False, "thread_count": 1}
+    assert _Booster.made[-1] == {"random_seed": 2, "verbose": False, "thread_count": 1,
+                                  "allow_writing_files": False}
     labels = (raw[:, :1] > 0).astype(np.float64)
     classes = data._replace(labels=labels, task_type="classification", metric="roc_auc")
     proba = study.predict_valid(study._heads()["catboost(maplight)"], classes, None, raw, 3)
