@@ -7,7 +7,7 @@
 # commits key the same cells differently); 7 from 3030dd5 or later: two processes, one
 # thread each; run two lanes at once on a 2-core machine); 8 from the commit that adds
 # catboost_maplight or later; 9 from a commit of the 0.5.0 estimators, 10 and 11 of 0.5.1's,
-# 13 and 13b of 0.5.3's, 14 and 14b of 0.5.4's. Every command resumes:
+# 13 and 13b of 0.5.3's, 14, 14b and 15 of 0.5.4's. Every command resumes:
 # cells already in a records folder are skipped, so rerunning a lane continues where it
 # stopped.
 # Then: bash benchmarks/tdc_admet_runs.sh report
@@ -166,11 +166,19 @@ case "${1:-}" in
     "${RUN[@]}" --methods exlm_defaults --fit-on train_val --tasks $BIG_CLS \
       --out $OUT/records/default-054-fit-b
     ;;
+  15)
+    # a lever of the network member on the valid parts, seeds 1-3: SMILES augmentation in
+    # fine-tuning (each epoch adds one randomized SMILES of every molecule) and the test
+    # outputs averaged over the canonical SMILES and four randomized views; the trees are
+    # lane 9's, so the kept parts compare the two networks under the same mix
+    "${RUN[@]}" --methods exlm_defaults --estimator-params augment=1 tta=4 --seeds 1 2 3 \
+      --tasks $SMALL_CLS --out $OUT/records/aug-054-valid
+    ;;
   report)
     "${RUN[@]}" --report-only --out $OUT --merge $OUT/records/*/
     ;;
   *)
-    echo "usage: bash benchmarks/tdc_admet_runs.sh 1|2|3|4|5|6|6b|7|8|9|10|11|13|13b|14|14b|report" >&2
+    echo "usage: bash benchmarks/tdc_admet_runs.sh 1|2|3|4|5|6|6b|7|8|9|10|11|13|13b|14|14b|15|report" >&2
     exit 2
     ;;
 esac
