@@ -10,9 +10,15 @@ Rows fitted on all of train_val (``--fit-on train_val``) have no valid part: a t
 either side lacks one is compared on its test part, and says so; a line over those tasks
 follows (test parts are for reading a change, not for choosing one).
 
+With ``--from-parts`` both sides are scored again from the members' outputs their cells
+kept (``parts/TASK_seedS.npz`` beside each ``results.jsonl``): ``mix`` is what today's
+default estimators predict from those members (:func:`exlm_chem.sklearn.ensemble.mix` at
+the default ``tree_weight``), so a lever of the network is set against a row fitted under
+an older mix without fitting it again; ``network`` and ``trees`` score one member alone.
+
 Usage::
 
-    python benchmarks/tdc_paired.py BASE.jsonl LEVER.jsonl
+    python benchmarks/tdc_paired.py BASE.jsonl LEVER.jsonl [--from-parts mix|network|trees]
 """
 
 from __future__ import annotations
@@ -21,7 +27,10 @@ import argparse
 import json
 from pathlib import Path
 
+import numpy as np
+
 LOWER_IS_BETTER = {"mae"}
+MEMBERS = ("mix", "network", "trees")
 
 
 def _cells(path: Path) -> dict[tuple[str, int], dict]:
@@ -31,6 +40,40 @@ def _cells(path: Path) -> dict[tuple[str, int], dict]:
             record = json.loads(line)
             cells[(record["task"], record["seed"])] = record  # the newest wins
     return cells
+
+
+def from_parts(cells: dict[tuple[str, int], dict], results: Path, member: str
+               ) -> dict[tuple[str, int], dict]:
+    """``cells`` with ``valid_score`` and ``score`` read again from their kept parts beside
+    ``results``: ``member`` (:data:`MEMBERS`) is the default estimators' mix of the two
+    members, or one alone. A cell without a parts file, or without a valid part there,
+    keeps None."""
+    from exlm_chem import ExLMMoleculeClassifier
+    from exlm_chem.benchmark.tdc import tdc_metric
+    from exlm_chem.sklearn.ensemble import mix
+
+    if member not in MEMBERS:
+        raise ValueError(f"member must be one of {MEMBERS}, got {member!r}")
+    weight = ExLMMoleculeClassifier().get_params()["tree_weight"]  # the regressor's too
+    out = {}
+    for (task, seed), record in cells.items():
+        path = results.parent / "parts" / f"{task}_seed{seed}.npz"
+        scores: dict[str, float | None] = {"valid_score": None, "score": None}
+        if path.exists():
+            with np.load(path) as parts:
+                for part, key in (("valid", "valid_score"), ("test", "score")):
+                    if f"{part}_network" not in parts.files:
+                        continue
+                    network, trees = parts[f"{part}_network"], parts[f"{part}_trees"]
+                    kind = ("classification" if record["metric"] in ("roc_auc", "prc_auc")
+                            else "regression")
+                    predicted = {"network": network, "trees": trees}.get(member)
+                    if predicted is None:
+                        predicted = mix(network, trees, weight, kind)
+                    scores[key] = tdc_metric(record["metric"], parts[f"{part}_labels"][:, 0],
+                                             predicted[:, 0])
+        out[(task, seed)] = {**record, **scores}
+    return out
 
 
 def paired_table(base: dict[tuple[str, int], dict], lever: dict[tuple[str, int], dict]
@@ -73,8 +116,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("base", type=Path, help="results.jsonl of the row as it is")
     parser.add_argument("lever", type=Path, help="results.jsonl of the same with the lever")
+    parser.add_argument("--from-parts", choices=MEMBERS, default=None,
+                        help="score both sides again from their cells' kept members: the "
+                             "default estimators' mix, or one member alone")
     args = parser.parse_args()
-    print("\n".join(paired_table(_cells(args.base), _cells(args.lever))))
+    base, lever = _cells(args.base), _cells(args.lever)
+    if args.from_parts:
+        base = from_parts(base, args.base, args.from_parts)
+        lever = from_parts(lever, args.lever, args.from_parts)
+        # a cell without parts cannot be scored again: it leaves the pairing
+        base = {k: c for k, c in base.items() if c["score"] is not None}
+        lever = {k: c for k, c in lever.items() if c["score"] is not None}
+    print("\n".join(paired_table(base, lever)))
 
 
 if __name__ == "__main__":

@@ -50,3 +50,27 @@ def test_rows_without_a_valid_part_are_compared_on_test_and_say_so(tmp_path):
                         "on 0, level on 0; mean relative change +20.0%.",
                         "", "Over 1 tasks the lever's mean test metric is ahead on 0, behind "
                         "on 0, level on 1; mean relative change +0.0%."]
+
+
+def test_from_parts_scores_the_kept_members_under_the_default_mix(tmp_path):
+    import numpy as np
+    from scipy.special import expit, logit
+    from sklearn.metrics import roc_auc_score
+
+    paired = load_script("benchmarks/tdc_paired.py")
+    results = _write(tmp_path / "results.jsonl", [("herg", 1, "roc_auc", 0.1, 0.1),
+                                                  ("herg", 2, "roc_auc", 0.1, 0.1)])
+    rng = np.random.default_rng(0)
+    labels = np.array([0, 1, 0, 1, 1, 0, 1, 0], dtype=np.float64)[:, None]
+    network, trees = rng.uniform(0.05, 0.95, (2, 8, 1))
+    (tmp_path / "parts").mkdir()
+    np.savez(tmp_path / "parts" / "herg_seed1.npz", test_network=network, test_trees=trees,
+             test_labels=labels)  # fitted on train_val: no valid part
+    cells = paired._cells(results)
+    mixed = paired.from_parts(cells, results, "mix")
+    expected = roc_auc_score(labels[:, 0], expit(0.25 * logit(network) + 0.75 * logit(trees))[:, 0])
+    assert mixed[("herg", 1)]["score"] == expected
+    assert mixed[("herg", 1)]["valid_score"] is None
+    assert mixed[("herg", 2)]["score"] is None  # no parts file: nothing to score again
+    alone = paired.from_parts(cells, results, "network")
+    assert alone[("herg", 1)]["score"] == roc_auc_score(labels[:, 0], network[:, 0])
