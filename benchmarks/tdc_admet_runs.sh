@@ -173,6 +173,8 @@ case "${1:-}" in
     # lane 9's, so the kept parts compare the two networks under the same mix
     "${RUN[@]}" --methods exlm_defaults --estimator-params augment=1 tta=4 --seeds 1 2 3 \
       --tasks $SMALL_CLS --out $OUT/records/aug-054-valid
+    "${RUN[@]}" --methods exlm_defaults --estimator-params augment=1 tta=4 --seeds 1 2 3 \
+      --tasks $SMALL_REG --out $OUT/records/aug-054-valid
     ;;
   report)
     "${RUN[@]}" --report-only --out $OUT --merge $OUT/records/*/
