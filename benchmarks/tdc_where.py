@@ -6,9 +6,9 @@ outputs of lane 9 (``records/default-050-valid/parts``: the estimators fitted on
 part, their network and trees apart, :mod:`tdc_weights`) and the lever study's
 ``levers/results.jsonl``, and prints one markdown table, the default row's worst rank
 first. The default row is the reported one, fitted on all of train_val as the
-leaderboard fits; it has no valid part of its own, so its valid figure is what its
-weighting (``tree_weight=0.75``) gives on lane 9's kept outputs of the same tasks and
-seeds 1-3. Per task:
+leaderboard fits; it has no valid part of its own, so its valid figure is what its mix
+(the trees' 0.75; the classifier's in log-odds) gives on lane 9's kept outputs of the same
+tasks and seeds 1-3. Per task:
 
 - the default row's TDC figure (test mean over its seeds) and its rank among the
   published entries, beside MapLight's recipe measured here under the same protocol
@@ -48,12 +48,13 @@ import numpy as np
 from tdc_weights import score_cells
 
 RESULTS = Path(__file__).resolve().parent / "results" / "tdc_admet"
-DEFAULT = "ExLM exlm-small (estimator 0.5.1 defaults) [fit on train_val]"
+DEFAULT = "ExLM exlm-small (estimator 0.5.4 defaults) [fit on train_val]"
 #: the trees alone (MapLight's recipe) under the default row's protocol
 RECIPE = "CatBoost on MapLight's features (MapLight's recipe) [fit on train_val]"
-#: the lane whose kept outputs give the default's valid figure, and the rule that is it
+#: the lane whose kept outputs give the default's valid figure, and the rules that are
+#: it: the classifier's mix (log-odds at the trees' 0.75), the regressor's (values)
 PARTS = RESULTS / "records" / "default-050-valid"
-WEIGHT_RULE = "w=0.75"
+WEIGHT_RULES = {"classification": "w=0.75, logits", "regression": "w=0.75"}
 #: the last defaults measured from random weights, and that row
 PRETRAINED = "ExLM exlm-small (estimator 0.4.0 defaults)"
 RANDOM = "ExLM exlm-small (estimator 0.4.0 defaults, pretrained=None)"
@@ -111,6 +112,14 @@ def _fmt_margin(found: tuple[float, int] | None) -> str:
     return "–" if found is None else f"{found[0]:+.3f} ({found[1]})"
 
 
+def task_kind(task: str) -> str:
+    """"classification" or "regression", as TDC scores ``task``."""
+    from exlm_chem.data.tdc_admet import TDC_ADMET_TASKS
+
+    return ("classification" if TDC_ADMET_TASKS[task].metric in ("roc_auc", "prc_auc")
+            else "regression")
+
+
 def parts_valid(folder: Path = PARTS) -> dict[str, dict[str, dict[int, float]]]:
     """task -> rule -> {seed: valid metric} of the kept outputs under ``folder``
     (:func:`tdc_weights.score_cells`); empty without them."""
@@ -121,8 +130,8 @@ def where(cells: dict[tuple[str, str], Cells],
           levers: dict[tuple[str, str], dict[int, float]],
           parts: dict[str, dict[str, dict[int, float]]]) -> list[str]:
     """The markdown lines: the per-task table and the two mean ranks below it. ``parts``:
-    task -> rule -> {seed: valid metric} (:func:`parts_valid`), whose
-    :data:`WEIGHT_RULE` is the default's valid figure."""
+    task -> rule -> {seed: valid metric} (:func:`parts_valid`), whose rule in
+    :data:`WEIGHT_RULES` is the default's valid figure."""
     from exlm_chem.benchmark.report_tdc import leaderboard, published_rank
 
     board = leaderboard()["tasks"]
@@ -132,7 +141,7 @@ def where(cells: dict[tuple[str, str], Cells],
         sign = 1.0 if higher else -1.0
         default = cells[DEFAULT, task]
         rules = parts.get(task, {})
-        default_valid = rules.get(WEIGHT_RULE, {})
+        default_valid = rules.get(WEIGHT_RULES[task_kind(task)], {})
         figure = _test_figure(default)
         rank, n = published_rank(task, figure)
         maplight = next((e for e in board[task]["entries"] if e["model"] == "MapLight"), None)

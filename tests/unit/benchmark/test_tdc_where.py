@@ -35,8 +35,10 @@ def test_the_row_best_on_valid_parts_stands_in_and_chemprop_is_not_chosen(where)
         (gbt, "caco2_wang"): {1: (0.25, 0.45)},  # behind on valid (MAE): not chosen
     }
     # the default's valid figure is its weighting rule's on the kept outputs
-    parts = {"dili": {where.WEIGHT_RULE: {1: 0.70, 2: 0.72}, "trees": {1: 0.69, 2: 0.69}},
-             "caco2_wang": {where.WEIGHT_RULE: {1: 0.40}, "trees": {1: 0.42}}}
+    # (the classifier's mix, not the probability average beside it; the regressor's)
+    parts = {"dili": {"w=0.75, logits": {1: 0.70, 2: 0.72}, "w=0.75": {1: 0.1, 2: 0.1},
+                      "trees": {1: 0.69, 2: 0.69}},
+             "caco2_wang": {"w=0.75": {1: 0.40}, "trees": {1: 0.42}}}
     levers = {("trees(emb+rdkit2d)", "dili"): {1: 0.75}, ("trees(rdkit2d)", "dili"): {1: 0.7}}
     lines = where.where(cells, levers, parts)
     dili = next(line for line in lines if line.startswith("| dili |"))
