@@ -15,10 +15,13 @@ kept (``parts/TASK_seedS.npz`` beside each ``results.jsonl``): ``mix`` is what t
 default estimators predict from those members (:func:`exlm_chem.sklearn.ensemble.mix` at
 the default ``tree_weight``), so a lever of the network is set against a row fitted under
 an older mix without fitting it again; ``network`` and ``trees`` score one member alone.
+``--lever-trees`` mixes the base's network with the lever's kept trees, for rows whose
+trees differ (the regressor's since 0.5.3 against lane 9's).
 
 Usage::
 
     python benchmarks/tdc_paired.py BASE.jsonl LEVER.jsonl [--from-parts mix|network|trees]
+        [--lever-trees]
 """
 
 from __future__ import annotations
@@ -42,12 +45,14 @@ def _cells(path: Path) -> dict[tuple[str, int], dict]:
     return cells
 
 
-def from_parts(cells: dict[tuple[str, int], dict], results: Path, member: str
-               ) -> dict[tuple[str, int], dict]:
+def from_parts(cells: dict[tuple[str, int], dict], results: Path, member: str,
+               trees_from: Path | None = None) -> dict[tuple[str, int], dict]:
     """``cells`` with ``valid_score`` and ``score`` read again from their kept parts beside
     ``results``: ``member`` (:data:`MEMBERS`) is the default estimators' mix of the two
-    members, or one alone. A cell without a parts file, or without a valid part there,
-    keeps None."""
+    members, or one alone. ``trees_from``: another ``results.jsonl`` whose cells' kept
+    trees stand in for these cells' own (the same molecules), so that two networks are
+    mixed with the same trees. A cell without a parts file (here or in ``trees_from``), or
+    without a valid part there, keeps None."""
     from exlm_chem import ExLMMoleculeClassifier
     from exlm_chem.benchmark.tdc import tdc_metric
     from exlm_chem.sklearn.ensemble import mix
@@ -57,14 +62,17 @@ def from_parts(cells: dict[tuple[str, int], dict], results: Path, member: str
     weight = ExLMMoleculeClassifier().get_params()["tree_weight"]  # the regressor's too
     out = {}
     for (task, seed), record in cells.items():
-        path = results.parent / "parts" / f"{task}_seed{seed}.npz"
+        name = f"{task}_seed{seed}.npz"
+        path = results.parent / "parts" / name
+        tree_path = path if trees_from is None else trees_from.parent / "parts" / name
         scores: dict[str, float | None] = {"valid_score": None, "score": None}
-        if path.exists():
-            with np.load(path) as parts:
+        if path.exists() and tree_path.exists():
+            with np.load(path) as parts, np.load(tree_path) as tree_parts:
                 for part, key in (("valid", "valid_score"), ("test", "score")):
-                    if f"{part}_network" not in parts.files:
+                    if not {f"{part}_network", f"{part}_trees"} <= (set(parts.files)
+                                                                    & set(tree_parts.files)):
                         continue
-                    network, trees = parts[f"{part}_network"], parts[f"{part}_trees"]
+                    network, trees = parts[f"{part}_network"], tree_parts[f"{part}_trees"]
                     kind = ("classification" if record["metric"] in ("roc_auc", "prc_auc")
                             else "regression")
                     predicted = {"network": network, "trees": trees}.get(member)
@@ -119,10 +127,14 @@ def main() -> None:
     parser.add_argument("--from-parts", choices=MEMBERS, default=None,
                         help="score both sides again from their cells' kept members: the "
                              "default estimators' mix, or one member alone")
+    parser.add_argument("--lever-trees", action="store_true",
+                        help="with --from-parts: mix both networks with the lever's kept "
+                             "trees (where the two rows' trees differ)")
     args = parser.parse_args()
     base, lever = _cells(args.base), _cells(args.lever)
     if args.from_parts:
-        base = from_parts(base, args.base, args.from_parts)
+        base = from_parts(base, args.base, args.from_parts,
+                          args.lever if args.lever_trees else None)
         lever = from_parts(lever, args.lever, args.from_parts)
         # a cell without parts cannot be scored again: it leaves the pairing
         base = {k: c for k, c in base.items() if c["score"] is not None}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from repo_scripts import load_script
 
 
@@ -74,3 +75,25 @@ def test_from_parts_scores_the_kept_members_under_the_default_mix(tmp_path):
     assert mixed[("herg", 2)]["score"] is None  # no parts file: nothing to score again
     alone = paired.from_parts(cells, results, "network")
     assert alone[("herg", 1)]["score"] == roc_auc_score(labels[:, 0], network[:, 0])
+
+
+def test_from_parts_can_mix_a_network_with_another_rows_trees(tmp_path):
+    import numpy as np
+    from scipy.stats import spearmanr
+
+    paired = load_script("benchmarks/tdc_paired.py")
+    rng = np.random.default_rng(1)
+    labels, network, own, other = rng.normal(size=(4, 9, 1))
+    for row, trees in (("a", own), ("b", other)):
+        (tmp_path / row / "parts").mkdir(parents=True)
+        np.savez(tmp_path / row / "parts" / "vdss_lombardo_seed1.npz", test_network=network,
+                 test_trees=trees, test_labels=labels)
+    results = _write(tmp_path / "a" / "results.jsonl", [("vdss_lombardo", 1, "spearman",
+                                                         None, 0.0)])
+    _write(tmp_path / "b" / "results.jsonl", [("vdss_lombardo", 1, "spearman", None, 0.0)])
+    cells = paired._cells(results)
+    crossed = paired.from_parts(cells, results, "mix", tmp_path / "b" / "results.jsonl")
+    expected = spearmanr(labels[:, 0], (0.25 * network + 0.75 * other)[:, 0]).statistic
+    assert crossed[("vdss_lombardo", 1)]["score"] == pytest.approx(expected)
+    own_mix = paired.from_parts(cells, results, "mix")[("vdss_lombardo", 1)]["score"]
+    assert own_mix != pytest.approx(expected)
