@@ -31,6 +31,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+from tdc_weights import score
 
 LOWER_IS_BETTER = {"mae"}
 MEMBERS = ("mix", "network", "trees")
@@ -54,7 +55,7 @@ def from_parts(cells: dict[tuple[str, int], dict], results: Path, member: str,
     mixed with the same trees. A cell without a parts file (here or in ``trees_from``), or
     without a valid part there, keeps None."""
     from exlm_chem import ExLMMoleculeClassifier
-    from exlm_chem.benchmark.tdc import tdc_metric
+    from exlm_chem.data.tdc_admet import TDC_ADMET_TASKS
     from exlm_chem.sklearn.ensemble import mix
 
     if member not in MEMBERS:
@@ -73,13 +74,11 @@ def from_parts(cells: dict[tuple[str, int], dict], results: Path, member: str,
                                                                     & set(tree_parts.files)):
                         continue
                     network, trees = parts[f"{part}_network"], tree_parts[f"{part}_trees"]
-                    kind = ("classification" if record["metric"] in ("roc_auc", "prc_auc")
-                            else "regression")
                     predicted = {"network": network, "trees": trees}.get(member)
                     if predicted is None:
-                        predicted = mix(network, trees, weight, kind)
-                    scores[key] = tdc_metric(record["metric"], parts[f"{part}_labels"][:, 0],
-                                             predicted[:, 0])
+                        predicted = mix(network, trees, weight,
+                                        TDC_ADMET_TASKS[task].task_type)
+                    scores[key] = score(task, parts[f"{part}_labels"], predicted)
         out[(task, seed)] = {**record, **scores}
     return out
 

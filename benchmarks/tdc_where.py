@@ -112,14 +112,6 @@ def _fmt_margin(found: tuple[float, int] | None) -> str:
     return "–" if found is None else f"{found[0]:+.3f} ({found[1]})"
 
 
-def task_kind(task: str) -> str:
-    """"classification" or "regression", as TDC scores ``task``."""
-    from exlm_chem.data.tdc_admet import TDC_ADMET_TASKS
-
-    return ("classification" if TDC_ADMET_TASKS[task].metric in ("roc_auc", "prc_auc")
-            else "regression")
-
-
 def parts_valid(folder: Path = PARTS) -> dict[str, dict[str, dict[int, float]]]:
     """task -> rule -> {seed: valid metric} of the kept outputs under ``folder``
     (:func:`tdc_weights.score_cells`); empty without them."""
@@ -133,6 +125,7 @@ def where(cells: dict[tuple[str, str], Cells],
     task -> rule -> {seed: valid metric} (:func:`parts_valid`), whose rule in
     :data:`WEIGHT_RULES` is the default's valid figure."""
     from exlm_chem.benchmark.report_tdc import leaderboard, published_rank
+    from exlm_chem.data.tdc_admet import TDC_ADMET_TASKS
 
     board = leaderboard()["tasks"]
     rows, mine, chosen = [], [], []
@@ -141,7 +134,7 @@ def where(cells: dict[tuple[str, str], Cells],
         sign = 1.0 if higher else -1.0
         default = cells[DEFAULT, task]
         rules = parts.get(task, {})
-        default_valid = rules.get(WEIGHT_RULES[task_kind(task)], {})
+        default_valid = rules.get(WEIGHT_RULES[TDC_ADMET_TASKS[task].task_type], {})
         figure = _test_figure(default)
         rank, n = published_rank(task, figure)
         maplight = next((e for e in board[task]["entries"] if e["model"] == "MapLight"), None)
