@@ -7,7 +7,7 @@
 # commits key the same cells differently); 7 from 3030dd5 or later: two processes, one
 # thread each; run two lanes at once on a 2-core machine); 8 from the commit that adds
 # catboost_maplight or later; 9 from a commit of the 0.5.0 estimators, 10 and 11 of 0.5.1's,
-# 13 and 13b of 0.5.3's, 14, 14b, 14c, 15 and 15b of 0.5.4's. Every command resumes:
+# 13 and 13b of 0.5.3's, 14, 14b, 14c, 15, 15b and 15c of 0.5.4's. Every command resumes:
 # cells already in a records folder are skipped, so rerunning a lane continues where it
 # stopped.
 # Then: bash benchmarks/tdc_admet_runs.sh report
@@ -185,11 +185,16 @@ case "${1:-}" in
     "${RUN[@]}" --methods exlm_defaults --estimator-params augment=1 tta=4 --seeds 1 2 3 \
       --tasks $SMALL_REG --out $OUT/records/aug-054-valid
     ;;
+  15c)
+    # beside 15b, the three larger regression sets, where the places are closest
+    "${RUN[@]}" --methods exlm_defaults --estimator-params augment=1 tta=4 --seeds 1 2 3 \
+      --tasks $BIG_REG --out $OUT/records/aug-054-valid-b
+    ;;
   report)
     "${RUN[@]}" --report-only --out $OUT --merge $OUT/records/*/
     ;;
   *)
-    echo "usage: bash benchmarks/tdc_admet_runs.sh 1|2|3|4|5|6|6b|7|8|9|10|11|13|13b|14|14b|14c|15|15b|report" >&2
+    echo "usage: bash benchmarks/tdc_admet_runs.sh 1|2|3|4|5|6|6b|7|8|9|10|11|13|13b|14|14b|14c|15|15b|15c|report" >&2
     exit 2
     ;;
 esac
