@@ -16,12 +16,13 @@ default estimators predict from those members (:func:`exlm_chem.sklearn.ensemble
 the default ``tree_weight``), so a lever of the network is set against a row fitted under
 an older mix without fitting it again; ``network`` and ``trees`` score one member alone.
 ``--lever-trees`` mixes the base's network with the lever's kept trees, for rows whose
-trees differ (the regressor's since 0.5.3 against lane 9's).
+trees differ (the regressor's since 0.5.3 against lane 9's). ``--weight W`` mixes both
+sides at the trees' share W instead of the default, to ask whether a lever moves the weight.
 
 Usage::
 
     python benchmarks/tdc_paired.py BASE.jsonl LEVER.jsonl [--from-parts mix|network|trees]
-        [--lever-trees]
+        [--lever-trees] [--weight W]
 """
 
 from __future__ import annotations
@@ -47,12 +48,14 @@ def _cells(path: Path) -> dict[tuple[str, int], dict]:
 
 
 def from_parts(cells: dict[tuple[str, int], dict], results: Path, member: str,
-               trees_from: Path | None = None) -> dict[tuple[str, int], dict]:
+               trees_from: Path | None = None, weight: float | None = None
+               ) -> dict[tuple[str, int], dict]:
     """``cells`` with ``valid_score`` and ``score`` read again from their kept parts beside
     ``results``: ``member`` (:data:`MEMBERS`) is the default estimators' mix of the two
     members, or one alone. ``trees_from``: another ``results.jsonl`` whose cells' kept
     trees stand in for these cells' own (the same molecules), so that two networks are
-    mixed with the same trees. A cell without a parts file (here or in ``trees_from``), or
+    mixed with the same trees. ``weight``: the trees' share in the mix, None for the
+    default estimators'. A cell without a parts file (here or in ``trees_from``), or
     without a valid part there, keeps None."""
     from exlm_chem import ExLMMoleculeClassifier
     from exlm_chem.data.tdc_admet import TDC_ADMET_TASKS
@@ -60,7 +63,8 @@ def from_parts(cells: dict[tuple[str, int], dict], results: Path, member: str,
 
     if member not in MEMBERS:
         raise ValueError(f"member must be one of {MEMBERS}, got {member!r}")
-    weight = ExLMMoleculeClassifier().get_params()["tree_weight"]  # the regressor's too
+    if weight is None:
+        weight = ExLMMoleculeClassifier().get_params()["tree_weight"]  # the regressor's too
     out = {}
     for (task, seed), record in cells.items():
         name = f"{task}_seed{seed}.npz"
@@ -129,12 +133,15 @@ def main() -> None:
     parser.add_argument("--lever-trees", action="store_true",
                         help="with --from-parts: mix both networks with the lever's kept "
                              "trees (where the two rows' trees differ)")
+    parser.add_argument("--weight", type=float, default=None,
+                        help="with --from-parts mix: the trees' share (default: the "
+                             "estimators')")
     args = parser.parse_args()
     base, lever = _cells(args.base), _cells(args.lever)
     if args.from_parts:
         base = from_parts(base, args.base, args.from_parts,
-                          args.lever if args.lever_trees else None)
-        lever = from_parts(lever, args.lever, args.from_parts)
+                          args.lever if args.lever_trees else None, args.weight)
+        lever = from_parts(lever, args.lever, args.from_parts, weight=args.weight)
         # a cell without parts cannot be scored again: it leaves the pairing
         base = {k: c for k, c in base.items() if c["score"] is not None}
         lever = {k: c for k, c in lever.items() if c["score"] is not None}

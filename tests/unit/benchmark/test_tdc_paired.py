@@ -97,3 +97,23 @@ def test_from_parts_can_mix_a_network_with_another_rows_trees(tmp_path):
     assert crossed[("vdss_lombardo", 1)]["score"] == pytest.approx(expected)
     own_mix = paired.from_parts(cells, results, "mix")[("vdss_lombardo", 1)]["score"]
     assert own_mix != pytest.approx(expected)
+
+
+def test_from_parts_mixes_at_the_weight_asked_for(tmp_path):
+    import numpy as np
+    from scipy.stats import spearmanr
+
+    paired = load_script("benchmarks/tdc_paired.py")
+    rng = np.random.default_rng(2)
+    labels, network, trees = rng.normal(size=(3, 11, 1))
+    (tmp_path / "parts").mkdir()
+    np.savez(tmp_path / "parts" / "vdss_lombardo_seed1.npz", test_network=network,
+             test_trees=trees, test_labels=labels)
+    results = _write(tmp_path / "results.jsonl", [("vdss_lombardo", 1, "spearman", None, 0.0)])
+    cells = paired._cells(results)
+    at = {w: paired.from_parts(cells, results, "mix", weight=w)[("vdss_lombardo", 1)]["score"]
+          for w in (0.4, 1.0)}
+    assert at[0.4] == pytest.approx(spearmanr(labels[:, 0],
+                                              (0.6 * network + 0.4 * trees)[:, 0]).statistic)
+    assert at[1.0] == pytest.approx(spearmanr(labels[:, 0], trees[:, 0]).statistic)
+    assert at[0.4] != pytest.approx(at[1.0])
