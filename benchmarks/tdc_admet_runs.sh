@@ -7,7 +7,7 @@
 # commits key the same cells differently); 7 from 3030dd5 or later: two processes, one
 # thread each; run two lanes at once on a 2-core machine); 8 from the commit that adds
 # catboost_maplight or later; 9 from a commit of the 0.5.0 estimators, 10 and 11 of 0.5.1's,
-# 13 and 13b of 0.5.3's, 14, 14b, 14c, 15, 15b and 15c of 0.5.4's. Every command resumes:
+# 13 and 13b of 0.5.3's, 14, 14b, 14c, 15, 15b, 15c and 16 of 0.5.4's. Every command resumes:
 # cells already in a records folder are skipped, so rerunning a lane continues where it
 # stopped.
 # Then: bash benchmarks/tdc_admet_runs.sh report
@@ -190,11 +190,17 @@ case "${1:-}" in
     "${RUN[@]}" --methods exlm_defaults --estimator-params augment=1 tta=4 --seeds 1 2 3 \
       --tasks $BIG_REG --out $OUT/records/aug-054-valid-b
     ;;
+  16)
+    # a second lever of the network: two fine-tuned members averaged (n_models=2) instead of
+    # one, on the valid parts of seeds 1-3; the trees are lane 9's, as in lane 15
+    "${RUN[@]}" --methods exlm_defaults --estimator-params n_models=2 --seeds 1 2 3 \
+      --tasks $SMALL_CLS --out $OUT/records/models2-054-valid
+    ;;
   report)
     "${RUN[@]}" --report-only --out $OUT --merge $OUT/records/*/
     ;;
   *)
-    echo "usage: bash benchmarks/tdc_admet_runs.sh 1|2|3|4|5|6|6b|7|8|9|10|11|13|13b|14|14b|14c|15|15b|15c|report" >&2
+    echo "usage: bash benchmarks/tdc_admet_runs.sh 1|2|3|4|5|6|6b|7|8|9|10|11|13|13b|14|14b|14c|15|15b|15c|16|report" >&2
     exit 2
     ;;
 esac
