@@ -181,18 +181,21 @@ case "${1:-}" in
       --tasks $SMALL_CLS --out $OUT/records/aug-054-valid
     ;;
   15b)
-    # the same lever on the smaller regression tasks, where the network's quarter adds more
+    # the same lever on the smaller regression tasks, where the network's quarter adds more:
+    # complete; not kept (tdc_admet/README.md, second session of 2026-12-07)
     "${RUN[@]}" --methods exlm_defaults --estimator-params augment=1 tta=4 --seeds 1 2 3 \
       --tasks $SMALL_REG --out $OUT/records/aug-054-valid
     ;;
   15c)
-    # beside 15b, the three larger regression sets, where the places are closest
+    # beside 15b, the three larger regression sets, where the places are closest; stopped
+    # after lipophilicity's seed 1 once 15b had decided
     "${RUN[@]}" --methods exlm_defaults --estimator-params augment=1 tta=4 --seeds 1 2 3 \
       --tasks $BIG_REG --out $OUT/records/aug-054-valid-b
     ;;
   16)
     # a second lever of the network: two fine-tuned members averaged (n_models=2) instead of
-    # one, on the valid parts of seeds 1-3; the trees are lane 9's, as in lane 15
+    # one, on the valid parts of seeds 1-3; the trees are lane 9's, as in lane 15. Stopped
+    # after 25 of the 27 cells as a losing arm (tdc_admet/README.md, 2026-12-07)
     "${RUN[@]}" --methods exlm_defaults --estimator-params n_models=2 --seeds 1 2 3 \
       --tasks $SMALL_CLS --out $OUT/records/models2-054-valid
     ;;
