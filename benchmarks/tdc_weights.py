@@ -20,6 +20,9 @@ arrays, without fitting again:
   (:func:`~exlm_chem.sklearn.ensemble.held_out_tree_weight`) takes from 0.75 and 1 alone
   on the cell's held-out molecules (``tree_weight=(0.75, 1.0)``): the network's quarter
   unless they say the trees do better alone;
+- ``chosen of 0.75, 1 past 400, logits`` (classification): that choice, averaging log-odds,
+  made only where at least 400 molecules are held out (:data:`CHOICE_MIN_HELD_OUT`), 0.75
+  elsewhere: the classifier's ``tree_weight="auto"``;
 
 and prints, per rule, the mean valid metric per task over the seeds, then per rule its
 mean rank among the rules, and for classification and regression apart its mean gain over
@@ -81,7 +84,9 @@ def _auc_choice(network: np.ndarray, trees: np.ndarray, labels: np.ndarray) -> f
 
 
 #: rules that average log-odds (classification), not probabilities
-LOGIT_RULES = ("w=0.75, logits",)
+LOGIT_RULES = ("w=0.75, logits", "chosen of 0.75, 1 past 400, logits")
+#: the held-out molecules the gated rule needs before it chooses
+CHOICE_MIN_HELD_OUT = 400
 #: the rules every rule's gain is reported against: the trees alone, and 0.5.1-0.5.3's
 #: classifier (three quarters to the trees, probabilities averaged)
 BASES = ("trees", "w=0.75")
@@ -115,6 +120,11 @@ def rule_weights(arrays: dict[str, np.ndarray], classification: bool) -> dict[st
     rules["chosen of 0.75, 1"] = held_out_tree_weight(
         arrays["held_out_network"], arrays["held_out_trees"], arrays["held_out_labels"],
         "classification" if classification else "regression", (0.75, 1.0))
+    if classification:
+        enough = len(arrays["held_out_labels"]) >= CHOICE_MIN_HELD_OUT
+        rules["chosen of 0.75, 1 past 400, logits"] = held_out_tree_weight(
+            arrays["held_out_network"], arrays["held_out_trees"], arrays["held_out_labels"],
+            "classification", (0.75, 1.0)) if enough else 0.75
     return rules
 
 

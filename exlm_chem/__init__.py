@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from exlm_chem._lazy import lazy_attributes
 
-__version__ = "0.5.4"
+__version__ = "0.5.5"
 
 # defining module -> its public names
 _MODULES = {

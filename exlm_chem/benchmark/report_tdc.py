@@ -67,8 +67,23 @@ class RowScore(NamedTuple):
 SAME_CLASSIFIER = {"(estimator 0.3.0 defaults)": "(estimator 0.4.0 defaults)",
                    "(estimator 0.5.1 defaults)": "(estimator 0.5.3 defaults)"}
 #: The same for regression cells: 0.5.4 changed how the classifier mixes its network and
-#: its trees (log-odds), nothing of the regressor.
-SAME_REGRESSOR = {"(estimator 0.5.3 defaults)": "(estimator 0.5.4 defaults)"}
+#: its trees (log-odds), 0.5.5 the classifier's weight (``tree_weight="auto"``), nothing of
+#: the regressor.
+SAME_REGRESSOR = {"(estimator 0.5.3 defaults)": "(estimator 0.5.4 defaults)",
+                  "(estimator 0.5.4 defaults)": "(estimator 0.5.5 defaults)"}
+#: The same for classification cells whose fit held out too few molecules for 0.5.5's
+#: ``tree_weight="auto"`` to choose (:func:`holds_out_too_few`): there 0.5.5 fits what
+#: 0.5.4 fitted.
+SAME_SMALL_CLASSIFIER = {"(estimator 0.5.4 defaults)": "(estimator 0.5.5 defaults)"}
+
+
+def holds_out_too_few(record: CellRecord) -> bool:
+    """Whether the cell's fit (``n_train`` molecules) held out fewer molecules than
+    ``tree_weight="auto"`` chooses on, whatever its scaffolds."""
+    from exlm_chem.sklearn.ensemble import AUTO_MIN_HELD_OUT, most_held_out
+
+    share = record.settings.get("validation_fraction", 0.1)
+    return most_held_out(record.n_train, share) < AUTO_MIN_HELD_OUT
 
 
 #: what the rows of cells fitted on all of train_val (``--fit-on train_val``) add to their
@@ -83,10 +98,13 @@ def row_labels(record: CellRecord) -> list[str]:
     :data:`FIT_ON_TRAIN_VAL` row."""
     from exlm_chem.benchmark.tdc import TDC_FIT_SPLIT
 
+    same = dict(SAME_REGRESSOR)
+    if record.task_type == "classification":
+        same = dict(SAME_CLASSIFIER, **(SAME_SMALL_CLASSIFIER if holds_out_too_few(record)
+                                        else {}))
     labels = [record.label]
-    same = SAME_CLASSIFIER if record.task_type == "classification" else SAME_REGRESSOR
-    labels += [record.label.replace(old, new) for old, new in same.items()
-               if record.label.endswith(old)]
+    while (older := next((o for o in same if labels[-1].endswith(o)), None)) is not None:
+        labels.append(labels[-1].replace(older, same.pop(older)))  # 0.5.3 -> 0.5.4 -> 0.5.5
     if record.split == TDC_FIT_SPLIT:
         labels = [label + FIT_ON_TRAIN_VAL for label in labels]
     return labels

@@ -37,6 +37,7 @@ from exlm_chem.sklearn.ensemble import (
     held_out_split,
     output_scale,
     reads_held_out_trees,
+    resolve_tree_weight,
     uses_forest,
 )
 from exlm_chem.sklearn.inputs import Targets, check_feature_columns, default_column_names, split_X
@@ -83,7 +84,7 @@ class ExLMEstimatorBase(BaseEstimator):
         features: str | list[str] | None = "auto",
         n_jobs: int | None = None,
         tree_head: bool = True,
-        tree_weight: float | tuple[float, ...] | None = 0.75,
+        tree_weight: float | tuple[float, ...] | str | None = "auto",
         tree_forest: bool | None = None,
         tree_features: str | list[str] = "auto",
         tree_booster: str = "auto",
@@ -214,12 +215,13 @@ class ExLMEstimatorBase(BaseEstimator):
                                                     int(self.max_length))).eval()
             states = frozen.run(canonical, EMBED, 2 * self.batch_size)  # [n, d]
         trees = None
+        weight_rule = resolve_tree_weight(self.tree_weight, self._task, booster, n_valid)
         if self.tree_head:  # scored on the held-out molecules, kept by the refit rule
             trees = fit_tree_head(read, frozen, states, canonical, molecules, labels, split,
                                   self._task, booster, forest=self._uses_forest(booster),
                                   tree_params=self.tree_params,
                                   score_held_out=reads_held_out_trees(
-                                      self._task, self.tree_weight, self.calibrate),
+                                      self._task, weight_rule, self.calibrate),
                                   n_jobs=self.n_jobs)
         data = LabelledSmiles(canonical, labels, features,
                               states if self.head_first else None)
@@ -249,15 +251,17 @@ class ExLMEstimatorBase(BaseEstimator):
         self.seed_ = seed
         self.feature_spec_ = spec
         self.tree_head_ = None if trees is None else trees.head
-        self._fit_held_out(valid, None if trees is None else trees.held_out)
+        self._fit_held_out(valid, None if trees is None else trees.held_out, weight_rule)
         return self
 
-    def _fit_held_out(self, valid: Any, trees: np.ndarray | None) -> None:
+    def _fit_held_out(self, valid: Any, trees: np.ndarray | None, weight_rule: Any) -> None:
         """What the held-out molecules ``valid`` decide beside the best epoch
         (:func:`~exlm_chem.sklearn.ensemble.decide_on_held_out`); ``trees`` [n, T]: their
-        outputs of the tree head's fit without them (None without one)."""
+        outputs of the tree head's fit without them (None without one); ``weight_rule``:
+        ``tree_weight`` resolved for this fit (:func:`~exlm_chem.sklearn.ensemble.
+        resolve_tree_weight`)."""
         decided = decide_on_held_out(
-            self._task, self.tree_weight, self.calibrate, self.target_log_, trees,
+            self._task, weight_rule, self.calibrate, self.target_log_, trees,
             None if valid is None else valid.labels,
             lambda: self._samples(valid.smiles, valid.features))
         self.tree_weight_ = decided.tree_weight

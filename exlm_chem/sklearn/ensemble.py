@@ -21,13 +21,17 @@ Held-out molecules
     fitted without them, so that its outputs on them are honest.
 
 The trees' weight
-    Given (``tree_weight`` a number, 0.75 by default: what TDC's valid parts chose), or
-    chosen by the held-out molecules from the weights ``tree_weight`` lists (None: all of
-    :data:`TREE_WEIGHTS`, which include the trees alone and the network alone): the
-    weight whose average scores them best, by log loss of the probabilities (classifier)
-    or squared error of the values on the scale fit learns (regressor)
-    (:func:`tree_weight_choices`, :func:`choose_tree_weight`,
-    :func:`held_out_tree_weight`).
+    Given (``tree_weight`` a number), or chosen by the held-out molecules from the weights
+    ``tree_weight`` lists (None: all of :data:`TREE_WEIGHTS`, which include the trees alone
+    and the network alone): the weight whose average scores them best, by log loss of the
+    probabilities (classifier) or squared error of the values on the scale fit learns
+    (regressor) (:func:`tree_weight_choices`, :func:`choose_tree_weight`,
+    :func:`held_out_tree_weight`). The default, ``"auto"``, is 0.75 (what TDC's valid parts
+    chose), and for a classifier with CatBoost trees and at least
+    :data:`AUTO_MIN_HELD_OUT` held-out molecules the choice of 0.75 or the trees alone
+    (:func:`resolve_tree_weight`): where that many molecules choose, the choice is ahead
+    of 0.75 on TDC's valid parts; where fewer do, or the trees are the many-task
+    histogram boosting, it is behind (benchmarks/results/tdc_admet/weights.md).
 
 The kept trees
     CatBoost's trees are fitted again on every molecule once their first fit has scored
@@ -65,14 +69,16 @@ from exlm_chem.uncertainty.conformal import conformity_scores
 if TYPE_CHECKING:
     from exlm_chem.uncertainty.calibration import Calibrator
 
-#: the estimators' ``tree_weight``: the trees' share, or the shares the held-out molecules
-#: choose from (None: :data:`TREE_WEIGHTS`)
-TreeWeight = float | Sequence[float] | None
+#: the estimators' ``tree_weight``: the trees' share, the shares the held-out molecules
+#: choose from (None: :data:`TREE_WEIGHTS`), or ``"auto"`` (:func:`resolve_tree_weight`)
+TreeWeight = float | Sequence[float] | str | None
 
-__all__ = ["TREE_WEIGHTS", "HeldOutDecisions", "HeldOutSplit", "TreeHeadFit", "WeightChoice",
-           "aggregate", "average", "choose_tree_weight", "classifier_logits", "combined",
+__all__ = ["AUTO_CHOICES", "AUTO_MIN_HELD_OUT", "AUTO_TREE_WEIGHT", "TREE_WEIGHTS",
+           "HeldOutDecisions", "HeldOutSplit", "TreeHeadFit", "WeightChoice", "aggregate",
+           "average", "choose_tree_weight", "classifier_logits", "combined",
            "decide_on_held_out", "fit_tree_head", "held_out_split", "held_out_tree_weight",
-           "mix", "output_scale", "reads_held_out_trees", "tree_weight_choices", "uses_forest"]
+           "mix", "most_held_out", "output_scale", "reads_held_out_trees",
+           "resolve_tree_weight", "tree_weight_choices", "uses_forest"]
 
 
 # ---- the members: the networks (:mod:`.members`), the tree head's settings ---------
@@ -96,6 +102,11 @@ class HeldOutSplit(NamedTuple):
     seed: int  # the fit's seed: member seeds, the trees and ``tta`` views derive from it
     train_rows: np.ndarray  # [n - n_valid] int, sorted
     valid_rows: np.ndarray  # [n_valid] int, sorted
+
+
+def most_held_out(n_rows: int, validation_fraction: float) -> int:
+    """The most molecules :func:`held_out_split` holds out of ``n_rows``."""
+    return int(_MAX_OVERSHOOT * round(validation_fraction * n_rows))
 
 
 def held_out_split(smiles: Sequence[str], random_state: int | np.random.RandomState | None,
@@ -226,10 +237,35 @@ def fit_tree_head(kinds: Sequence[str], frozen: MoleculeModel | None,
 TREE_WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
 
 
+#: ``tree_weight="auto"``: the trees' share where nothing chooses it
+AUTO_TREE_WEIGHT = 0.75
+#: ``"auto"``: what a classifier's CatBoost trees choose from with enough held-out molecules
+AUTO_CHOICES = (0.75, 1.0)
+#: ``"auto"``: the held-out molecules a choice needs. TDC's and MoleculeNet's classification
+#: sets hold out either under 330 (where choosing loses: MoleculeNet's BACE) or over 460
+#: (Ames, the CYP inhibition sets, where it wins), so the figures place it only in between.
+AUTO_MIN_HELD_OUT = 400
+
+
+def resolve_tree_weight(tree_weight: TreeWeight, task: str, booster: str,
+                        n_held_out: int) -> float | tuple[float, ...] | None:
+    """What ``tree_weight`` asks of this fit: ``"auto"`` becomes :data:`AUTO_CHOICES` for a
+    classifier whose trees are CatBoost's with at least :data:`AUTO_MIN_HELD_OUT` held-out
+    molecules, :data:`AUTO_TREE_WEIGHT` otherwise; any other value stays as given."""
+    if not isinstance(tree_weight, str):
+        return tree_weight
+    chooses = (task == "classification" and booster == "catboost"
+               and n_held_out >= AUTO_MIN_HELD_OUT)
+    return AUTO_CHOICES if chooses else AUTO_TREE_WEIGHT
+
+
 def tree_weight_choices(tree_weight: TreeWeight) -> tuple[float, ...] | None:
     """The weights the held-out molecules choose from: ``tree_weight``'s list, all of
     :data:`TREE_WEIGHTS` for None, or None where ``tree_weight`` is a number (given, not
-    chosen). :func:`~exlm_chem.sklearn.params.fit_settings` has validated it."""
+    chosen). :func:`~exlm_chem.sklearn.params.fit_settings` has validated it and
+    :func:`resolve_tree_weight` resolved ``"auto"``."""
+    if isinstance(tree_weight, str):
+        raise TypeError(f"resolve tree_weight={tree_weight!r} first (resolve_tree_weight)")
     if tree_weight is None:
         return TREE_WEIGHTS
     if isinstance(tree_weight, Sequence):

@@ -100,18 +100,22 @@ _PARAMETERS = """
         features of the training molecules (``tree_features``, ``tree_booster``); outputs
         are the weighted average of the two (the classifier's of log-odds, the
         regressor's of values; ``tree_weight``). False: the network alone.
-    tree_weight : float in [0, 1], tuple of them, or None, default 0.75
-        The trees' weight in that average (0: the network alone, 1: the trees alone);
-        0.75 is what TDC ADMET's held-out valid parts chose over the trees alone, one
-        half and the held-out choices below (benchmarks/results/tdc_admet/weights.md).
-        A tuple: the weight of those that scores best on the held-out molecules (log loss
-        of the mixed probabilities; squared error of the averaged values, on the scale
-        fit works on), the first of them without held-out molecules; ``(0.75, 1.0)``
-        keeps the network's quarter unless the held-out molecules say the trees do better
-        alone. None: the same choice from 0, 0.25, 0.5, 0.75 and 1, one half without
-        held-out molecules. A choice fits the trees once more, without the held-out
-        molecules, to score them; CatBoost's kept trees are fitted on every molecule
-        whatever the weight. The weight used is ``tree_weight_``.
+    tree_weight : "auto", float in [0, 1], tuple of them, or None, default "auto"
+        The trees' weight in that average (0: the network alone, 1: the trees alone).
+        ``"auto"``: 0.75, what TDC ADMET's held-out valid parts chose over the trees
+        alone, one half and the held-out choices below; for a classifier with CatBoost
+        trees and at least 400 held-out molecules, ``(0.75, 1.0)``: there that choice is
+        ahead of 0.75 on TDC's valid parts (Ames, CYP inhibition), on fewer molecules
+        or beside the many-task histogram boosting it is behind
+        (benchmarks/results/tdc_admet/weights.md). A tuple: the weight of those that
+        scores best on the held-out molecules (log loss of the mixed probabilities;
+        squared error of the averaged values, on the scale fit works on), the first of
+        them without held-out molecules; ``(0.75, 1.0)`` keeps the network's quarter
+        unless the held-out molecules say the trees do better alone. None: the same
+        choice from 0, 0.25, 0.5, 0.75 and 1, one half without held-out molecules. A
+        choice fits the trees once more, without the held-out molecules, to score them;
+        CatBoost's kept trees are fitted on every molecule whatever the weight. The
+        weight used is ``tree_weight_``.
     tree_forest : bool or None, default None
         With ``tree_head``, the tree head adds a random forest per task on the scaled
         tree features alone (100 trees, balanced class weights, fitted on the molecules

@@ -101,10 +101,11 @@ def fit_settings(est: Any, task: str) -> FinetuneSettings:
         except ValueError as err:
             problems.append(f"tree_params: {err}")
     tw = est.tree_weight
-    if not (tw is None or _is_share(tw) or (isinstance(tw, tuple | list) and len(tw) > 0
-                                            and all(_is_share(w) for w in tw))):
-        problems.append(f"tree_weight must be in [0, 1], a non-empty tuple of such weights "
-                        f"to choose from, or None, got {tw!r}")
+    if not (tw is None or tw == "auto" or _is_share(tw)
+            or (isinstance(tw, tuple | list) and len(tw) > 0
+                and all(_is_share(w) for w in tw))):
+        problems.append(f"tree_weight must be 'auto', in [0, 1], a non-empty tuple of such "
+                        f"weights to choose from, or None, got {tw!r}")
     if est.train_layers is not None and not is_count(est.train_layers, 1):
         problems.append(f"train_layers must be None or an integer >= 1, got "
                         f"{est.train_layers!r}")

@@ -11,6 +11,9 @@ from exlm_chem.data.feature_spec import raw_features
 from exlm_chem.data.splits import murcko_scaffolds
 from exlm_chem.model.frozen_trees import FrozenTrees
 from exlm_chem.sklearn.ensemble import (
+    AUTO_CHOICES,
+    AUTO_MIN_HELD_OUT,
+    AUTO_TREE_WEIGHT,
     TREE_WEIGHTS,
     aggregate,
     average,
@@ -22,7 +25,9 @@ from exlm_chem.sklearn.ensemble import (
     held_out_split,
     held_out_tree_weight,
     mix,
+    most_held_out,
     reads_held_out_trees,
+    resolve_tree_weight,
     tree_weight_choices,
     uses_forest,
 )
@@ -123,6 +128,31 @@ def test_the_weight_decided_on_the_held_out_molecules(tree_weight, held_out, exp
                                  labels if held_out else None, lambda: samples)
     assert decided.tree_weight == expected
     assert (decided.choice is not None) == (held_out and tree_weight != 0.25)
+
+
+@pytest.mark.parametrize(("task", "booster", "n_held_out", "expected"), [
+    ("classification", "catboost", AUTO_MIN_HELD_OUT, AUTO_CHOICES),  # enough: chosen
+    ("classification", "catboost", AUTO_MIN_HELD_OUT - 1, AUTO_TREE_WEIGHT),  # too few
+    ("classification", "hist", 10 * AUTO_MIN_HELD_OUT, AUTO_TREE_WEIGHT),  # many tasks
+    ("regression", "catboost", 10 * AUTO_MIN_HELD_OUT, AUTO_TREE_WEIGHT),
+])
+def test_auto_lets_only_a_classifiers_catboost_on_enough_molecules_drop_the_network(
+        task, booster, n_held_out, expected):
+    assert AUTO_CHOICES == (0.75, 1.0) and AUTO_TREE_WEIGHT == 0.75
+    assert resolve_tree_weight("auto", task, booster, n_held_out) == expected
+    for given in (0.5, (0.25, 1.0), None):  # anything else stays as given
+        assert resolve_tree_weight(given, task, booster, n_held_out) == given
+    with pytest.raises(TypeError, match="resolve"):
+        tree_weight_choices("auto")
+
+
+@pytest.mark.parametrize("share", [0.1, 0.2])
+def test_the_split_holds_out_no_more_than_its_bound(smiles, share):
+    for seed in range(5):
+        split = held_out_split(smiles, seed, share)
+        assert 0 < len(split.valid_rows) <= most_held_out(len(smiles), share)
+    one_scaffold = ["c1ccccc1" + "C" * i for i in range(1, 40)] + ["CCO"]
+    assert len(held_out_split(one_scaffold, 0, share).valid_rows) <= most_held_out(40, share)
 
 
 def test_the_held_out_molecules_read_the_trees_when_something_needs_the_prediction():

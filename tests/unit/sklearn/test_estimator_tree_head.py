@@ -289,6 +289,23 @@ def test_a_given_tree_weight_is_the_trees_share_of_each_probability(params, data
                                expected, atol=1e-6)
 
 
+def test_auto_chooses_the_quarter_or_the_trees_alone_where_enough_molecules_are_held_out(
+        params, data, monkeypatch):
+    X, y = data
+    n_held_out = len(held_out_split(X, params["random_state"],
+                                    params["validation_fraction"]).valid_rows)
+    chosen_on = []
+    monkeypatch.setattr(ensemble, "held_out_tree_weight", _spied_weight(chosen_on))
+    monkeypatch.setattr(ensemble, "AUTO_MIN_HELD_OUT", n_held_out + 1)  # one too many
+    assert ExLMMoleculeClassifier(**params).fit(X, y).tree_weight_ == 0.75
+    assert not chosen_on  # given, not chosen: the trees are fitted once
+    monkeypatch.setattr(ensemble, "AUTO_MIN_HELD_OUT", n_held_out)
+    est = ExLMMoleculeClassifier(**params).fit(X, y)
+    (args,) = chosen_on
+    assert args[3:] == ("classification", (0.75, 1.0))
+    assert est.tree_weight_ == held_out_tree_weight(*args)
+
+
 def test_the_held_out_weight_is_the_one_with_the_least_squared_error():
     labels = np.array([[1.0, np.nan], [2.0, 0.0], [3.0, 1.0]])
     network = np.array([[0.0, 5.0], [0.0, 0.0], [0.0, 1.0]])
@@ -305,7 +322,7 @@ def test_the_held_out_weight_is_the_one_with_the_least_squared_error():
 @pytest.mark.parametrize("bad", [1.5, -0.1, "half", True, (), (0.75, 2.0), [0.5, "1"]])
 def test_the_tree_weight_is_a_share(params, data, bad):
     X, y = data
-    with pytest.raises(ValueError, match="tree_weight must be in"):
+    with pytest.raises(ValueError, match="tree_weight must be 'auto', in"):
         ExLMMoleculeClassifier(**params, tree_weight=bad).fit(X, y)
 
 
