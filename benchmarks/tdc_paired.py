@@ -55,16 +55,16 @@ def from_parts(cells: dict[tuple[str, int], dict], results: Path, member: str,
     members, or one alone. ``trees_from``: another ``results.jsonl`` whose cells' kept
     trees stand in for these cells' own (the same molecules), so that two networks are
     mixed with the same trees. ``weight``: the trees' share in the mix, None for the
-    default estimators'. A cell without a parts file (here or in ``trees_from``), or
+    default estimators' where they do not choose it (``tree_weight="auto"``: 0.75). A
+    cell without a parts file (here or in ``trees_from``), or
     without a valid part there, keeps None."""
-    from exlm_chem import ExLMMoleculeClassifier
     from exlm_chem.data.tdc_admet import TDC_ADMET_TASKS
-    from exlm_chem.sklearn.ensemble import mix
+    from exlm_chem.sklearn.ensemble import AUTO_TREE_WEIGHT, mix
 
     if member not in MEMBERS:
         raise ValueError(f"member must be one of {MEMBERS}, got {member!r}")
     if weight is None:
-        weight = ExLMMoleculeClassifier().get_params()["tree_weight"]  # the regressor's too
+        weight = AUTO_TREE_WEIGHT
     out = {}
     for (task, seed), record in cells.items():
         name = f"{task}_seed{seed}.npz"
