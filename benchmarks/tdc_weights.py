@@ -21,8 +21,10 @@ arrays, without fitting again:
   on the cell's held-out molecules (``tree_weight=(0.75, 1.0)``): the network's quarter
   unless they say the trees do better alone;
 - ``chosen of 0.75, 1 past 400, logits`` (classification): that choice, averaging log-odds,
-  made only where at least 400 molecules are held out (:data:`CHOICE_MIN_HELD_OUT`), 0.75
-  elsewhere: the classifier's ``tree_weight="auto"``;
+  made only where at least 400 molecules are held out, 0.75 elsewhere;
+- ``auto`` (classification): the same where the trees are CatBoost's (at most
+  :data:`~exlm_chem.model.frozen_trees.CATBOOST_MAX_TASKS` tasks), the classifier's
+  ``tree_weight="auto"`` of 0.5.5 (:func:`~exlm_chem.sklearn.ensemble.resolve_tree_weight`);
 
 and prints, per rule, the mean valid metric per task over the seeds, then per rule its
 mean rank among the rules, and for classification and regression apart its mean gain over
@@ -84,12 +86,10 @@ def _auc_choice(network: np.ndarray, trees: np.ndarray, labels: np.ndarray) -> f
 
 
 #: rules that average log-odds (classification), not probabilities
-LOGIT_RULES = ("w=0.75, logits", "chosen of 0.75, 1 past 400, logits")
-#: the held-out molecules the gated rule needs before it chooses
-CHOICE_MIN_HELD_OUT = 400
-#: the rules every rule's gain is reported against: the trees alone, and 0.5.1-0.5.3's
-#: classifier (three quarters to the trees, probabilities averaged)
-BASES = ("trees", "w=0.75")
+LOGIT_RULES = ("w=0.75, logits", "chosen of 0.75, 1 past 400, logits", "auto")
+#: the rules every rule's gain is reported against: the trees alone, 0.5.1-0.5.3's
+#: classifier (three quarters to the trees, probabilities averaged) and 0.5.4's (log-odds)
+BASES = ("trees", "w=0.75", "w=0.75, logits")
 
 
 def mix(network: np.ndarray, trees: np.ndarray, weight: float, logits: bool) -> np.ndarray:
@@ -106,7 +106,13 @@ def mix(network: np.ndarray, trees: np.ndarray, weight: float, logits: bool) -> 
 def rule_weights(arrays: dict[str, np.ndarray], classification: bool) -> dict[str, float]:
     """Rule -> the trees' weight it gives on this cell (:data:`LOGIT_RULES` average
     log-odds)."""
-    from exlm_chem.sklearn.ensemble import held_out_tree_weight
+    from exlm_chem.model.frozen_trees import CATBOOST_MAX_TASKS
+    from exlm_chem.sklearn.ensemble import (
+        AUTO_MIN_HELD_OUT,
+        AUTO_TREE_WEIGHT,
+        held_out_tree_weight,
+        resolve_tree_weight,
+    )
 
     rules = {"network": 0.0, "trees": 1.0, "w=0.5": 0.5, "w=0.75": 0.75,
              "chosen": float(arrays["chosen_weight"])}
@@ -121,10 +127,15 @@ def rule_weights(arrays: dict[str, np.ndarray], classification: bool) -> dict[st
         arrays["held_out_network"], arrays["held_out_trees"], arrays["held_out_labels"],
         "classification" if classification else "regression", (0.75, 1.0))
     if classification:
-        enough = len(arrays["held_out_labels"]) >= CHOICE_MIN_HELD_OUT
+        held = arrays["held_out_labels"]
         rules["chosen of 0.75, 1 past 400, logits"] = held_out_tree_weight(
-            arrays["held_out_network"], arrays["held_out_trees"], arrays["held_out_labels"],
-            "classification", (0.75, 1.0)) if enough else 0.75
+            arrays["held_out_network"], arrays["held_out_trees"], held, "classification",
+            (0.75, 1.0)) if len(held) >= AUTO_MIN_HELD_OUT else AUTO_TREE_WEIGHT
+        booster = "catboost" if held.shape[1] <= CATBOOST_MAX_TASKS else "hist"
+        listed = resolve_tree_weight("auto", "classification", booster, len(held))
+        rules["auto"] = listed if isinstance(listed, float) else held_out_tree_weight(
+            arrays["held_out_network"], arrays["held_out_trees"], held, "classification",
+            listed)
     return rules
 
 
@@ -172,11 +183,13 @@ def table(scores: dict[str, dict[str, dict[int, float]]]) -> list[str]:
                      + " |")
     lines += ["", "| rule | mean rank among the rules | classification: gain over the trees "
               "alone, tasks ahead / behind | regression: the same | classification: gain "
-              "over w=0.75 |", "|---|---:|---:|---:|---:|"]
+              "over w=0.75 | classification: gain over w=0.75, logits (0.5.4) |",
+              "|---|---:|---:|---:|---:|---:|"]
     for r in rules:
         cells = []
         for kind, base in (("classification", "trees"), ("regression", "trees"),
-                           ("classification", "w=0.75")):
+                           ("classification", "w=0.75"),
+                           ("classification", "w=0.75, logits")):
             g = np.asarray(gains[kind, r, base])
             cells.append(f"{g.mean():+.2f} %, {(g > 1e-9).sum()} / {(g < -1e-9).sum()} of "
                          f"{g.size}" if g.size else "–")

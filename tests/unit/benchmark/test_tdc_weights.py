@@ -34,12 +34,30 @@ def test_rules_are_scored_on_the_valid_part_and_ranked(tmp_path):
     assert scores["herg"]["chosen of 0.75, 1"][1] == scores["herg"]["w=0.75"][1]
     lines = script.table(scores)
     assert lines[2].startswith("| herg | roc_auc | 1 | 1.000 | 0.250 | 0.875 | 0.750 | 1.000 |")
-    # network, chosen and chosen by AUC share ranks 1-3; gains over the trees alone, then w=0.75
-    assert "| network | 2.00 | +300.00 %, 1 / 0 of 1 | – | +33.33 %, 1 / 0 of 1 |" in lines
-    assert "| trees | 8.00 | +0.00 %, 0 / 0 of 1 | – | -66.67 %, 0 / 1 of 1 |" in lines
-    assert "| w=0.75 | 6.00 | +200.00 %, 1 / 0 of 1 | – | +0.00 %, 0 / 0 of 1 |" in lines
-    assert "| w=0.75, logits | 6.00 | +200.00 %, 1 / 0 of 1 | – | +0.00 %, 0 / 0 of 1 |" in lines
-    assert ("| chosen of 0.75, 1 | 6.00 | +200.00 %, 1 / 0 of 1 | – |"
-            " +0.00 %, 0 / 0 of 1 |") in lines
+    # network, chosen and chosen by AUC share ranks 1-3; gains over the trees alone, over
+    # w=0.75, over w=0.75 in log-odds
+    assert ("| network | 2.00 | +300.00 %, 1 / 0 of 1 | – | +33.33 %, 1 / 0 of 1 |"
+            " +33.33 %, 1 / 0 of 1 |") in lines
+    assert ("| trees | 10.00 | +0.00 %, 0 / 0 of 1 | – | -66.67 %, 0 / 1 of 1 |"
+            " -66.67 %, 0 / 1 of 1 |") in lines
+    level = " | +200.00 %, 1 / 0 of 1 | – | +0.00 %, 0 / 0 of 1 | +0.00 %, 0 / 0 of 1 |"
+    for rule in ("w=0.75", "w=0.75, logits", "chosen of 0.75, 1",
+                 "chosen of 0.75, 1 past 400, logits", "auto"):  # 4 held out: no choice
+        assert f"| {rule} | 7.00{level}" in lines
     test = script.score_cells(tmp_path, "test")  # the same arrays in the test part here
     assert test["herg"]["trees"][1] == 0.25
+
+
+def test_auto_chooses_only_on_enough_held_out_molecules_beside_catboost(tmp_path):
+    script = load_script("benchmarks/tdc_weights.py")
+    labels = np.array([[0.0], [1.0], [1.0], [0.0]] * 100)  # 400 held out
+    sure = np.where(labels == 1, 0.9, 0.1)  # the trees: right, sure
+    arrays = {"chosen_weight": np.array(0.75), "held_out_network": 1 - sure,
+              "held_out_trees": sure, "held_out_labels": labels}
+    weights = script.rule_weights(arrays, True)
+    assert weights["auto"] == weights["chosen of 0.75, 1 past 400, logits"] == 1.0
+    many = {k: np.repeat(v, 13, axis=1) if v.ndim == 2 else v for k, v in arrays.items()}
+    weights = script.rule_weights(many, True)  # 13 tasks: histogram boosting, no choice
+    assert weights["auto"] == 0.75 and weights["chosen of 0.75, 1 past 400, logits"] == 1.0
+    few = {k: v[:399] if v.ndim == 2 else v for k, v in arrays.items()}
+    assert script.rule_weights(few, True)["auto"] == 0.75
