@@ -25,8 +25,9 @@ TITLES = {"bace": "BACE", "bbbp": "BBBP", "clintox": "ClinTox", "sider": "SIDER"
           "tox21": "Tox21", "toxcast": "ToxCast", "muv": "MUV"}
 ROWS = [  # (label in the report, name in the README)
     (CURRENT,
-     "**`ExLMMoleculeClassifier()`** (0.5.4, the current defaults: the network and the trees "
-     "mixed in log-odds; [records](benchmarks/results/moleculenet_scaffold/exlm-defaults-054/"
+     "**`ExLMMoleculeClassifier()`** (0.5.4: the network and the trees mixed in log-odds; "
+     "0.5.5, the current defaults, fits the same on these tasks, where none chooses the "
+     "trees' weight; [records](benchmarks/results/moleculenet_scaffold/exlm-defaults-054/"
      "report.md))"),
     ("ExLM exlm-small (estimator 0.5.1 defaults)",
      "`ExLMMoleculeClassifier()` (0.5.1, whose classifier 0.5.3 kept: [records]"

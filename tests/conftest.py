@@ -111,6 +111,19 @@ def _one_thread():
         yield
 
 
+@pytest.fixture(scope="module")
+def few_catboost_trees():
+    """CatBoost fits 30 trees instead of its 1000 for the module's tests: for tests of the
+    command line and the benchmark's plumbing around a default fit, which read its outputs'
+    shapes and routes, not the trees' quality (the regressor's default fits 2 CatBoost
+    models per target, twice)."""
+    from exlm_chem.model.catboost_fit import CATBOOST_SETTINGS
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(CATBOOST_SETTINGS, "iterations", 30)
+        yield
+
+
 @pytest.fixture(scope="session")
 def tiny_checkpoint(tmp_path_factory, pretrain_dir) -> Path:
     """A tiny-preset checkpoint pre-trained for a few seconds on real MOSES SMILES."""

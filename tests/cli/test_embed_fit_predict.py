@@ -16,6 +16,8 @@ from exlm_chem.cli import main
 from exlm_chem.embedding import embed
 from exlm_chem.files.safe_write import default_file_mode
 
+pytestmark = pytest.mark.usefixtures("few_catboost_trees")
+
 BAD_ROWS = {  # data row -> SMILES that must come out invalid
     2: "not_a_smiles",
     5: None,  # an empty cell

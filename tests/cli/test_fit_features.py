@@ -10,6 +10,8 @@ import pytest
 
 from exlm_chem.cli import main
 
+pytestmark = pytest.mark.usefixtures("few_catboost_trees")
+
 
 @pytest.fixture(scope="module")
 def train_csv(moleculenet_dir, tmp_path_factory):

@@ -14,6 +14,8 @@ from exlm_chem.model.molecule_model import PREDICT
 from exlm_chem.sklearn.estimator import ExLMMoleculeClassifier, ExLMMoleculeRegressor
 from exlm_chem.train.finetune import target_scaling
 
+pytestmark = pytest.mark.usefixtures("few_catboost_trees")
+
 JUNK = ["c1ccccc1 this is not a molecule", "CC\nO", " CC O ", "\tC\tO", "C\u2003C"]
 
 

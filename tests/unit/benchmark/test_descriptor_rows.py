@@ -13,6 +13,8 @@ from exlm_chem.benchmark.records import Budget
 from exlm_chem.benchmark.tasks import TaskData
 from exlm_chem.data.descriptors import rdkit2d_names
 
+pytestmark = pytest.mark.usefixtures("few_catboost_trees")
+
 
 def _subset(name: str, n: int, task_type: str) -> TaskData:
     """n molecules; classification: both classes alternating, so every part has both."""

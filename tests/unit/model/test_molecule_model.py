@@ -15,6 +15,7 @@ import torch
 from exlm_chem.model.molecule_model import EMBED, PREDICT, MoleculeModel, build_model
 
 PACKAGE = Path(__file__).resolve().parents[3] / "exlm_chem"
+pytestmark = pytest.mark.usefixtures("few_catboost_trees")
 
 
 @pytest.fixture(scope="module")
