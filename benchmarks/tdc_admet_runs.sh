@@ -8,7 +8,8 @@
 # thread each; run two lanes at once on a 2-core machine); 8 from the commit that adds
 # catboost_maplight or later; 9 from a commit of the 0.5.0 estimators, 10 and 11 of 0.5.1's,
 # 13 and 13b of 0.5.3's, 14, 14b, 14c, 15, 15b, 15c and 16 of 0.5.4's, 17 of 0.5.4's or
-# later, 18 and 18b of 0.5.5's. Every command resumes:
+# later, 18 and 18b of 0.5.5's, 19 of the commit that adds the "mordred" kind (the
+# mordred extra installed). Every command resumes:
 # cells already in a records folder are skipped, so rerunning a lane continues where it
 # stopped.
 # Then: bash benchmarks/tdc_admet_runs.sh report
@@ -225,11 +226,22 @@ case "${1:-}" in
     "${RUN[@]}" --methods exlm_defaults --fit-on train_val --tasks cyp2d6_veith cyp2c9_veith \
       --out $OUT/records/default-055-fit-b
     ;;
+  19)
+    # the tree member's last feature lever of issue 77's list: Mordred's 2D descriptors
+    # beside MapLight's features (needs the mordred extra), alone and mixed with lane 9's
+    # kept networks, the 15 smaller sets' valid parts, seeds 1-3; then the lever report
+    "${EXLM_CHEM_PYTHON:-.venv/bin/python}" benchmarks/tdc_levers.py --seeds 1 2 3 \
+      --tasks $SMALL_CLS $SMALL_REG --heads "member(maplight+mordred)" \
+      --out $OUT/levers-051 --cache $OUT/levers-051/features
+    "${EXLM_CHEM_PYTHON:-.venv/bin/python}" benchmarks/tdc_levers.py --out $OUT/levers-051 \
+      --network $OUT/records/default-050-valid --report > $OUT/levers-051/report.md.tmp
+    mv $OUT/levers-051/report.md.tmp $OUT/levers-051/report.md
+    ;;
   report)
     "${RUN[@]}" --report-only --out $OUT --merge $OUT/records/*/
     ;;
   *)
-    echo "usage: bash benchmarks/tdc_admet_runs.sh 1|2|3|4|5|6|6b|7|8|9|10|11|13|13b|14|14b|14c|15|15b|15c|16|17|18|18b|report" >&2
+    echo "usage: bash benchmarks/tdc_admet_runs.sh 1|2|3|4|5|6|6b|7|8|9|10|11|13|13b|14|14b|14c|15|15b|15c|16|17|18|18b|19|report" >&2
     exit 2
     ;;
 esac

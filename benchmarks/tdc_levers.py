@@ -131,6 +131,8 @@ def _heads() -> dict[str, Head]:
                                           task_type="classification"),
         # twice the trees; CatBoost's automatic learning rate falls with their number
         "member(maplight) 2000 trees": Head("member", False, TREE_KINDS, (("iterations", 2000),)),
+        # Mordred's 2D descriptors beside MapLight's (the mordred extra)
+        "member(maplight+mordred)": Head("member", False, (*TREE_KINDS, "mordred")),
     }
 
 
@@ -138,7 +140,8 @@ HEADS = ("trees(emb+rdkit2d)", "trees(emb+maplight)", "trees(maplight)", "trees(
          "catboost(maplight)", "catboost(emb+maplight)", "member(maplight)",
          "member(maplight) x3 seeds", "member(maplight+maccs+atompair)",
          "member(maplight) l2=10", "member(maplight) l2=30", "member(maplight) depth 8",
-         "member(maplight) RMSE", "member(maplight) balanced", "member(maplight) 2000 trees")
+         "member(maplight) RMSE", "member(maplight) balanced", "member(maplight) 2000 trees",
+         "member(maplight+mordred)")
 #: heads scored from two heads' kept valid predictions averaged, with no fit of their
 #: own (needs ``--network``, whose parts hold the labels): the MAE and the RMSE trees, the
 #: regressor's tree member from 0.5.3 on (:data:`~exlm_chem.model.catboost_fit.

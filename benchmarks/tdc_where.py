@@ -7,14 +7,15 @@ part, their network and trees apart, :mod:`tdc_weights`) and the lever study's
 ``levers/results.jsonl``, and prints one markdown table, the default row's worst rank
 first. The default row is the reported one, fitted on all of train_val as the
 leaderboard fits; it has no valid part of its own, so its valid figure is what its mix
-(the trees' 0.75; the classifier's in log-odds) gives on lane 9's kept outputs of the same
-tasks and seeds 1-3. Per task:
+(the regressor's trees at 0.75; the classifier's ``tree_weight="auto"``, in log-odds) gives
+on lane 9's kept outputs of the same tasks and seeds 1-3. Per task:
 
 - the default row's TDC figure (test mean over its seeds) and its rank among the
   published entries, beside MapLight's recipe measured here under the same protocol
   (``catboost_maplight`` fitted on train_val: what the network's share changes on the
   test parts), MapLight's published rank and the best published entry;
-- what the network's quarter adds on the valid parts: ``w=0.75`` over the trees alone;
+- what the network's share adds on the valid parts: the default's mix over the trees alone
+  (0 where ``"auto"`` chose the trees alone);
 - the measured row that is best on the **held-out valid parts**, on the seeds it shares
   with the default's valid figure, its valid margin over the default (positive: better,
   whatever the metric's direction) and its own test figure and rank (fitted on the train
@@ -52,9 +53,9 @@ DEFAULT = "ExLM exlm-small (estimator 0.5.5 defaults) [fit on train_val]"
 #: the trees alone (MapLight's recipe) under the default row's protocol
 RECIPE = "CatBoost on MapLight's features (MapLight's recipe) [fit on train_val]"
 #: the lane whose kept outputs give the default's valid figure, and the rules that are
-#: it: the classifier's mix (log-odds at the trees' 0.75), the regressor's (values)
+#: it: the classifier's mix (log-odds, tree_weight="auto"), the regressor's (values, 0.75)
 PARTS = RESULTS / "records" / "default-050-valid"
-WEIGHT_RULES = {"classification": "w=0.75, logits", "regression": "w=0.75"}
+WEIGHT_RULES = {"classification": "auto", "regression": "w=0.75"}
 #: the last defaults measured from random weights, and that row
 PRETRAINED = "ExLM exlm-small (estimator 0.4.0 defaults)"
 RANDOM = "ExLM exlm-small (estimator 0.4.0 defaults, pretrained=None)"
@@ -180,7 +181,7 @@ def where(cells: dict[tuple[str, str], Cells],
                             _fmt_margin(maplight_features)]))
     header = ["task", "metric", "default: test (rank, seeds)",
               "MapLight's recipe here: test (rank, seeds)", "MapLight (published)",
-              "best (published)", "the network's quarter adds, valid (seeds)",
+              "best (published)", "the network's share adds, valid (seeds)",
               "best on the valid parts: margin over the default (seeds), its test",
               "0.4.0: pre-trained over random weights, valid (seeds)",
               "trees: the encoder's states add, valid (seeds)",
@@ -194,8 +195,14 @@ def where(cells: dict[tuple[str, str], Cells],
     return lines
 
 
+TITLE = ["# Where the default row stands per task, and what the records say of why", "",
+         "Written by `python benchmarks/tdc_where.py` from the records of this folder (the "
+         "script's docstring says what each column is); rebuilt whenever the records change.",
+         ""]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    print("\n".join(where(measured_cells(), lever_cells(), parts_valid())))
+    print("\n".join([*TITLE, *where(measured_cells(), lever_cells(), parts_valid())]))
     return 0
 
 

@@ -37,7 +37,8 @@ __all__ = ["FEATURE_SETS", "cached_task_values", "feature_cache_path", "feature_
            "scaled_task_features", "task_features", "task_key"]
 
 # what a row may add
-FEATURE_SETS = ("rdkit2d", "morgan", "morgan1024", "avalon", "erg", "maccs", "atompair")
+FEATURE_SETS = ("rdkit2d", "morgan", "morgan1024", "avalon", "erg", "maccs", "atompair",
+                "mordred")
 _CACHE_FORMAT = "exlm_chem-task-features-1"
 logger = logging.getLogger(__name__)
 

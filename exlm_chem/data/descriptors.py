@@ -18,6 +18,9 @@ prepare --descriptors``, ``exlm-chem corpus descriptors``) all call
 * ``"erg"``: RDKit's extended reduced graph (ErG), 315 pharmacophore-pair values.
 * ``"maccs"``: the 167 MACCS structural keys (0/1).
 * ``"atompair"``: atom-pair count fingerprint, folded to 2048 entries.
+* ``"mordred"``: Mordred's 2D descriptors (1,613 in mordredcommunity 2.0), the set several
+  TDC ADMET entries feed their trees; needs the ``mordred`` extra (``pip install
+  exlm_chem[mordred]``) and costs tens of CPU-milliseconds a molecule.
 
 Values come back raw (float32, NaN where RDKit cannot compute a descriptor or the value
 overflows float32); :mod:`exlm_chem.data.feature_spec` scales them. Rows never move: row
@@ -59,7 +62,7 @@ __all__ = [
 # fingerprint entry of the TDC ADMET leaderboard, feeds its trees beside Morgan counts and
 # RDKit descriptors
 COMPUTED_KINDS = ("rdkit2d", "rdkit2d_fast", "morgan", "morgan1024", "avalon", "erg",
-                  "maccs", "atompair")
+                  "maccs", "atompair", "mordred")
 # 2D descriptors costing a few tens of µs or less, + Crippen logP/MR (benchmarks/descriptor_cost.py)
 FAST_NAMES = (
     "MolWt", "HeavyAtomMolWt", "ExactMolWt", "Chi0n", "Chi0v", "Chi1n", "Chi1v",
@@ -82,7 +85,7 @@ _MORGAN_WIDTHS = {"morgan": MORGAN_BITS, "morgan1024": MAPLIGHT_MORGAN_BITS}
 # fewest molecules worth a worker (its start-up and imports): RDKit's full 2D set costs
 # about 13 ms a molecule, so 200 pay for one; the other kinds cost a millisecond or less
 # (benchmarks/results/descriptor_cost/)
-_MIN_PER_WORKER = {"rdkit2d": 200}
+_MIN_PER_WORKER = {"rdkit2d": 200, "mordred": 100}
 _MIN_PER_WORKER_OTHERS = 1000
 _CHUNK = 500  # molecules per task sent to a worker (bounds the float64 rows sent back)
 
@@ -184,6 +187,27 @@ def _atompair_vector() -> Callable[[Any], np.ndarray]:
                                                        ).GetCountFingerprintAsNumPy
 
 
+@functools.cache
+def _mordred_calculator() -> Any:
+    """Mordred's calculator of its 2D descriptors (3D ones need conformers)."""
+    try:
+        from mordred import Calculator, descriptors
+    except ImportError as error:
+        raise ImportError("feature kind 'mordred' needs the mordredcommunity package: "
+                          "pip install 'exlm_chem[mordred]'") from error
+    return Calculator(descriptors, ignore_3D=True)
+
+
+def _mordred(mol: Any) -> np.ndarray:
+    """One molecule's Mordred descriptors; NaN where one cannot be computed."""
+    import warnings
+
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")  # numpy's divide warnings of degenerate molecules
+        return np.array(list(_mordred_calculator()(mol).fill_missing(np.nan)),
+                        dtype=np.float64)
+
+
 def _float32(values: np.ndarray) -> np.ndarray:
     """float64 -> float32 with NaN for anything float32 cannot hold (inf, overflow)."""
     with np.errstate(over="ignore", invalid="ignore"):
@@ -208,6 +232,9 @@ def _compute(kind: str, molecules: Sequence[Any]) -> np.ndarray:
         return _float32(_vector_rows(molecules, MACCS_WIDTH, _maccs))
     if kind == "atompair":
         return _float32(_vector_rows(molecules, ATOMPAIR_BITS, _atompair_vector()))
+    if kind == "mordred":
+        return _float32(_vector_rows(molecules, len(_mordred_calculator().descriptors),
+                                     _mordred))
     raise ValueError(f"unknown feature kind {kind!r}; choose from {COMPUTED_KINDS}")
 
 
@@ -289,6 +316,8 @@ def feature_names(kind: str) -> list[str]:
         return [f"maccs_{i}" for i in range(MACCS_WIDTH)]
     if kind == "atompair":
         return [f"atompair_{i}" for i in range(ATOMPAIR_BITS)]
+    if kind == "mordred":
+        return [f"mordred_{d}" for d in _mordred_calculator().descriptors]
     raise ValueError(f"unknown feature kind {kind!r}; choose from {COMPUTED_KINDS}")
 
 

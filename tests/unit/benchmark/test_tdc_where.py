@@ -35,8 +35,9 @@ def test_the_row_best_on_valid_parts_stands_in_and_chemprop_is_not_chosen(where)
         (gbt, "caco2_wang"): {1: (0.25, 0.45)},  # behind on valid (MAE): not chosen
     }
     # the default's valid figure is its weighting rule's on the kept outputs
-    # (the classifier's mix, not the probability average beside it; the regressor's)
-    parts = {"dili": {"w=0.75, logits": {1: 0.70, 2: 0.72}, "w=0.75": {1: 0.1, 2: 0.1},
+    # (the classifier's "auto", not 0.5.4's fixed mix beside it; the regressor's)
+    parts = {"dili": {"auto": {1: 0.70, 2: 0.72}, "w=0.75, logits": {1: 0.1, 2: 0.1},
+                      "w=0.75": {1: 0.1, 2: 0.1},
                       "trees": {1: 0.69, 2: 0.69}},
              "caco2_wang": {"w=0.75": {1: 0.40}, "trees": {1: 0.42}}}
     levers = {("trees(emb+rdkit2d)", "dili"): {1: 0.75}, ("trees(rdkit2d)", "dili"): {1: 0.7}}
@@ -44,7 +45,7 @@ def test_the_row_best_on_valid_parts_stands_in_and_chemprop_is_not_chosen(where)
     dili = next(line for line in lines if line.startswith("| dili |"))
     recipe_rank = published_rank("dili", 0.79)[0]
     assert f"| 0.790 (#{recipe_rank}, n=2) |" in dili  # the recipe under the same protocol
-    assert "| +0.020 (2) |" in dili  # the network's quarter over the trees alone, valid
+    assert "| +0.020 (2) |" in dili  # the network's share over the trees alone, valid
     # the margin over the seeds both rows have; the test figure over all of RF's seeds
     rf_rank = published_rank("dili", 0.79)[0]
     assert f"RF on RDKit 2D: +0.100 (2), test 0.790 (#{rf_rank})" in dili

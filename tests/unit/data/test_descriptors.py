@@ -238,3 +238,21 @@ def test_maccs_keys_and_atom_pair_counts_are_row_aligned_with_nan_for_a_bad_row(
     assert np.isnan(pairs[1]).all() and (pairs[[0, 2]] == np.round(pairs[[0, 2]])).all()
     n = Chem.MolFromSmiles(smiles[0]).GetNumAtoms()
     assert pairs[0].sum() == n * (n - 1) // 2  # one count per pair of heavy atoms
+
+
+def test_mordred_descriptors_are_mordreds_own_row_aligned_with_nan_for_a_bad_row() -> None:
+    pytest.importorskip("mordred")  # the dev extra installs it
+    from mordred import Calculator, descriptors
+    from rdkit import Chem
+
+    smiles = ["CCOc1ccccc1C(=O)N", "not a molecule", "c1ccncc1"]
+    values, names = descriptor_values("mordred", smiles)
+    calculator = Calculator(descriptors, ignore_3D=True)
+    assert values.shape == (3, len(calculator.descriptors)) == (3, len(names))
+    assert names[0] == f"mordred_{calculator.descriptors[0]}"
+    assert np.isnan(values[1]).all() and np.isfinite(values[[0, 2]]).any(axis=1).all()
+    expected = np.array(list(calculator(Chem.MolFromSmiles(smiles[2])).fill_missing(np.nan)),
+                        dtype=np.float32)
+    np.testing.assert_array_equal(values[2], expected)  # NaN where Mordred has none
+    heavy = names.index("mordred_nHeavyAtom")
+    assert values[0, heavy] == Chem.MolFromSmiles(smiles[0]).GetNumHeavyAtoms()
