@@ -18,7 +18,8 @@ cd "$(dirname "$0")/.."
 : "${EXLM_CHEM_DATA:=$(cd .. && pwd)/shared/data/moleculenet}"
 export EXLM_CHEM_DATA
 OUT="${TDC_OUT:-benchmarks/results/tdc_admet}"  # records: where the lanes write
-RUN=("${EXLM_CHEM_PYTHON:-.venv/bin/python}" -m exlm_chem.cli benchmark --suite tdc-admet --threads 1 --no-progress)
+PY="${EXLM_CHEM_PYTHON:-.venv/bin/python}"
+RUN=("$PY" -m exlm_chem.cli benchmark --suite tdc-admet --threads 1 --no-progress)
 
 SMALL_CLS="dili hia_hou herg bioavailability_ma cyp2d6_substrate_carbonmangels
   cyp2c9_substrate_carbonmangels cyp3a4_substrate_carbonmangels pgp_broccatelli bbb_martins"
@@ -28,6 +29,18 @@ SMALL_REG="$SKEWED caco2_wang ppbr_az"
 BIG_REG="lipophilicity_astrazeneca ld50_zhu solubility_aqsoldb"
 SMALLEST10="dili hia_hou bioavailability_ma herg half_life_obach cyp2d6_substrate_carbonmangels
   cyp2c9_substrate_carbonmangels cyp3a4_substrate_carbonmangels caco2_wang clearance_microsome_az"
+
+# one head of the tree member's lever study on the 15 smaller sets' valid parts, seeds 1-3,
+# then the study's report (alone, and mixed with lane 9's kept networks)
+# shellcheck disable=SC2086
+tree_lever() {
+  "$PY" benchmarks/tdc_levers.py --seeds 1 2 3 --tasks $SMALL_CLS $SMALL_REG --heads "$1" \
+    --out $OUT/levers-051 --cache $OUT/levers-051/features
+  "$PY" benchmarks/tdc_levers.py --out $OUT/levers-051 \
+    --network $OUT/records/default-050-valid --report > $OUT/levers-051/report.md.tmp
+  mv $OUT/levers-051/report.md.tmp $OUT/levers-051/report.md
+}
+
 # shellcheck disable=SC2086
 case "${1:-}" in
   1)
@@ -206,12 +219,7 @@ case "${1:-}" in
     # rate it picks falls with them), alone and mixed with lane 9's kept networks, the 15
     # smaller sets' valid parts, seeds 1-3; then the report of the lever study. Stopped
     # after 11 cells as a losing arm (tdc_admet/README.md, 2026-12-07)
-    "${EXLM_CHEM_PYTHON:-.venv/bin/python}" benchmarks/tdc_levers.py --seeds 1 2 3 \
-      --tasks $SMALL_CLS $SMALL_REG --heads "member(maplight) 2000 trees" \
-      --out $OUT/levers-051 --cache $OUT/levers-051/features
-    "${EXLM_CHEM_PYTHON:-.venv/bin/python}" benchmarks/tdc_levers.py --out $OUT/levers-051 \
-      --network $OUT/records/default-050-valid --report > $OUT/levers-051/report.md.tmp
-    mv $OUT/levers-051/report.md.tmp $OUT/levers-051/report.md
+    tree_lever "member(maplight) 2000 trees"
     ;;
   18)
     # the 0.5.5 defaults (tree_weight="auto": the classifier's CatBoost trees alone or their
@@ -230,12 +238,7 @@ case "${1:-}" in
     # the tree member's last feature lever of issue 77's list: Mordred's 2D descriptors
     # beside MapLight's features (needs the mordred extra), alone and mixed with lane 9's
     # kept networks, the 15 smaller sets' valid parts, seeds 1-3; then the lever report
-    "${EXLM_CHEM_PYTHON:-.venv/bin/python}" benchmarks/tdc_levers.py --seeds 1 2 3 \
-      --tasks $SMALL_CLS $SMALL_REG --heads "member(maplight+mordred)" \
-      --out $OUT/levers-051 --cache $OUT/levers-051/features
-    "${EXLM_CHEM_PYTHON:-.venv/bin/python}" benchmarks/tdc_levers.py --out $OUT/levers-051 \
-      --network $OUT/records/default-050-valid --report > $OUT/levers-051/report.md.tmp
-    mv $OUT/levers-051/report.md.tmp $OUT/levers-051/report.md
+    tree_lever "member(maplight+mordred)"
     ;;
   report)
     "${RUN[@]}" --report-only --out $OUT --merge $OUT/records/*/
