@@ -188,7 +188,7 @@ class ObliviousTrees(NamedTuple):
         tree_depth: list[int] = []
         leaf_value: list[float] = []
         for k, tree in enumerate(exported["oblivious_trees"]):
-            splits = tree.get("splits", [])
+            splits = tree.get("splits") or []  # a tree of depth 0 exports "splits": null
             for split in splits:
                 kind = split.get("split_type", "FloatFeature")
                 if kind != "FloatFeature":

@@ -317,6 +317,26 @@ def _plain_walk(trees: ObliviousTrees, x: np.ndarray) -> np.ndarray:
     return np.array(out)
 
 
+def test_a_tree_without_splits_adds_its_one_leaf(fitted, data):
+    """CatBoost exports a tree of depth 0 (no split gained; seen with Mordred's
+    descriptors) as ``"splits": null`` and one leaf value, added to every row."""
+    _, model, trees = fitted
+    exported = _exported(model)
+    first = exported["oblivious_trees"][0]
+    rows = _test_rows(data["x"], trees)
+    flat = ObliviousTrees.from_catboost_json(
+        {**exported, "oblivious_trees": [{**first, "splits": None, "leaf_values": [0.25]}]},
+        N_FEATURES)
+    assert flat.tree_depth.tolist() == [0] and flat.split_feature.size == 0
+    np.testing.assert_allclose(flat.decision(rows), flat.scale[0] * 0.25 + flat.bias[0],
+                               rtol=0, atol=ATOL)
+    mixed = ObliviousTrees.from_catboost_json(
+        {**exported, "oblivious_trees": [{**first, "splits": None, "leaf_values": [0.25]},
+                                         *exported["oblivious_trees"]]}, N_FEATURES)
+    np.testing.assert_allclose(mixed.decision(rows),
+                               trees.decision(rows) + trees.scale[0] * 0.25, rtol=0, atol=ATOL)
+
+
 def test_mixed_depths_match_a_plain_walk():
     rng = np.random.default_rng(3)
     depth = rng.integers(0, 8, 40)
