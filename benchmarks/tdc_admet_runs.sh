@@ -242,7 +242,8 @@ case "${1:-}" in
     # the tree member's last feature lever of issue 77's list: Mordred's 2D descriptors
     # beside MapLight's features (needs the mordred extra), alone and mixed with lane 9's
     # kept networks, the 15 smaller sets' valid parts; then the lever report. Seed 1 on
-    # every set first: a cell costs about 7 times the member's CPU (DILI: 235 CPU-s)
+    # every set first: a cell costs about 7 times the member's CPU (DILI: 235 CPU-s).
+    # Stopped after 23 of 45 cells as a losing arm (tdc_admet/README.md, 2026-12-07)
     tree_lever "member(maplight+mordred)" 1
     tree_lever "member(maplight+mordred)" 2 3
     ;;
