@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -198,14 +199,14 @@ def _mordred_calculator() -> Any:
     return Calculator(descriptors, ignore_3D=True)
 
 
-def _mordred(mol: Any) -> np.ndarray:
-    """One molecule's Mordred descriptors; NaN where one cannot be computed."""
-    import warnings
-
+def _mordred_rows(molecules: Sequence[Any]) -> np.ndarray:
+    """float64 [N, D]: Mordred's descriptors of each molecule, NaN where one cannot be
+    computed (:func:`_vector_rows`)."""
+    calculator = _mordred_calculator()
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")  # numpy's divide warnings of degenerate molecules
-        return np.array(list(_mordred_calculator()(mol).fill_missing(np.nan)),
-                        dtype=np.float64)
+        return _vector_rows(molecules, len(calculator.descriptors), lambda mol: np.array(
+            list(calculator(mol).fill_missing(np.nan)), dtype=np.float64))
 
 
 def _float32(values: np.ndarray) -> np.ndarray:
@@ -233,8 +234,7 @@ def _compute(kind: str, molecules: Sequence[Any]) -> np.ndarray:
     if kind == "atompair":
         return _float32(_vector_rows(molecules, ATOMPAIR_BITS, _atompair_vector()))
     if kind == "mordred":
-        return _float32(_vector_rows(molecules, len(_mordred_calculator().descriptors),
-                                     _mordred))
+        return _float32(_mordred_rows(molecules))
     raise ValueError(f"unknown feature kind {kind!r}; choose from {COMPUTED_KINDS}")
 
 
