@@ -35,7 +35,7 @@ Every ``trees`` head is the package's head itself (``FrozenTrees.fit`` with
 ``booster="hist"``, 0.4.0's booster, which 0.5.0's default CatBoost replaced, and
 ``decision_of``; no model is needed to score precomputed states, so none is passed),
 seeded as an estimator with ``random_state=seed`` seeds it
-(:func:`~exlm_chem.sklearn.ensemble.held_out_split`'s seed, drawn from ``random_state``
+(:func:`~exlm_chem.data.splits.held_out_split`'s seed, drawn from ``random_state``
 alone). The committed records (benchmarks/results/tdc_admet/levers) were made with 0.4.0's
 held-out rule (a random share of the rows); 0.5.0's holds out whole scaffolds, and the
 seed, all this study takes of it, is the same under both. Unlike the estimator's head it
@@ -279,8 +279,8 @@ def predict_valid(head: Head, data: Any, states: np.ndarray | None, raw: np.ndar
     """
     from scipy.special import expit
 
+    from exlm_chem.data.splits import held_out_split
     from exlm_chem.model.frozen_trees import FrozenTrees
-    from exlm_chem.sklearn.ensemble import held_out_split
     from exlm_chem.sklearn.target_transform import forward, inverse
 
     classification = data.task_type == "classification"

@@ -224,7 +224,7 @@ def mixes(network_logits: np.ndarray, tree_logits: np.ndarray,
 def held_out_mask(smiles: list[str], seed: int, fraction: float = 0.1) -> np.ndarray:
     """The estimator's held-out rows of its fit's canonical ``smiles`` for
     ``random_state=seed`` (its fit's rule: whole scaffolds since 0.5.0)."""
-    from exlm_chem.sklearn.ensemble import held_out_split
+    from exlm_chem.data.splits import held_out_split
 
     mask = np.zeros(len(smiles), dtype=bool)
     mask[held_out_split(smiles, seed, fraction).valid_rows] = True

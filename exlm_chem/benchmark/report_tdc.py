@@ -80,7 +80,8 @@ SAME_SMALL_CLASSIFIER = {"(estimator 0.5.4 defaults)": "(estimator 0.5.5 default
 def holds_out_too_few(record: CellRecord) -> bool:
     """Whether the cell's fit (``n_train`` molecules) held out fewer molecules than
     ``tree_weight="auto"`` chooses on, whatever its scaffolds."""
-    from exlm_chem.sklearn.ensemble import AUTO_MIN_HELD_OUT, most_held_out
+    from exlm_chem.data.splits import most_held_out
+    from exlm_chem.sklearn.ensemble import AUTO_MIN_HELD_OUT
 
     share = record.settings.get("validation_fraction", 0.1)
     return most_held_out(record.n_train, share) < AUTO_MIN_HELD_OUT

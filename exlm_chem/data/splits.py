@@ -13,8 +13,11 @@ one table (a result always states its split):
     groups too big for valid/test placed first. A different split for every seed.
 ``random_split``
     A seeded permutation cut 80/10/10.
+``held_out_split``
+    The estimators' own held-out molecules inside a fit: whole scaffold groups, as
+    ``scaffold_balanced_split`` places them, with the fit's seed (:class:`HeldOutSplit`).
 
-All functions return :class:`SplitIndices`, three ``np.int64`` arrays of row positions
+The benchmark's three return :class:`SplitIndices`, three ``np.int64`` arrays of row positions
 into the input list, **in the order the algorithm placed them** (not sorted): scaffold
 group by scaffold group in placement order, ascending row inside a group; for
 ``random_split`` the permutation order. Sort them yourself if you need sorted indices.
@@ -40,9 +43,12 @@ from exlm_chem.data.rdkit_reasons import rdkit_reason
 from exlm_chem.errors import InvalidRow, InvalidSmilesError
 
 __all__ = [
+    "HeldOutSplit",
     "InvalidRow",
     "InvalidSmilesError",
     "SplitIndices",
+    "held_out_split",
+    "most_held_out",
     "murcko_scaffolds",
     "random_split",
     "scaffold_balanced_split",
@@ -386,3 +392,57 @@ def random_split(
     n_train = min(n, math.floor(f_train * n + 1e-9))
     n_train_valid = min(n, math.floor((f_train + f_valid) * n + 1e-9))
     return SplitIndices(order[:n_train], order[n_train:n_train_valid], order[n_train_valid:])
+
+
+_MAX_OVERSHOOT = 2.0  # a held-out part over this multiple of the share is drawn at random
+
+
+class HeldOutSplit(NamedTuple):
+    """What :func:`held_out_split` draws."""
+
+    seed: int  # the fit's seed: member seeds, the trees and ``tta`` views derive from it
+    train_rows: np.ndarray  # [n - n_valid] int, sorted
+    valid_rows: np.ndarray  # [n_valid] int, sorted
+
+
+def most_held_out(n_rows: int, validation_fraction: float) -> int:
+    """The most molecules :func:`held_out_split` holds out of ``n_rows``."""
+    return int(_MAX_OVERSHOOT * round(validation_fraction * n_rows))
+
+
+def held_out_split(smiles: Sequence[str], random_state: int | np.random.RandomState | None,
+                   validation_fraction: float) -> HeldOutSplit:
+    """The estimators' seed and held-out rows of the fit's molecules.
+
+    Parameters
+    ----------
+    smiles : sequence of str
+        The valid (canonical) SMILES fit trains on.
+    random_state : int, RandomState or None
+        As the estimators take it; one integer is drawn from it (a RandomState advances).
+    validation_fraction : float
+        Share held out; none when that rounds to 0 molecules or to all of them.
+
+    Returns
+    -------
+    HeldOutSplit
+        The seed, and the training and held-out rows: whole scaffold groups in a seeded
+        order fill the training part up to ``1 - validation_fraction`` of the molecules,
+        the rest is held out (:func:`scaffold_balanced_split`). Where one scaffold holds so
+        many molecules that this would hold out more than twice the share asked for (or
+        none), the held-out rows are drawn at random.
+    """
+    from sklearn.utils import check_random_state
+
+    seed = int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
+    n_rows = len(smiles)
+    n_valid = round(validation_fraction * n_rows)
+    if not 0 < n_valid < n_rows:
+        return HeldOutSplit(seed, np.arange(n_rows), np.zeros(0, np.int64))
+    parts = scaffold_balanced_split(smiles, (1 - validation_fraction, validation_fraction, 0.0),
+                                    seed=seed)
+    held = np.sort(np.concatenate([parts.valid, parts.test])).astype(np.int64)
+    if 0 < len(held) <= _MAX_OVERSHOOT * n_valid and len(held) < n_rows:
+        return HeldOutSplit(seed, np.sort(parts.train).astype(np.int64), held)
+    order = np.random.default_rng(seed).permutation(n_rows)
+    return HeldOutSplit(seed, np.sort(order[n_valid:]), np.sort(order[:n_valid]))

@@ -8,8 +8,9 @@ tree head, members, what the held-out molecules decide (the trees' weight, calib
 conformal scores). Classifier and regressor differ in ``_task`` and their target hooks,
 never in base-class order. The public classes live in :mod:`exlm_chem.sklearn.estimator`;
 the mechanisms the fit loop and the outputs call in their own modules: the parameter checks
-(:mod:`.params`) and the ensemble (:mod:`.ensemble`: the members, the held-out split, the
-tree head and its weight, how their outputs combine).
+(:mod:`.params`), the held-out molecules (:func:`~exlm_chem.data.splits.held_out_split`)
+and the ensemble (:mod:`.ensemble`: the members, the tree head and its weight, how their
+outputs combine).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from exlm_chem.data.feature_spec import USER_KIND, FeatureSpec, feature_kinds, raw_features
 from exlm_chem.data.featurize import check_smiles, raise_for_invalid, warn_unknown_tokens
+from exlm_chem.data.splits import held_out_split
 from exlm_chem.device import resolve_device
 from exlm_chem.model.frozen_trees import DEFAULT_TREE_WEIGHT, STATES_KIND, tree_booster, tree_kinds
 from exlm_chem.model.molecule_model import EMBED, PREDICT, ModelInputs, ModelOutputs
@@ -34,7 +36,6 @@ from exlm_chem.sklearn.ensemble import (
     combined,
     decide_on_held_out,
     fit_tree_head,
-    held_out_split,
     output_scale,
     reads_held_out_trees,
     resolve_tree_weight,

@@ -16,9 +16,9 @@ Members
 Held-out molecules
     ``fit`` draws one seed from ``random_state`` and holds out whole scaffold groups
     (Bemis-Murcko) in an order drawn from it, about ``validation_fraction`` of the
-    molecules (:func:`held_out_split`): scaffolds training never saw, as a scaffold split
-    and most real use ask. They choose each member's best epoch; the tree head is first
-    fitted without them, so that its outputs on them are honest.
+    molecules (:func:`~exlm_chem.data.splits.held_out_split`): scaffolds training never
+    saw, as a scaffold split and most real use ask. They choose each member's best epoch;
+    the tree head is first fitted without them, so that its outputs on them are honest.
 
 The trees' weight
     Given (``tree_weight`` a number), or chosen by the held-out molecules from the weights
@@ -56,9 +56,9 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
-from sklearn.utils import check_random_state
 
 from exlm_chem.data.feature_spec import raw_features
+from exlm_chem.data.splits import HeldOutSplit
 from exlm_chem.model.frozen_trees import DEFAULT_TREE_WEIGHT, STATES_KIND, FrozenTrees
 from exlm_chem.model.molecule_model import MoleculeModel
 from exlm_chem.sklearn.target_transform import inverse
@@ -74,10 +74,10 @@ if TYPE_CHECKING:
 TreeWeight = float | Sequence[float] | str | None
 
 __all__ = ["AUTO_CHOICES", "AUTO_MIN_HELD_OUT", "AUTO_TREE_WEIGHT", "TREE_WEIGHTS",
-           "HeldOutDecisions", "HeldOutSplit", "TreeHeadFit", "WeightChoice", "aggregate",
+           "HeldOutDecisions", "TreeHeadFit", "WeightChoice", "aggregate",
            "average", "choose_tree_weight", "classifier_logits", "combined",
-           "decide_on_held_out", "fit_tree_head", "held_out_split", "held_out_tree_weight",
-           "mix", "most_held_out", "output_scale", "reads_held_out_trees",
+           "decide_on_held_out", "fit_tree_head", "held_out_tree_weight",
+           "mix", "output_scale", "reads_held_out_trees",
            "resolve_tree_weight", "tree_weight_choices", "uses_forest"]
 
 
@@ -88,63 +88,6 @@ def uses_forest(task: str, tree_head: bool, tree_forest: bool | None, booster: s
     boosting; not beside CatBoost, which MapLight uses alone, nor in the regressor)."""
     return (task == "classification" and bool(tree_head) and booster == "hist"
             if tree_forest is None else bool(tree_forest))
-
-
-# ---- the held-out molecules: whole scaffolds -----------------------------------------------
-# a held-out part over this multiple of the share asked for (one scaffold holding most of
-# the molecules) is drawn at random instead
-_MAX_OVERSHOOT = 2.0
-
-
-class HeldOutSplit(NamedTuple):
-    """What :func:`held_out_split` draws."""
-
-    seed: int  # the fit's seed: member seeds, the trees and ``tta`` views derive from it
-    train_rows: np.ndarray  # [n - n_valid] int, sorted
-    valid_rows: np.ndarray  # [n_valid] int, sorted
-
-
-def most_held_out(n_rows: int, validation_fraction: float) -> int:
-    """The most molecules :func:`held_out_split` holds out of ``n_rows``."""
-    return int(_MAX_OVERSHOOT * round(validation_fraction * n_rows))
-
-
-def held_out_split(smiles: Sequence[str], random_state: int | np.random.RandomState | None,
-                   validation_fraction: float) -> HeldOutSplit:
-    """The estimators' seed and held-out rows of the fit's molecules.
-
-    Parameters
-    ----------
-    smiles : sequence of str
-        The valid (canonical) SMILES fit trains on.
-    random_state : int, RandomState or None
-        As the estimators take it; one integer is drawn from it (a RandomState advances).
-    validation_fraction : float
-        Share held out; none when that rounds to 0 molecules or to all of them.
-
-    Returns
-    -------
-    HeldOutSplit
-        The seed, and the training and held-out rows: whole scaffold groups in a seeded
-        order fill the training part up to ``1 - validation_fraction`` of the molecules,
-        the rest is held out (:func:`~exlm_chem.data.splits.scaffold_balanced_split`).
-        Where one scaffold holds so many molecules that this would hold out more than
-        twice the share asked for (or none), the held-out rows are drawn at random.
-    """
-    from exlm_chem.data.splits import scaffold_balanced_split
-
-    seed = int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
-    n_rows = len(smiles)
-    n_valid = round(validation_fraction * n_rows)
-    if not 0 < n_valid < n_rows:
-        return HeldOutSplit(seed, np.arange(n_rows), np.zeros(0, np.int64))
-    parts = scaffold_balanced_split(smiles, (1 - validation_fraction, validation_fraction, 0.0),
-                                    seed=seed)
-    held = np.sort(np.concatenate([parts.valid, parts.test])).astype(np.int64)
-    if 0 < len(held) <= _MAX_OVERSHOOT * n_valid and len(held) < n_rows:
-        return HeldOutSplit(seed, np.sort(parts.train).astype(np.int64), held)
-    order = np.random.default_rng(seed).permutation(n_rows)
-    return HeldOutSplit(seed, np.sort(order[n_valid:]), np.sort(order[:n_valid]))
 
 
 # ---- the tree head: scored on the held-out molecules, then kept by a fixed rule -----------

@@ -136,8 +136,8 @@ def test_trees_heads_fit_0_4_0s_booster_seeded_as_the_estimators(study, monkeypa
     import numpy as np
 
     from exlm_chem.benchmark.tasks import TaskData
+    from exlm_chem.data.splits import held_out_split
     from exlm_chem.model.frozen_trees import FrozenTrees
-    from exlm_chem.sklearn.ensemble import held_out_split
 
     fitted = []
     fit = FrozenTrees.fit.__func__
@@ -168,8 +168,8 @@ def test_member_heads_average_consecutive_seeds_and_reuse_a_first_member(study, 
     import numpy as np
 
     from exlm_chem.benchmark.tasks import TaskData
+    from exlm_chem.data.splits import held_out_split
     from exlm_chem.model.frozen_trees import FrozenTrees
-    from exlm_chem.sklearn.ensemble import held_out_split
 
     seeds = []
     fit = FrozenTrees.fit.__func__

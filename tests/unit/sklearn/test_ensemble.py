@@ -8,7 +8,7 @@ import pytest
 from scipy.special import expit, logit
 
 from exlm_chem.data.feature_spec import raw_features
-from exlm_chem.data.splits import murcko_scaffolds
+from exlm_chem.data.splits import held_out_split, most_held_out, murcko_scaffolds
 from exlm_chem.model.frozen_trees import FrozenTrees
 from exlm_chem.sklearn.ensemble import (
     AUTO_CHOICES,
@@ -22,10 +22,8 @@ from exlm_chem.sklearn.ensemble import (
     combined,
     decide_on_held_out,
     fit_tree_head,
-    held_out_split,
     held_out_tree_weight,
     mix,
-    most_held_out,
     reads_held_out_trees,
     resolve_tree_weight,
     tree_weight_choices,

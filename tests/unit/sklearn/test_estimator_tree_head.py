@@ -23,6 +23,7 @@ from sklearn.base import clone
 
 import exlm_chem.sklearn.ensemble as ensemble
 from exlm_chem.data.feature_spec import raw_features
+from exlm_chem.data.splits import held_out_split
 from exlm_chem.errors import CheckpointError
 from exlm_chem.model.frozen_trees import (
     CATBOOST_MAX_TASKS,
@@ -33,7 +34,7 @@ from exlm_chem.model.frozen_trees import (
 )
 from exlm_chem.model.molecule_model import EMBED, PREDICT
 from exlm_chem.model.tree_head import FOREST_SETTINGS
-from exlm_chem.sklearn.ensemble import TREE_WEIGHTS, held_out_split, held_out_tree_weight
+from exlm_chem.sklearn.ensemble import TREE_WEIGHTS, held_out_tree_weight
 from exlm_chem.sklearn.estimator import ExLMMoleculeClassifier, ExLMMoleculeRegressor
 from exlm_chem.threads import resolve_threads
 
