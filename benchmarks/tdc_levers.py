@@ -566,21 +566,29 @@ def _member_cells(out: Path, network: Path | None, weight: float
     return cells, metric, differs
 
 
+def _paired(cells: dict[tuple[str, str, str], dict[int, float]],
+            base_cells: dict[tuple[str, str, str], dict[int, float]], metric: dict[str, str],
+            task: str, own: tuple[str, str], base: tuple[str, str]
+            ) -> tuple[float, float, int] | None:
+    """``own`` = (head, how) in ``cells`` and ``base`` in ``base_cells`` on ``task``, each
+    averaged over the seeds both have: ``own``'s mean, its relative change against
+    ``base``'s (positive: better) and the seeds; None where they share no seed."""
+    mine, theirs = cells.get((task, *own), {}), base_cells.get((task, *base), {})
+    common = sorted(set(mine) & set(theirs))
+    if not common:
+        return None
+    value, reference = (float(np.mean([d[s] for s in common])) for d in (mine, theirs))
+    return value, _gain(metric[task], value, reference), len(common)
+
+
 def _change(cells: dict[tuple[str, str, str], dict[int, float]],
             base_cells: dict[tuple[str, str, str], dict[int, float]], metric: dict[str, str],
             own: tuple[str, str], base: tuple[str, str]) -> str:
     """Mean relative change of ``own`` = (head, how) in ``cells`` against ``base`` in
     ``base_cells`` over the tasks, and the tasks ahead / behind, on the seeds both have."""
-    gains, ahead, behind = [], 0, 0
-    for t in sorted(metric):
-        mine, theirs = cells.get((t, *own), {}), base_cells.get((t, *base), {})
-        common = sorted(set(mine) & set(theirs))
-        if not common:
-            continue
-        value, reference = (float(np.mean([d[s] for s in common])) for d in (mine, theirs))
-        gain = _gain(metric[t], value, reference)
-        gains.append(gain)
-        ahead, behind = ahead + (gain > 1e-9), behind + (gain < -1e-9)
+    pairs = [_paired(cells, base_cells, metric, t, own, base) for t in sorted(metric)]
+    gains = [gain for _, gain, _ in filter(None, pairs)]
+    ahead, behind = sum(g > 1e-9 for g in gains), sum(g < -1e-9 for g in gains)
     return (f"{100 * np.mean(gains):+.2f} %, {ahead} / {behind} of {len(gains)}"
             if gains else "–")
 
@@ -589,12 +597,13 @@ def member_report(out: Path, network: Path | None, weight: float = 0.75) -> str:
     """The levers of :data:`MEMBER_HEADS` against :data:`MEMBER` (the estimators' tree
     member; :data:`DERIVED` heads only with ``network``).
 
-    Per head and task the mean valid score over the seeds, alone and, with ``network`` (a
-    ``exlm-chem benchmark --suite tdc-admet`` records folder whose ``parts/`` hold the
-    fine-tuned network's outputs on the same valid parts), averaged with the network at
-    the estimators' ``tree_weight`` (``weight``); then per head its mean relative change
-    against :data:`MEMBER` (positive: better) and the tasks where it is ahead / behind,
-    over the (task, seed) cells both have.
+    Each head's valid scores alone and, with ``network`` (a ``exlm-chem benchmark
+    --suite tdc-admet`` records folder whose ``parts/`` hold the fine-tuned network's
+    outputs on the same valid parts), averaged with the network at the estimators'
+    ``tree_weight`` (``weight``). First per head its mean relative change against
+    :data:`MEMBER` (positive: better) and the tasks where it is ahead / behind; then per
+    task its mean and that change. Every comparison pairs the (task, seed) cells both
+    heads have.
 
     Parameters
     ----------
@@ -622,13 +631,28 @@ def member_report(out: Path, network: Path | None, weight: float = 0.75) -> str:
                           & set(cells.get((t, MEMBER, "alone"), {}))) for t in tasks)
         shown = [_change(cells, cells, metric, (head, how), (MEMBER, how)) for how in hows]
         lines.append(f"| {head} | " + " | ".join(shown) + f" | {n_cells} |")
-    lines += ["", "| task | metric | " + " | ".join(f"{h} ({how})" for h in heads
+    # per task, each head beside the member on the seeds both have: heads ran on
+    # different seeds, and a seed moves a small set's score more than most levers do
+    lines += ["", f"Per task: {MEMBER} over its seeds; every other head over the seeds it "
+                  f"shares with {MEMBER}, its change against {MEMBER} on those seeds and "
+                  "their number in brackets.",
+              "", "| task | metric | " + " | ".join(f"{h} ({how})" for h in heads
                                                     for how in hows) + " |",
               "|---|---|" + "---:|" * (len(heads) * len(hows))]
     for t in tasks:
-        values = [cells.get((t, h, how), {}) for h in heads for how in hows]
-        lines.append(f"| {t} | {metric[t]} | " + " | ".join(
-            f"{np.mean(list(v.values())):.3f}" if v else "–" for v in values) + " |")
+        shown = []
+        for head in heads:
+            for how in hows:
+                own = cells.get((t, head, how), {})
+                pair = _paired(cells, cells, metric, t, (head, how), (MEMBER, how))
+                if head == MEMBER:
+                    shown.append(f"{np.mean(list(own.values())):.3f}" if own else "–")
+                elif pair is None:
+                    shown.append("–")
+                else:
+                    value, gain, n = pair
+                    shown.append(f"{value:.3f} ({100 * gain:+.1f} %, {n})")
+        lines.append(f"| {t} | {metric[t]} | " + " | ".join(shown) + " |")
     if network is not None:
         lines += ["", f"{MEMBER} against the estimators' trees in {network}'s parts: "
                       f"largest difference {differs:.2g}"]

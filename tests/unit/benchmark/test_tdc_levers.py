@@ -221,13 +221,19 @@ def test_the_member_report_mixes_each_lever_with_the_networks_valid_outputs(stud
                                      "metric": "roc_auc",
                                      "valid_score": tdc_metric("roc_auc", labels, values)})
                          + "\n")
+        # a seed the lever lacks (no network parts: alone only), where the member ranks
+        # perfectly: the lever is compared on seed 1 alone, not against the mean of both
+        handle.write(json.dumps({"task": "dili", "seed": 2, "head": study.MEMBER,
+                                 "metric": "roc_auc", "valid_score": 1.0}) + "\n")
     table = study.member_report(out, network)
     row = next(line for line in table.splitlines() if line.startswith(f"| {lever} |"))
     assert "+12.50 %, 1 / 0 of 1" in row  # alone: 1 against 8/9
     # averaged with a network that ranks perfectly, both are perfect
     assert "+0.00 %, 0 / 0 of 1" in row
     data_row = next(line for line in table.splitlines() if line.startswith("| dili |"))
-    assert data_row.split("|")[3:7] == [" 0.889 ", " 1.000 ", " 1.000 ", " 1.000 "]
+    # the member over its two seeds; the lever on seed 1, its change against seed 1's member
+    assert data_row.split("|")[3:7] == [" 0.944 ", " 1.000 ", " 1.000 (+12.5 %, 1) ",
+                                        " 1.000 (+0.0 %, 1) "]
 
 
 def test_the_weight_report_mixes_the_mae_rmse_member_at_each_share(study, tmp_path):
