@@ -9,7 +9,7 @@
 # catboost_maplight or later; 9 from a commit of the 0.5.0 estimators, 10 and 11 of 0.5.1's,
 # 13 and 13b of 0.5.3's, 14, 14b, 14c, 15, 15b, 15c and 16 of 0.5.4's, 17 of 0.5.4's or
 # later, 18 and 18b of 0.5.5's, 19 of the commit that adds the "mordred" kind (the
-# mordred extra installed). Every command resumes:
+# mordred extra installed), 20 and 20b of the commit that adds the kernel head. Every command resumes:
 # cells already in a records folder are skipped, so rerunning a lane continues where it
 # stopped.
 # Then: bash benchmarks/tdc_admet_runs.sh report
@@ -247,11 +247,21 @@ case "${1:-}" in
     tree_lever "member(maplight+mordred)" 1
     tree_lever "member(maplight+mordred)" 2 3
     ;;
+  20)
+    # a model of another family beside the trees: Tanimoto kernel ridge on Morgan and
+    # Avalon counts, alone, averaged with the tree member, and mixed with lane 9's kept
+    # networks, the 15 smaller sets' valid parts; seeds 1 and 3 (lane 20b: seed 2)
+    tree_lever "kernel(morgan+avalon)" 1
+    tree_lever "kernel(morgan+avalon)" 3
+    ;;
+  20b)
+    tree_lever "kernel(morgan+avalon)" 2
+    ;;
   report)
     "${RUN[@]}" --report-only --out $OUT --merge $OUT/records/*/
     ;;
   *)
-    echo "usage: bash benchmarks/tdc_admet_runs.sh 1|2|3|4|5|6|6b|7|8|9|10|11|13|13b|14|14b|14c|15|15b|15c|16|17|18|18b|19|report" >&2
+    echo "usage: bash benchmarks/tdc_admet_runs.sh 1|2|3|4|5|6|6b|7|8|9|10|11|13|13b|14|14b|14c|15|15b|15c|16|17|18|18b|19|20|20b|report" >&2
     exit 2
     ;;
 esac

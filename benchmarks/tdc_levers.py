@@ -29,7 +29,11 @@ the raw feature blocks (:func:`exlm_chem.benchmark.features.task_features`, kept
   the TDC seed, ``thread_count`` ``--threads``) on the unscaled MapLight features, as
   MapLight (the leaderboard entry) fits them; ``catboost(emb+maplight)``: with the states
   beside them. Both need ``catboost`` importable (a dependency of the package since
-  0.5.0); otherwise they are skipped with one printed line.
+  0.5.0); otherwise they are skipped with one printed line;
+- ``kernel(morgan+avalon)``: kernel ridge regression with the Tanimoto similarity of the
+  Morgan and Avalon counts (:func:`kernel_predict`), a model of another family than the
+  trees to average with them; ``member(maplight) + kernel(morgan+avalon)``, the two
+  averaged.
 
 Every ``trees`` head is the package's head itself (``FrozenTrees.fit`` with
 ``booster="hist"``, 0.4.0's booster, which 0.5.0's default CatBoost replaced, and
@@ -86,6 +90,10 @@ BASELINE = "trees(emb+rdkit2d)"
 #: whose regressor fits MAE alone
 MEMBER = "member(maplight)"
 SEEDS = (1, 2, 3)
+#: the Tanimoto kernel ridge head (:func:`kernel_predict`)
+KERNEL = "kernel(morgan+avalon)"
+#: its ridge penalties, chosen per fit by the leave-one-out error on the train rows
+KERNEL_ALPHAS = tuple(float(a) for a in 10.0 ** np.arange(-2.0, 2.01, 0.5))
 _EMB_FORMAT = "tdc-levers-states-1"
 
 
@@ -94,7 +102,8 @@ class Head(NamedTuple):
 
     booster: str  # "trees": the package's FrozenTrees, booster="hist" (0.4.0's head);
     # "catboost": CatBoost at its defaults; "member": the estimators' own tree member
-    # (FrozenTrees, booster="catboost": MapLight's settings, standardised MAE regression)
+    # (FrozenTrees, booster="catboost": MapLight's settings, standardised MAE regression);
+    # "kernel": Tanimoto kernel ridge (kernel_predict)
     states: bool  # the encoder's pooled states beside the features
     kinds: tuple[str, ...]  # feature blocks (exlm_chem.benchmark.features.FEATURE_SETS)
     params: tuple[tuple[str, Any], ...] = ()  # "member": CatBoost settings (tree_params)
@@ -133,6 +142,8 @@ def _heads() -> dict[str, Head]:
         "member(maplight) 2000 trees": Head("member", False, TREE_KINDS, (("iterations", 2000),)),
         # Mordred's 2D descriptors beside MapLight's (the mordred extra)
         "member(maplight+mordred)": Head("member", False, (*TREE_KINDS, "mordred")),
+        # a similarity model beside the trees: Morgan r2 counts at 2048 and Avalon's
+        KERNEL: Head("kernel", False, ("morgan", "avalon")),
     }
 
 
@@ -141,7 +152,7 @@ HEADS = ("trees(emb+rdkit2d)", "trees(emb+maplight)", "trees(maplight)", "trees(
          "member(maplight) x3 seeds", "member(maplight+maccs+atompair)",
          "member(maplight) l2=10", "member(maplight) l2=30", "member(maplight) depth 8",
          "member(maplight) RMSE", "member(maplight) balanced", "member(maplight) 2000 trees",
-         "member(maplight+mordred)")
+         "member(maplight+mordred)", KERNEL)
 #: heads scored from two heads' kept valid predictions averaged, with no fit of their
 #: own (needs ``--network``, whose parts hold the labels): the MAE and the RMSE trees, the
 #: regressor's tree member from 0.5.3 on (:data:`~exlm_chem.model.catboost_fit.
@@ -150,7 +161,9 @@ DERIVED = {"member(maplight) MAE+RMSE": (MEMBER, "member(maplight) RMSE"),
            "member(maplight) Logloss+balanced": (MEMBER, "member(maplight) balanced"),
            # a second model reading the pre-trained encoder's pooled states beside the
            # features, averaged with the member (MapLight + GNN reads them in one model)
-           "member(maplight) + catboost(emb+maplight)": (MEMBER, "catboost(emb+maplight)")}
+           "member(maplight) + catboost(emb+maplight)": (MEMBER, "catboost(emb+maplight)"),
+           # the trees and a model of another family: MapLight + GNN's gain came from one
+           f"{MEMBER} + {KERNEL}": (MEMBER, KERNEL)}
 #: the lever heads of 0.5.x: the estimators' tree member as it is, then one lever each
 MEMBER_HEADS = (*HEADS[6:], "catboost(emb+maplight)", *DERIVED)
 
@@ -249,6 +262,73 @@ def target_log(data: Any) -> np.ndarray:
     return choose_log(data.labels[data.train], mode)
 
 
+def tanimoto(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Tanimoto similarity of count vectors a [n, F] and b [m, F]: a.b / (|a|^2 + |b|^2 -
+    a.b), [n, m] (two empty vectors: 0)."""
+    dot = a @ b.T  # [n, m]
+    norms = np.einsum("ij,ij->i", a, a)[:, None] + np.einsum("ij,ij->i", b, b)[None, :]
+    return dot / np.maximum(norms - dot, 1e-12)
+
+
+def kernel_ridge(kernel: np.ndarray, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Kernel ridge regression of ``z`` [n] on ``kernel`` [n, n] at the penalty of
+    :data:`KERNEL_ALPHAS` whose leave-one-out squared error is least: its dual
+    coefficients [n] and its leave-one-out predictions [n]. One eigendecomposition gives
+    every penalty's fit and the hat matrix's diagonal, hence the exact leave-one-out
+    predictions without refitting."""
+    eigenvalues, vectors = np.linalg.eigh(kernel)  # [n], [n, n]
+    eigenvalues = np.clip(eigenvalues, 0.0, None)
+    projected = vectors.T @ z  # [n]
+    alphas = np.asarray(KERNEL_ALPHAS)
+    shrink = eigenvalues[:, None] / (eigenvalues[:, None] + alphas[None, :])  # [n, A]
+    fitted = vectors @ (shrink * projected[:, None])  # [n, A]
+    leverage = (vectors ** 2) @ shrink  # [n, A]: the hat matrix's diagonal per penalty
+    loo = z[:, None] - (z[:, None] - fitted) / np.maximum(1.0 - leverage, 1e-9)  # [n, A]
+    best = int(np.argmin(((loo - z[:, None]) ** 2).mean(axis=0)))
+    return vectors @ (projected / (eigenvalues + alphas[best])), loo[:, best]
+
+
+def kernel_predict(x_train: np.ndarray, y_train: np.ndarray, x_valid: np.ndarray,
+                   classification: bool, log: np.ndarray) -> np.ndarray:
+    """Kernel ridge regression with the :func:`tanimoto` kernel, fitted on the train rows.
+
+    The targets are centred and scaled (a classifier's labels as -1 / +1, least-squares
+    classification); the ridge penalty is the one of :data:`KERNEL_ALPHAS` with the least
+    leave-one-out squared error, exact and cheap from one eigendecomposition of the kernel
+    (:func:`kernel_ridge`). A classifier's decision values become probabilities through a
+    logistic fit (Platt's) on the leave-one-out decision values.
+
+    Parameters
+    ----------
+    x_train, x_valid : ndarray [n, F], [m, F]
+        Unscaled count features.
+    y_train : ndarray [n]
+        Labels (0 / 1) or the transformed target.
+    classification : bool
+        Whether ``y_train`` holds labels.
+    log : ndarray [1] of bool
+        The regressor's ``target_transform`` (predictions go back to y's scale).
+
+    Returns
+    -------
+    ndarray [m]
+        Positive-class probabilities or values on y's scale.
+    """
+    from sklearn.linear_model import LogisticRegression
+
+    from exlm_chem.sklearn.target_transform import inverse
+
+    x_train, x_valid = (np.asarray(x, np.float64) for x in (x_train, x_valid))
+    y = 2.0 * y_train - 1.0 if classification else np.asarray(y_train, np.float64)
+    centre, scale = float(y.mean()), float(y.std()) or 1.0
+    dual, loo = kernel_ridge(tanimoto(x_train, x_train), (y - centre) / scale)
+    decision = tanimoto(x_valid, x_train) @ dual  # [m]
+    if classification:
+        platt = LogisticRegression(C=1e4).fit(loo[:, None], y_train.astype(np.int64))
+        return platt.predict_proba(decision[:, None])[:, 1]
+    return inverse((decision * scale + centre)[:, None], log)[:, 0]
+
+
 def predict_valid(head: Head, data: Any, states: np.ndarray | None, raw: np.ndarray,
                   seed: int, threads: int = 1, first: np.ndarray | None = None
                   ) -> np.ndarray:
@@ -298,6 +378,9 @@ def predict_valid(head: Head, data: Any, states: np.ndarray | None, raw: np.ndar
             outputs.append((expit(decision) if classification
                             else inverse(decision, log))[:, 0])
         return np.mean(outputs, axis=0)  # probabilities or values averaged
+    if head.booster == "kernel":
+        return kernel_predict(raw[data.train], labels[data.train, 0], raw[data.valid],
+                              classification, log)
     if head.booster == "trees":
         # the estimators' seed for random_state=seed (no rows held out: the seed alone)
         drawn = held_out_split([data.smiles[i] for i in data.train], seed, 0.0).seed

@@ -269,3 +269,41 @@ def test_a_head_for_one_task_type_is_not_fitted_on_the_other(study, tmp_path) ->
     # dili is a classification task: nothing is loaded, fitted or written
     assert study.run(["dili"], [1], "no-model", tmp_path / "levers", (head,)) == []
     assert not (tmp_path / "levers" / "results.jsonl").exists()
+
+
+def test_the_kernel_head_is_kernel_ridge_at_the_penalty_leave_one_out_refits_choose(study):
+    import numpy as np
+    from sklearn.kernel_ridge import KernelRidge
+
+    rng = np.random.default_rng(3)
+    x = rng.poisson(1.0, size=(30, 12)).astype(np.float64)
+    y = x[:, :3].sum(axis=1) + rng.normal(size=30)
+    train, valid = np.arange(24), np.arange(24, 30)
+    kernel = study.tanimoto(x, x)
+    assert np.allclose(np.diag(kernel), 1.0) and np.allclose(kernel, kernel.T)
+    z = (y[train] - y[train].mean()) / y[train].std()
+
+    def refits(alpha):  # each train row predicted by a ridge fitted without it
+        rows = []
+        for i in train:
+            rest = np.delete(train, i)
+            ridge = KernelRidge(alpha=alpha, kernel="precomputed").fit(
+                kernel[np.ix_(rest, rest)], z[rest])
+            rows.append(ridge.predict(kernel[i, rest][None, :])[0])
+        return np.array(rows)
+
+    errors = {a: np.mean((refits(a) - z) ** 2) for a in study.KERNEL_ALPHAS}
+    best = min(errors, key=errors.__getitem__)
+    dual, loo = study.kernel_ridge(kernel[np.ix_(train, train)], z)
+    assert np.allclose(loo, refits(best))
+    ridge = KernelRidge(alpha=best, kernel="precomputed").fit(kernel[np.ix_(train, train)], z)
+    assert np.allclose(dual, ridge.dual_coef_)
+    expected = ridge.predict(kernel[np.ix_(valid, train)]) * y[train].std() + y[train].mean()
+    got = study.kernel_predict(x[train], y[train], x[valid], False, np.array([False]))
+    assert np.allclose(got, expected)
+
+    labels = (y > np.median(y)).astype(np.float64)
+    probabilities = study.kernel_predict(x[train], labels[train], x[valid], True,
+                                         np.array([False]))
+    assert probabilities.shape == (6,) and ((probabilities > 0) & (probabilities < 1)).all()
+    assert np.corrcoef(probabilities, y[valid])[0, 1] > 0  # ranks as the target does
