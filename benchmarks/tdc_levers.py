@@ -153,17 +153,20 @@ HEADS = ("trees(emb+rdkit2d)", "trees(emb+maplight)", "trees(maplight)", "trees(
          "member(maplight) l2=10", "member(maplight) l2=30", "member(maplight) depth 8",
          "member(maplight) RMSE", "member(maplight) balanced", "member(maplight) 2000 trees",
          "member(maplight+mordred)", KERNEL)
-#: heads scored from two heads' kept valid predictions averaged, with no fit of their
-#: own (needs ``--network``, whose parts hold the labels): the MAE and the RMSE trees, the
-#: regressor's tree member from 0.5.3 on (:data:`~exlm_chem.model.catboost_fit.
-#: DEFAULT_LOSSES`; averaging predictions is what its merged trees compute)
-DERIVED = {"member(maplight) MAE+RMSE": (MEMBER, "member(maplight) RMSE"),
-           "member(maplight) Logloss+balanced": (MEMBER, "member(maplight) balanced"),
+#: heads scored from two heads' kept valid predictions averaged, the second weighing the
+#: share given, with no fit of their own (needs ``--network``, whose parts hold the
+#: labels): the MAE and the RMSE trees, the regressor's tree member from 0.5.3 on
+#: (:data:`~exlm_chem.model.catboost_fit.DEFAULT_LOSSES`; averaging predictions is what its
+#: merged trees compute)
+DERIVED = {"member(maplight) MAE+RMSE": (MEMBER, "member(maplight) RMSE", 0.5),
+           "member(maplight) Logloss+balanced": (MEMBER, "member(maplight) balanced", 0.5),
            # a second model reading the pre-trained encoder's pooled states beside the
            # features, averaged with the member (MapLight + GNN reads them in one model)
-           "member(maplight) + catboost(emb+maplight)": (MEMBER, "catboost(emb+maplight)"),
+           "member(maplight) + catboost(emb+maplight)": (MEMBER, "catboost(emb+maplight)",
+                                                         0.5),
            # the trees and a model of another family: MapLight + GNN's gain came from one
-           f"{MEMBER} + {KERNEL}": (MEMBER, KERNEL)}
+           f"{MEMBER} + {KERNEL}": (MEMBER, KERNEL, 0.5),
+           f"{MEMBER} + {KERNEL} at 0.2": (MEMBER, KERNEL, 0.2)}
 #: the lever heads of 0.5.x: the estimators' tree member as it is, then one lever each
 MEMBER_HEADS = (*HEADS[6:], "catboost(emb+maplight)", *DERIVED)
 
@@ -635,11 +638,11 @@ def _member_cells(out: Path, network: Path | None, weight: float
             differs = max(differs, float(np.abs(trees - own).max()))
         task = "classification" if r["metric"] in ("roc_auc", "prc_auc") else "regression"
         scored = {r["head"]: own}
-        for name, (first, second) in DERIVED.items():
+        for name, (first, second, share) in DERIVED.items():
             if r["head"] == second and first in kept:
                 # the two models' raw scores averaged (ObliviousTrees.mean_of): the mean
                 # of values, of log-odds
-                scored[name] = mix(kept[first], own, 0.5, task)
+                scored[name] = mix(kept[first], own, share, task)
                 cells.setdefault((r["task"], name, "alone"), {})[r["seed"]] = tdc_metric(
                     r["metric"], labels, scored[name])
         for name, values in scored.items():
