@@ -9,9 +9,9 @@
 # catboost_maplight or later; 9 from a commit of the 0.5.0 estimators, 10 and 11 of 0.5.1's,
 # 13 and 13b of 0.5.3's, 14, 14b, 14c, 15, 15b, 15c and 16 of 0.5.4's, 17 of 0.5.4's or
 # later, 18 and 18b of 0.5.5's, 19 of the commit that adds the "mordred" kind (the
-# mordred extra installed), 20 and 20b of the commit that adds the kernel head. Every command resumes:
-# cells already in a records folder are skipped, so rerunning a lane continues where it
-# stopped.
+# mordred extra installed), 20 and 20b of the commit that adds the kernel head. Every
+# command resumes: cells already in a records folder are skipped, so rerunning a lane
+# continues where it stopped.
 # Then: bash benchmarks/tdc_admet_runs.sh report
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,7 +32,7 @@ SMALLEST10="dili hia_hou bioavailability_ma herg half_life_obach cyp2d6_substrat
 
 # one head of the tree member's lever study on the 15 smaller sets' valid parts (seeds 1-3
 # unless more arguments name them), then the study's report (alone, and mixed with lane 9's
-# kept networks)
+# kept networks; a temporary file of its own: two lanes may report at once)
 # shellcheck disable=SC2086
 tree_lever() {
   local head="$1" seeds=("${@:2}")
@@ -41,8 +41,8 @@ tree_lever() {
     --heads "$head" \
     --out $OUT/levers-051 --cache $OUT/levers-051/features
   "$PY" benchmarks/tdc_levers.py --out $OUT/levers-051 \
-    --network $OUT/records/default-050-valid --report > $OUT/levers-051/report.md.tmp
-  mv $OUT/levers-051/report.md.tmp $OUT/levers-051/report.md
+    --network $OUT/records/default-050-valid --report > $OUT/levers-051/report.md.$$.tmp
+  mv $OUT/levers-051/report.md.$$.tmp $OUT/levers-051/report.md
 }
 
 # shellcheck disable=SC2086

@@ -33,7 +33,7 @@ the raw feature blocks (:func:`exlm_chem.benchmark.features.task_features`, kept
 - ``kernel(morgan+avalon)``: kernel ridge regression with the Tanimoto similarity of the
   Morgan and Avalon counts (:func:`kernel_predict`), a model of another family than the
   trees to average with them; ``member(maplight) + kernel(morgan+avalon)``, the two
-  averaged.
+  averaged, and the same ``at 0.2``, the kernel weighing a fifth (:data:`DERIVED`).
 
 Every ``trees`` head is the package's head itself (``FrozenTrees.fit`` with
 ``booster="hist"``, 0.4.0's booster, which 0.5.0's default CatBoost replaced, and
@@ -640,8 +640,8 @@ def _member_cells(out: Path, network: Path | None, weight: float
         scored = {r["head"]: own}
         for name, (first, second, share) in DERIVED.items():
             if r["head"] == second and first in kept:
-                # the two models' raw scores averaged (ObliviousTrees.mean_of): the mean
-                # of values, of log-odds
+                # the two models' raw scores averaged, the second weighing ``share``
+                # (ObliviousTrees.mean_of at 0.5): the mean of values, of log-odds
                 scored[name] = mix(kept[first], own, share, task)
                 cells.setdefault((r["task"], name, "alone"), {})[r["seed"]] = tdc_metric(
                     r["metric"], labels, scored[name])
@@ -729,15 +729,13 @@ def member_report(out: Path, network: Path | None, weight: float = 0.75) -> str:
         shown = []
         for head in heads:
             for how in hows:
-                own = cells.get((t, head, how), {})
-                pair = _paired(cells, cells, metric, t, (head, how), (MEMBER, how))
                 if head == MEMBER:
+                    own = cells.get((t, head, how), {})
                     shown.append(f"{np.mean(list(own.values())):.3f}" if own else "–")
-                elif pair is None:
-                    shown.append("–")
-                else:
-                    value, gain, n = pair
-                    shown.append(f"{value:.3f} ({100 * gain:+.1f} %, {n})")
+                    continue
+                pair = _paired(cells, cells, metric, t, (head, how), (MEMBER, how))
+                shown.append("–" if pair is None
+                             else f"{pair[0]:.3f} ({100 * pair[1]:+.1f} %, {pair[2]})")
         lines.append(f"| {t} | {metric[t]} | " + " | ".join(shown) + " |")
     if network is not None:
         lines += ["", f"{MEMBER} against the estimators' trees in {network}'s parts: "
