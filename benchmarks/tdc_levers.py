@@ -317,18 +317,19 @@ def kernel_predict(x_train: np.ndarray, y_train: np.ndarray, x_valid: np.ndarray
     ndarray [m]
         Positive-class probabilities or values on y's scale.
     """
-    from sklearn.linear_model import LogisticRegression
+    from scipy.special import expit
 
     from exlm_chem.sklearn.target_transform import inverse
+    from exlm_chem.uncertainty.calibration import fit_calibrator
 
     x_train, x_valid = (np.asarray(x, np.float64) for x in (x_train, x_valid))
     y = 2.0 * y_train - 1.0 if classification else np.asarray(y_train, np.float64)
     centre, scale = float(y.mean()), float(y.std()) or 1.0
     dual, loo = kernel_ridge(tanimoto(x_train, x_train), (y - centre) / scale)
     decision = tanimoto(x_valid, x_train) @ dual  # [m]
-    if classification:
-        platt = LogisticRegression(C=1e4).fit(loo[:, None], y_train.astype(np.int64))
-        return platt.predict_proba(decision[:, None])[:, 1]
+    if classification:  # the estimators' Platt map, on the decision values as log-odds
+        platt = fit_calibrator("platt", y_train[:, None], expit(loo)[:, None])
+        return platt.apply(expit(decision)[:, None])[:, 0]
     return inverse((decision * scale + centre)[:, None], log)[:, 0]
 
 
