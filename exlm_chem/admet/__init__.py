@@ -1,0 +1,1 @@
+"""The ADMET panel: many endpoints scored in one call, from models shipped in the repository."""
