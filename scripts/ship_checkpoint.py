@@ -2,7 +2,7 @@
 
     python scripts/ship_checkpoint.py --run RUN_DIR --name exlm-small [--probe]
     # then probe the shipped weights the study's way and rewrite the card
-    python benchmarks/pretrain_cpu_study.py probe models/exlm-small --arm exlm-small \\
+    python benchmarks/pretraining/pretrain_cpu_study.py probe models/exlm-small --arm exlm-small \\
         --out benchmarks/results/pretrain_cpu_study/probes.jsonl
     python scripts/ship_checkpoint.py --name exlm-small --card-only
 
@@ -13,7 +13,7 @@ scaffold split, ``--pooling``) on the 7 MoleculeNet tasks and records the result
 files.
 
 The card's "Frozen-feature probe" section is issue 30's study protocol
-(``benchmarks/pretrain_cpu_study.py``): the records of ``--study`` whose weights' sha256
+(``benchmarks/pretraining/pretrain_cpu_study.py``): the records of ``--study`` whose weights' sha256
 is the shipped ``model.safetensors``'s, beside the random-init control of the same
 d_model, RF on ECFP4 (the runner's records in ``--results``) and the same probe on RDKit
 2D descriptors. A column without records reads "n/a"; no figure is filled in.
@@ -38,12 +38,12 @@ from exlm_chem.model.checkpoint import copy_checkpoint, load_checkpoint
 REPO = Path(__file__).resolve().parents[1]
 STUDY_FILE = REPO / "benchmarks" / "results" / "pretrain_cpu_study" / "probes.jsonl"
 RUNNER_FILE = REPO / "benchmarks" / "results" / "moleculenet_scaffold" / "results.jsonl"
-STUDY_SCRIPT = "benchmarks/pretrain_cpu_study.py"
+STUDY_SCRIPT = "benchmarks/pretraining/pretrain_cpu_study.py"
 POOLINGS = ("bos", "mean")
 CARD_POOLING = "mean"  # the pooling the card leads with (the package's default-to-be)
 _POOLING_WORDS = {"bos": "BOS", "mean": "mean-pooled"}
-# What the study writes (benchmarks/pretrain_cpu_study.py: TASKS, DESCRIPTOR_ARM); a test
-# checks that the two agree, so that this script need not import a benchmark module.
+# What the study writes (benchmarks/pretraining/pretrain_cpu_study.py: TASKS, DESCRIPTOR_ARM);
+# a test checks that the two agree, so that this script need not import a benchmark module.
 STUDY_TASKS = ("bbbp", "bace", "clintox", "sider", "tox21")
 DESCRIPTOR_ARM = "rdkit2d descriptors (LR)"
 CONTROL_PREFIX = "random-init"
@@ -559,7 +559,7 @@ def main() -> None:
         "--study",
         type=Path,
         default=STUDY_FILE,
-        help="the CPU study's probes.jsonl (benchmarks/pretrain_cpu_study.py): this "
+        help="the CPU study's probes.jsonl (benchmarks/pretraining/pretrain_cpu_study.py): this "
         "model's, the controls' and the descriptors' records",
     )
     parser.add_argument(

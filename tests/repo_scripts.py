@@ -11,10 +11,11 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def load_script(relative: str) -> ModuleType:
-    """The module in ``REPO / relative`` (e.g. ``"benchmarks/tree_weight.py"``), executed.
+    """The module in ``REPO / relative`` (e.g. ``"benchmarks/tdc/tdc_where.py"``), executed.
 
     Its folder is on ``sys.path`` while it executes, as when it runs as ``python
-    benchmarks/NAME.py`` (the benchmarks import ``_provenance`` from there).
+    benchmarks/GROUP/NAME.py`` (a benchmark imports its folder's helpers and siblings from
+    there, e.g. ``_side_by_side`` or ``tdc_weights``).
     """
     path = REPO / relative
     spec = importlib.util.spec_from_file_location(path.stem, path)

@@ -6,7 +6,7 @@ charged (protonated/salt) form and almost none of the failed-trial molecules are
 Any model that sees the SMILES (or charges in the graph) can pick this up; read ClinTox
 ROC-AUCs with that in mind.
 
-Usage: ``python benchmarks/clintox_charge_artifact.py [--data DIR]``
+Usage: ``python benchmarks/moleculenet/clintox_charge_artifact.py [--data DIR]``
 """
 
 from __future__ import annotations

@@ -8,8 +8,9 @@ their averages with the trees weighing 0.25, 0.5 and 0.75; the ``tree_weight_`` 
 
 Usage::
 
-    EXLM_CHEM_DATA=../shared/data/moleculenet python benchmarks/estimator_parts.py lipo 0
-    python benchmarks/estimator_parts.py lipo 0 '{"features": "rdkit2d"}'
+    EXLM_CHEM_DATA=../shared/data/moleculenet \
+        python benchmarks/moleculenet/estimator_parts.py lipo 0
+    python benchmarks/moleculenet/estimator_parts.py lipo 0 '{"features": "rdkit2d"}'
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ by ROC-AUC on the scaffold test molecules. Per fit: wall time, process CPU time 
 threads), epochs run, the best epoch. One JSON line per fit is appended to ``--rows`` (a
 rerun skips fits already there), and the table is written to ``--out``.
 
-    python benchmarks/laptop_defaults.py --tasks bbbp bace --seeds 0 1 2 \\
+    python benchmarks/moleculenet/laptop_defaults.py --tasks bbbp bace --seeds 0 1 2 \\
         --configs default 0.2.0 --threads 2 --rows runs/laptop.jsonl --out table.md
 """
 
@@ -24,7 +24,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _provenance import git_commit, load_average, machine
+
+from exlm_chem.provenance import git_commit, load_average, machine
 
 # the previous defaults' recipe: the network alone, fine-tuned from a random head
 NETWORK_ALONE = {"tree_head": False, "head_first": False, "train_layers": None}
@@ -116,7 +117,7 @@ def main() -> None:
                 with rows_path.open("a") as f:
                     f.write(json.dumps(row) + "\n")
                 print(json.dumps(row), flush=True)
-    command = "python benchmarks/laptop_defaults.py " + " ".join(
+    command = "python benchmarks/moleculenet/laptop_defaults.py " + " ".join(
         f"--{k.replace('_', '-')} {' '.join(map(str, v)) if isinstance(v, list) else v}"
         for k, v in vars(args).items() if v is not None)
     Path(args.out).write_text(f"Command: `{command}`\n\n{table(rows)}\n")

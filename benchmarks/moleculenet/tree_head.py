@@ -29,11 +29,11 @@ and CPU seconds; a rerun skips what is there. ``--report`` prints the table.
 
 Usage::
 
-    python benchmarks/tree_head.py --tasks bace bbbp clintox sider tox21 --out DIR
-    python benchmarks/tree_head.py --out DIR --report
+    python benchmarks/moleculenet/tree_head.py --tasks bace bbbp clintox sider tox21 --out DIR
+    python benchmarks/moleculenet/tree_head.py --out DIR --report
     # what each encoder adds to the tree head beyond the descriptors
-    python benchmarks/tree_head.py --model CHECKPOINT --heads "gbt(desc)" "gbt(emb+desc)" \
-        --cache DIR/features --out DIR/ARM
+    python benchmarks/moleculenet/tree_head.py --model CHECKPOINT \
+        --heads "gbt(desc)" "gbt(emb+desc)" --cache DIR/features --out DIR/ARM
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]  # benchmarks/<group>/NAME.py
 HEADS = ("lr(emb)", "gbt(fp+desc)", "gbt(emb)", "gbt(emb+fp+desc)", "gbt(emb+desc)",
          "avg(lr(emb), gbt(fp+desc))", "gbt(desc)")
 

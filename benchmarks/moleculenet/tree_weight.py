@@ -55,12 +55,12 @@ one block per tree-kinds variant.
 
 Usage::
 
-    OMP_NUM_THREADS=1 python benchmarks/tree_weight.py --tasks bbbp bace clintox sider \
-        --seeds 0 1 2 --threads 1 --out DIR
-    python benchmarks/tree_weight.py --out DIR --report
+    OMP_NUM_THREADS=1 python benchmarks/moleculenet/tree_weight.py \
+        --tasks bbbp bace clintox sider --seeds 0 1 2 --threads 1 --out DIR
+    python benchmarks/moleculenet/tree_weight.py --out DIR --report
     # the tree head on the pooled state + RDKit 2D (0.4.0's) against + Morgan counts too
-    OMP_NUM_THREADS=1 python benchmarks/tree_weight.py --tree-kinds rdkit2d rdkit2d+morgan \
-        --threads 1 --out DIR
+    OMP_NUM_THREADS=1 python benchmarks/moleculenet/tree_weight.py \
+        --tree-kinds rdkit2d rdkit2d+morgan --threads 1 --out DIR
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]  # benchmarks/<group>/NAME.py
 CRITERIA = ("roc_auc", "brier")  # what the held-out molecules choose the weight by
 
 

@@ -6,7 +6,8 @@ row by row. "vectorised" is what DataLoader workers run now: one gather, one dra
 sort (:mod:`exlm_chem.data.collate_flat`). Target: <= 20 ms, so that 8 workers outpace a GPU
 step. Prints a markdown table (median wall and CPU time over the repeats).
 
-    python benchmarks/collate_throughput.py [--data DIR] [--max-tokens 65536] [--repeats 20]
+    python benchmarks/pretraining/collate_throughput.py [--data DIR] [--max-tokens 65536] \
+        [--repeats 20]
 """
 
 from __future__ import annotations
@@ -18,16 +19,16 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from _provenance import git_commit, load_average, machine
 
 from exlm_chem.data.batching import token_budget_batches
 from exlm_chem.data.collate import MaskedSample, SpecialIds, collate_exlm, collate_mlm
 from exlm_chem.data.collate_flat import collate_exlm_flat, collate_mlm_flat, mask_flat
 from exlm_chem.data.corpus import read_smiles_file, tokenize_corpus
 from exlm_chem.data.tokenizer import SmilesTokenizer
+from exlm_chem.provenance import git_commit, load_average, machine
 
 DATA = Path(os.environ.get("EXLM_CHEM_PRETRAIN_DATA",
-                         Path(__file__).resolve().parents[2] / "shared/data/pretrain"))
+                         Path(__file__).resolve().parents[3] / "shared/data/pretrain"))
 
 
 def mask_tokens_before(ids, ratio, rng, special) -> MaskedSample:

@@ -12,12 +12,12 @@ text workload (B=64, T=77, S=308, appendix I.4).
 
 Usage::
 
-    python benchmarks/dag_loss.py                      # CUDA, full workloads
-    python benchmarks/dag_loss.py --dtype bf16
-    python benchmarks/dag_loss.py --device cpu --quick # interpreter: proves it runs only
-    python benchmarks/dag_loss.py --device cpu --tiny  # two shapes (the GPU script's dry run)
-    python benchmarks/dag_loss.py --ptxas              # registers/spills for sm_90, no GPU
-    python benchmarks/dag_loss.py --peer /path/to/DA-Transformer
+    python benchmarks/pretraining/dag_loss.py                   # CUDA, full workloads
+    python benchmarks/pretraining/dag_loss.py --dtype bf16
+    python benchmarks/pretraining/dag_loss.py --device cpu --quick  # interpreter: runs only
+    python benchmarks/pretraining/dag_loss.py --device cpu --tiny   # GPU script's dry run
+    python benchmarks/pretraining/dag_loss.py --ptxas           # sm_90 registers, no GPU
+    python benchmarks/pretraining/dag_loss.py --peer /path/to/DA-Transformer
 
 On CUDA, times come from ``triton.testing.do_bench`` (median, after warm-up) and memory
 from ``torch.cuda.max_memory_allocated`` above what the inputs already hold. On CPU the
@@ -46,9 +46,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from _provenance import cpu_model, git_commit
+from exlm_chem.provenance import cpu_model, git_commit
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]  # benchmarks/<group>/NAME.py
 
 
 class Workload(NamedTuple):

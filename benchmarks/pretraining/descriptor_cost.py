@@ -6,7 +6,8 @@ of ``rdkit.Chem.Descriptors._descList`` on the same parsed molecules (one proces
 thread), and the parse itself, and writes a table sorted by cost plus the total of the
 ``fast`` set that :mod:`exlm_chem.data.descriptors` defines, measured in the same run.
 
-    python benchmarks/descriptor_cost.py --molecules 2000 --out benchmarks/results/descriptor_cost
+    python benchmarks/pretraining/descriptor_cost.py --molecules 2000 \
+        --out benchmarks/results/descriptor_cost
 """
 
 from __future__ import annotations
@@ -18,11 +19,11 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _provenance import git_commit, load_average
 
 from exlm_chem.data.corpus import read_smiles_file
+from exlm_chem.provenance import git_commit, load_average
 
-DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "shared/data/pretrain/chembl_mix.smi.gz"
+DEFAULT_CORPUS = Path(__file__).resolve().parents[3] / "shared/data/pretrain/chembl_mix.smi.gz"
 
 
 def main() -> None:
@@ -66,7 +67,7 @@ def main() -> None:
         f"- commit {git_commit()}, {platform.processor() or platform.machine()}, one process, "
         f"process CPU time; {len(mols)} molecules: the first {args.molecules} of each of "
         + ", ".join(p.name for p in args.corpus),
-        "- command: `python benchmarks/descriptor_cost.py --molecules "
+        "- command: `python benchmarks/pretraining/descriptor_cost.py --molecules "
         f"{args.molecules} --out {args.out}`",
         f"- load average at the end: {load_average()} (2 cores)",
         "- each descriptor is timed in `_descList` order on the same parsed molecules: one "

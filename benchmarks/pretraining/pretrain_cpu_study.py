@@ -14,16 +14,16 @@ of embeddings: a reference row with pooling ``"none"``, keyed by the descriptor 
 (names, RDKit version, scaling) instead of weights, so it too is written once.
 
     # probe a run's snapshots and final checkpoint
-    python benchmarks/pretrain_cpu_study.py probe runs/arm/snapshots/* runs/arm/checkpoint \\
-        --arm exlm-aux --out benchmarks/results/pretrain_cpu_study/probes.jsonl
+    python benchmarks/pretraining/pretrain_cpu_study.py probe runs/arm/snapshots/* \\
+        runs/arm/checkpoint --arm exlm-aux --out benchmarks/results/pretrain_cpu_study/probes.jsonl
     # random-init controls of the same shape as a checkpoint, two seeds
-    python benchmarks/pretrain_cpu_study.py control runs/arm/checkpoint --seeds 0 1 \\
+    python benchmarks/pretraining/pretrain_cpu_study.py control runs/arm/checkpoint --seeds 0 1 \\
         --out benchmarks/results/pretrain_cpu_study/probes.jsonl
     # reference row: the same probe on RDKit 2D descriptors instead of embeddings
-    python benchmarks/pretrain_cpu_study.py descriptors \\
+    python benchmarks/pretraining/pretrain_cpu_study.py descriptors \\
         --out benchmarks/results/pretrain_cpu_study/probes.jsonl
     # table (markdown) and learning curves (PNG)
-    python benchmarks/pretrain_cpu_study.py report \\
+    python benchmarks/pretraining/pretrain_cpu_study.py report \\
         --out benchmarks/results/pretrain_cpu_study/probes.jsonl
 
 Probing runs on one thread (``--threads``; ``descriptors``: that many RDKit processes),
@@ -42,7 +42,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
-from _provenance import git_commit, load_average, machine
+
+from exlm_chem.provenance import git_commit, load_average, machine
 
 if TYPE_CHECKING:
     from exlm_chem.benchmark.tasks import TaskData

@@ -4,11 +4,11 @@ Every variant steps the same typical token-budget batch of a prepared corpus (Ex
 the small preset unless a variant changes the width); the variants are stepped in turn,
 ``--repeats`` times, after ``--warmup`` untimed steps each, so that drift and background
 load hit all of them alike. Reported per variant: median step time, tokens/s, process
-CPU-seconds per step, model FLOP/s (formula of ``benchmarks/pretrain_step.py``) and that as
-a share of the machine's fp32 peak (``--peak-gflops``, default: cores x GHz x 32 FLOP/cycle,
-i.e. two 256-bit FMA units per core), and the speed-up over ``today``.
+CPU-seconds per step, model FLOP/s (formula of ``benchmarks/pretraining/pretrain_step.py``)
+and that as a share of the machine's fp32 peak (``--peak-gflops``, default: cores x GHz x
+32 FLOP/cycle, i.e. two 256-bit FMA units per core), and the speed-up over ``today``.
 
-    python benchmarks/pretrain_cpu_throughput.py --prepared PREPARED [--threads 1 2]
+    python benchmarks/pretraining/pretrain_cpu_throughput.py --prepared PREPARED [--threads 1 2]
 
 Levers: ``fused`` (one fused AdamW kernel instead of the per-parameter loop),
 ``nodrop`` (dropout 0: the Bernoulli masks cost about 8% of a CPU step, and a CPU run sees
@@ -26,7 +26,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from _provenance import git_commit, load_average, machine
 from pretrain_step import step_flops
 
 from exlm_chem.data.batching import BatchStream
@@ -34,6 +33,7 @@ from exlm_chem.data.collate import SpecialIds
 from exlm_chem.data.corpus_prepare import load_prepared
 from exlm_chem.data.tokenizer import SmilesTokenizer
 from exlm_chem.model import ExLMConfig, ExLMModel
+from exlm_chem.provenance import git_commit, load_average, machine
 from exlm_chem.train.pretrain import ObjectiveModule
 from exlm_chem.train.pretrain_args import PretrainArgs
 from exlm_chem.train.pretrain_data import BatchMaker

@@ -4,8 +4,9 @@ Prints, per preset and objective, the step time, tokens/s, model FLOPs utilisati
 GPU), peak memory and the ratio of step times ExLM / MLM, as a markdown table (target:
 ratio <= 1.5; the paper reports 1.9 at k=4 on GPUs).
 
-    python benchmarks/pretrain_step.py [--presets small base] [--tokens 4096] [--repeats 3]
-    python benchmarks/pretrain_step.py --prepared prepared/moses_chembl --device cuda \\
+    python benchmarks/pretraining/pretrain_step.py [--presets small base] [--tokens 4096] \\
+        [--repeats 3]
+    python benchmarks/pretraining/pretrain_step.py --prepared prepared/moses_chembl --device cuda \\
         --tokens 65536 --repeats 20 --json step.json
 
 The batch is a typical token-budget batch (``--tokens`` padded, unexpanded tokens) of a
@@ -33,15 +34,15 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from _provenance import git_commit
 
 from exlm_chem.data.batching import token_budget_batches
 from exlm_chem.data.collate import SpecialIds, collate_exlm, collate_mlm, mask_tokens
 from exlm_chem.data.tokenizer import SmilesTokenizer
 from exlm_chem.model import ExLMConfig, ExLMModel
+from exlm_chem.provenance import git_commit
 from exlm_chem.train.pretrain import ObjectiveModule
 
-DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "shared/data/pretrain/moses_train.smi.gz"
+DEFAULT_CORPUS = Path(__file__).resolve().parents[3] / "shared/data/pretrain/moses_train.smi.gz"
 H100_BF16_DENSE_TFLOPS = 989.0  # H100 SXM datasheet, dense (no sparsity)
 
 

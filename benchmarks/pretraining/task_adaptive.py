@@ -10,7 +10,7 @@ adapted encoder by the benchmark runner, cell for cell against the shipped encod
 
 This script writes those molecules; the rest is the package's own commands::
 
-    python benchmarks/task_adaptive.py export bbbp tapt/bbbp.smi
+    python benchmarks/pretraining/task_adaptive.py export bbbp tapt/bbbp.smi
     exlm-chem corpus prepare --corpus tapt/bbbp.smi --no-hygiene --valid-size 100 \\
         --descriptors rdkit2d --out tapt/bbbp_corpus
     exlm-chem pretrain --prepared tapt/bbbp_corpus --init-from models/exlm-small \\

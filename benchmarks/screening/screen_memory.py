@@ -8,7 +8,7 @@ the chunk, not on the library. The model is the throw-away classifier of
 
 Usage::
 
-    nice python benchmarks/screen_memory.py --chunks 30 --chunk-rows 5000 --preset tiny
+    nice python benchmarks/screening/screen_memory.py --chunks 30 --chunk-rows 5000 --preset tiny
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ import re
 import tempfile
 from pathlib import Path
 
-from _provenance import git_commit, load_average, machine
 from screen_scaling import DATA, fit_model
+
+from exlm_chem.provenance import git_commit, load_average, machine
 
 
 def _status_mb(field: str) -> float:

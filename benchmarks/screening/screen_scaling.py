@@ -13,8 +13,8 @@ FLOPs per molecule from the model's shape and the library's real token lengths.
 
 Usage (prints a Markdown section; ``--md`` also writes it to a file)::
 
-    nice python benchmarks/screen_scaling.py --n 200000 --workers 1 2 --projection
-    nice python benchmarks/screen_scaling.py --n 200000 --workers 1 2 --preset tiny
+    nice python benchmarks/screening/screen_scaling.py --n 200000 --workers 1 2 --projection
+    nice python benchmarks/screening/screen_scaling.py --n 200000 --workers 1 2 --preset tiny
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from _provenance import REPO, git_commit, load_average, machine
 from screen_projection import flops_per_molecule, projection_section
 
+from exlm_chem.provenance import REPO, git_commit, load_average, machine
 from exlm_chem.screening.worker import peak_rss_mb
 
 # the shared data folder, found as the tests find it ($EXLM_CHEM_DATA is its moleculenet/)
@@ -122,7 +122,7 @@ def format_report(runs: list[dict], extra: dict, args) -> str:
     lines = [
         f"## {args.n:,} MOSES molecules, {model_name(args)} (CPU)",
         "",
-        f"- command: `nice python benchmarks/screen_scaling.py {' '.join(sys.argv[1:])}`",
+        f"- command: `nice python benchmarks/screening/screen_scaling.py {' '.join(sys.argv[1:])}`",
         f"- commit {git_commit()}; machine: {machine()}; date {time.strftime('%Y-%m-%d')}",
         f"- model: {model_name(args)}; "
         f"predict mode, chunk rows {args.chunk_rows}, batch "

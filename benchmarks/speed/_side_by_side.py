@@ -7,8 +7,9 @@ two timings taken seconds apart, and the median over rounds is reported. Peak me
 the one thing that needs a process of its own: :func:`peak_rss_in_subprocess` runs one
 model alone and reads ``ru_maxrss``.
 
-Imported by ``embed_throughput.py`` and ``finetune_throughput.py`` (this folder is on
-``sys.path`` when they run).
+Imported by ``embed_throughput.py``, ``embedder_throughput.py`` and
+``finetune_throughput.py`` of this folder (``benchmarks/speed/``, on ``sys.path`` when they
+run).
 """
 
 from __future__ import annotations
@@ -28,9 +29,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from _provenance import REPO, cpu_model, load_average
+from exlm_chem.provenance import REPO, cpu_model, load_average
 
-SCRIPTS = Path(__file__).resolve().parent
+# the benchmark scripts' own checkout (this file is benchmarks/speed/_side_by_side.py), which
+# may differ from the exlm_chem imported (PYTHONPATH=<old checkout>)
+CHECKOUT = Path(__file__).resolve().parents[2]
 
 
 def shared_data() -> Path:
@@ -146,7 +149,7 @@ def provenance(command: str) -> dict:
         hf = "not installed"
     package = Path(exlm_chem.__file__).resolve().parents[1]
     return {"exlm_chem_checkout": str(package), "commit": _commit_of(package),
-            "benchmark_script_commit": _commit_of(SCRIPTS.parent), "machine": cpu_model(),
+            "benchmark_script_commit": _commit_of(CHECKOUT), "machine": cpu_model(),
             "cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
             else os.cpu_count(),
             "torch": torch.__version__, "transformers": hf, "command": command,
@@ -281,7 +284,8 @@ def run_main(bench: Bench, args: argparse.Namespace, spec: dict, title: str,
     if args.worker:
         print(json.dumps(worker(bench, json.loads(args.worker))))
         return 0
-    command = f"python benchmarks/{Path(bench.script).resolve().name} " + shlex.join(
+    script = Path(bench.script).resolve().relative_to(CHECKOUT).as_posix()
+    command = f"python {script} " + shlex.join(
         sys.argv[1:] if argv is None else argv)
     run = {"label": args.label, "provenance": provenance(command),
            **measure(bench, spec, args.threads, args.rounds, args.profile)}

@@ -16,7 +16,7 @@ and its load are printed next to them.
 
 Usage::
 
-    python benchmarks/cli_startup.py [--rounds 15] [--subcommands] [--out FILE]
+    python benchmarks/speed/cli_startup.py [--rounds 15] [--subcommands] [--out FILE]
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import sys
 import time
 from pathlib import Path
 
-from _provenance import REPO, git_commit, load_average, machine
+from exlm_chem.provenance import REPO, git_commit, load_average, machine
 
 TARGET = 8.0  # median ratio --help / bare interpreter
 BARE = "import argparse"

@@ -15,7 +15,7 @@ before/after table.
 
 Usage::
 
-    python benchmarks/embed_throughput.py --n 2048 --threads 1 2 --rounds 5 \\
+    python benchmarks/speed/embed_throughput.py --n 2048 --threads 1 2 --rounds 5 \\
         --label after --json /tmp/after.json --compare /tmp/before.json --out RESULT.md
 """
 

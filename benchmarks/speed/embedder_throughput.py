@@ -16,9 +16,9 @@ length-bucketed batches, forward passes). Fp32, CPU, eval mode.
 
 Usage::
 
-    python benchmarks/embedder_throughput.py --n 2048 --threads 1 2 --rounds 5 \\
+    python benchmarks/speed/embedder_throughput.py --n 2048 --threads 1 2 --rounds 5 \\
         --json /tmp/embedder.json --out RESULT.md
-    python benchmarks/embedder_throughput.py --n 50 --threads 1 --rounds 2   # smoke run
+    python benchmarks/speed/embedder_throughput.py --n 50 --threads 1 --rounds 2   # smoke run
 """
 
 from __future__ import annotations
@@ -30,8 +30,9 @@ import statistics
 import sys
 from pathlib import Path
 
-from _provenance import load_average
 from _side_by_side import alternate, provenance, read_smiles, shared_data, summarise
+
+from exlm_chem.provenance import load_average
 
 
 def build(model: str, batch_size: int, with_load: bool) -> dict:
@@ -113,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", help="save this run (figures and provenance) here")
     parser.add_argument("--out", help="write the markdown table here")
     args = parser.parse_args(argv)
-    command = "python benchmarks/embedder_throughput.py " + shlex.join(
+    command = "python benchmarks/speed/embedder_throughput.py " + shlex.join(
         sys.argv[1:] if argv is None else argv)
     run = {"provenance": provenance(command), "n": args.n, "batch_size": args.batch_size,
            "model": args.model, "rows": measure(args), "load_average_end": load_average()}

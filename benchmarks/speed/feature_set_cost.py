@@ -7,7 +7,7 @@ BBBP molecules in one process (one thread, in-process, parse included), and Mord
 descriptors (``mordredcommunity``'s ``Calculator(descriptors, ignore_3D=True)``) on the
 first ``--mordred`` of them where it is importable (it is not a dependency), side by side.
 
-    python benchmarks/feature_set_cost.py --molecules 1000 --mordred 200 \
+    python benchmarks/speed/feature_set_cost.py --molecules 1000 --mordred 200 \
         --out benchmarks/results/feature_set_cost_cpu.md
 """
 
@@ -20,7 +20,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _provenance import cpu_model, git_commit, load_average
+
+from exlm_chem.provenance import cpu_model, git_commit, load_average
 
 
 def _bbbp_smiles(n: int) -> list[str]:
@@ -63,7 +64,7 @@ def main() -> None:
     lines = [f"Commit {git_commit()}, {cpu_model()} ({platform.machine()}), "
              f"load average {load_average()} at the start; one process, one thread; BBBP's "
              f"first molecules (MoleculeNet order), parse included.",
-             "", "Reproduce: `python benchmarks/feature_set_cost.py --molecules "
+             "", "Reproduce: `python benchmarks/speed/feature_set_cost.py --molecules "
              f"{args.molecules} --mordred {args.mordred}`", "",
              "| kind | columns | molecules | CPU-ms per molecule | CPU-s for BBBP's 2,039 |",
              "|---|---:|---:|---:|---:|"]

@@ -9,7 +9,7 @@ needs several GB on CPU); the operator count does not depend on the batch size. 
 estimate per step is ``max(FLOPs / (peak * MFU), ops * t_op / workers)``: compute-bound or
 launch-bound, with the assumptions printed beside it. Writes a markdown table.
 
-    python benchmarks/finetune_step.py --prepared runs/splits \\
+    python benchmarks/speed/finetune_step.py --prepared runs/splits \\
         --models models/exlm-small models/mlm-small --out benchmarks/results/finetune_step_cpu.md
 """
 
@@ -24,7 +24,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from _provenance import git_commit, load_average, machine
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
@@ -32,6 +31,7 @@ from exlm_chem.benchmark.prepared import PreparedSplits
 from exlm_chem.model.molecule_model import build_model
 from exlm_chem.model.pretrained import load_backbone
 from exlm_chem.presets import finetune_preset
+from exlm_chem.provenance import git_commit, load_average, machine
 from exlm_chem.train.finetune import make_optimizer, masked_mean_loss
 
 PEAK_BF16 = 989e12  # H100 SXM dense bf16 FLOP/s (H200: the same chip)
@@ -188,7 +188,7 @@ def main() -> None:
                         handle.write(json.dumps(row) + "\n")
             rows.append(row)
             print(row, flush=True)
-    command = "python benchmarks/finetune_step.py " + " ".join(
+    command = "python benchmarks/speed/finetune_step.py " + " ".join(
         f"--{k.replace('_', '-')} {' '.join(map(str, v)) if isinstance(v, list) else v}"
         for k, v in vars(args).items() if v is not None)
     text = report(rows, args.seeds, args.workers, command)

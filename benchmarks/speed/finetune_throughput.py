@@ -20,7 +20,7 @@ Runs against whichever ``exlm_chem`` is imported (``PYTHONPATH=<old checkout>``)
 
 Usage::
 
-    python benchmarks/finetune_throughput.py --n 256 --threads 1 2 --rounds 5
+    python benchmarks/speed/finetune_throughput.py --n 256 --threads 1 2 --rounds 5
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ a large set) is not in the phases: ``children_cpu_s`` counts it, polled while th
 
 Usage::
 
-    python benchmarks/fit_profile.py cyp2d6_veith --seed 1 --threads 1 \
+    python benchmarks/speed/fit_profile.py cyp2d6_veith --seed 1 --threads 1 \
         --out benchmarks/results/tdc_admet/fit_profile.jsonl
 """
 
@@ -148,7 +148,7 @@ def main() -> int:
         "best_epoch": int(estimator.best_epoch_), "epochs_run": len(estimator.history_),
         "commit": git_commit(), "machine": machine(),
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "command": " ".join(["python", "benchmarks/fit_profile.py", *sys.argv[1:]]),
+        "command": " ".join(["python", "benchmarks/speed/fit_profile.py", *sys.argv[1:]]),
     }
     line = json.dumps(record)
     print(line, flush=True)

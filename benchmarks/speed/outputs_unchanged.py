@@ -20,9 +20,9 @@ and the calls alternate between them round by round, so both see the same load.
 
 Usage::
 
-    python benchmarks/outputs_unchanged.py record /tmp/outputs
-    python benchmarks/outputs_unchanged.py compare /tmp/outputs
-    python benchmarks/outputs_unchanged.py time /tmp/outputs --baseline ../before --n 2048
+    python benchmarks/speed/outputs_unchanged.py record /tmp/outputs
+    python benchmarks/speed/outputs_unchanged.py compare /tmp/outputs
+    python benchmarks/speed/outputs_unchanged.py time /tmp/outputs --baseline ../before --n 2048
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]  # benchmarks/<group>/NAME.py
 MODELS = {"exlm": REPO / "models" / "exlm-small", "mlm": REPO / "models" / "mlm-small"}
 INVALID = "C1CC(N"  # unclosed ring and branch: RDKit rejects it
 

@@ -6,8 +6,8 @@ and the CPU seconds of the step. ``--step-tokens`` sets the micro-batch budget
 (``exlm_chem.train.micro_batches``; ``none``: the whole batch in one pass). Runs against
 whichever ``exlm_chem`` is imported (``PYTHONPATH=<checkout>``).
 
-    python benchmarks/step_memory.py --step-tokens none
-    python benchmarks/step_memory.py --step-tokens 2048
+    python benchmarks/speed/step_memory.py --step-tokens none
+    python benchmarks/speed/step_memory.py --step-tokens 2048
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ the difference, and whether it lies within the published sd or 0.02, whichever i
 
 Usage::
 
-    python benchmarks/maplight_reproduction.py \
+    python benchmarks/tdc/maplight_reproduction.py \
         benchmarks/results/tdc_admet/records/maplight-fit/results.jsonl
 """
 

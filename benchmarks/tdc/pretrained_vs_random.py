@@ -19,7 +19,7 @@ cells of the older version that kept the classifier:
 
 Usage::
 
-    python benchmarks/pretrained_vs_random.py > benchmarks/results/pretrained_vs_random.md
+    python benchmarks/tdc/pretrained_vs_random.py > benchmarks/results/pretrained_vs_random.md
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The TDC ADMET rows of benchmarks/results/tdc_admet, in the order a CPU-hour buys most:
 # small tasks before large ones, the lever comparisons before the rows they decide.
-# Usage: bash benchmarks/tdc_admet_runs.sh LANE   (LANE 1 or 2 from a worktree of 5445a9e,
+# Usage: bash benchmarks/tdc/tdc_admet_runs.sh LANE   (LANE 1 or 2 from a worktree of 5445a9e,
 # 0.3.0; 3 or 4 from one of 0.4.0; 5, 6 and 6b from one of f93c42b to 21a6262 (from 21a6262
 # the records keep their CPU time; 3030dd5 adds tree_features to the estimators, so later
 # commits key the same cells differently); 7 from 3030dd5 or later: two processes, one
@@ -12,9 +12,9 @@
 # mordred extra installed), 20 and 20b of the commit that adds the kernel head. Every
 # command resumes: cells already in a records folder are skipped, so rerunning a lane
 # continues where it stopped.
-# Then: bash benchmarks/tdc_admet_runs.sh report
+# Then: bash benchmarks/tdc/tdc_admet_runs.sh report
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."  # the checkout (this file is benchmarks/tdc/tdc_admet_runs.sh)
 : "${EXLM_CHEM_DATA:=$(cd .. && pwd)/shared/data/moleculenet}"
 export EXLM_CHEM_DATA
 OUT="${TDC_OUT:-benchmarks/results/tdc_admet}"  # records: where the lanes write
@@ -37,10 +37,10 @@ SMALLEST10="dili hia_hou bioavailability_ma herg half_life_obach cyp2d6_substrat
 tree_lever() {
   local head="$1" seeds=("${@:2}")
   [ ${#seeds[@]} -gt 0 ] || seeds=(1 2 3)
-  "$PY" benchmarks/tdc_levers.py --seeds "${seeds[@]}" --tasks $SMALL_CLS $SMALL_REG \
+  "$PY" benchmarks/tdc/tdc_levers.py --seeds "${seeds[@]}" --tasks $SMALL_CLS $SMALL_REG \
     --heads "$head" \
     --out $OUT/levers-051 --cache $OUT/levers-051/features
-  "$PY" benchmarks/tdc_levers.py --out $OUT/levers-051 \
+  "$PY" benchmarks/tdc/tdc_levers.py --out $OUT/levers-051 \
     --network $OUT/records/default-050-valid --report > $OUT/levers-051/report.md.$$.tmp
   mv $OUT/levers-051/report.md.$$.tmp $OUT/levers-051/report.md
 }
@@ -261,7 +261,7 @@ case "${1:-}" in
     "${RUN[@]}" --report-only --out $OUT --merge $OUT/records/*/
     ;;
   *)
-    echo "usage: bash benchmarks/tdc_admet_runs.sh 1|2|3|4|5|6|6b|7|8|9|10|11|13|13b|14|14b|14c|15|15b|15c|16|17|18|18b|19|20|20b|report" >&2
+    echo "usage: bash benchmarks/tdc/tdc_admet_runs.sh 1|2|3|4|5|6|6b|7|8|9|10|11|13|13b|14|14b|14c|15|15b|15c|16|17|18|18b|19|20|20b|report" >&2
     exit 2
     ;;
 esac

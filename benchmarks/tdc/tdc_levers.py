@@ -1,13 +1,14 @@
 """TDC ADMET levers on the held-out valid parts: what the tree head reads, which booster.
 
 A cheap lever study for the estimators' tree head (:class:`~exlm_chem.model.frozen_trees.
-FrozenTrees`), the TDC analogue of ``benchmarks/tree_head.py``: no network is fine-tuned,
-and nothing is scored on a test part. For each task of the TDC ADMET group and each seed,
-:func:`~exlm_chem.benchmark.tdc.load_tdc_task` re-splits ``train_val`` by scaffold into
-train and a held-out valid part; every head is fitted on the train rows and scored on the
-valid rows with the task's leaderboard metric (:func:`~exlm_chem.benchmark.tdc.tdc_metric`:
-MAE, Spearman, AUROC or AUPRC). The test part's rows are dropped as soon as a task is
-loaded: its molecules are never embedded or featurized and its labels never read.
+FrozenTrees`), the TDC analogue of ``benchmarks/moleculenet/tree_head.py``: no network is
+fine-tuned, and nothing is scored on a test part. For each task of the TDC ADMET group and
+each seed, :func:`~exlm_chem.benchmark.tdc.load_tdc_task` re-splits ``train_val`` by
+scaffold into train and a held-out valid part; every head is fitted on the train rows and
+scored on the valid rows with the task's leaderboard metric
+(:func:`~exlm_chem.benchmark.tdc.tdc_metric`: MAE, Spearman, AUROC or AUPRC). The test
+part's rows are dropped as soon as a task is loaded: its molecules are never embedded or
+featurized and its labels never read.
 
 Per task, computed once and shared by its seeds: the encoder's pooled states of the
 ``train_val`` molecules (RDKit canonical SMILES, as the estimators read them; the package's
@@ -61,11 +62,11 @@ relative change against it (positive: better). One ``--out`` per ``--model``.
 
 Usage::
 
-    python benchmarks/tdc_levers.py --out DIR --cache DIR/features   # 22 tasks, seeds 1-3
-    python benchmarks/tdc_levers.py --tasks dili herg --seeds 1 \
+    python benchmarks/tdc/tdc_levers.py --out DIR --cache DIR/features   # 22 tasks, seeds 1-3
+    python benchmarks/tdc/tdc_levers.py --tasks dili herg --seeds 1 \
         --heads "trees(emb+rdkit2d)" "trees(rdkit2d)" --out DIR
-    python benchmarks/tdc_levers.py --out DIR --report
-    python benchmarks/tdc_levers.py --out DIR --network RECORDS --report \
+    python benchmarks/tdc/tdc_levers.py --out DIR --report
+    python benchmarks/tdc/tdc_levers.py --out DIR --network RECORDS --report \
         --weights 0.5 0.75 1.0   # the MAE+RMSE member mixed at other shares than 0.75
 """
 
@@ -82,7 +83,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]  # benchmarks/<group>/NAME.py
 #: MapLight's features, as :data:`exlm_chem.benchmark.features.FEATURE_SETS` names them
 MAPLIGHT = ("morgan", "avalon", "erg", "rdkit2d")
 BASELINE = "trees(emb+rdkit2d)"

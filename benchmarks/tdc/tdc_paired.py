@@ -21,7 +21,7 @@ sides at the trees' share W instead of the default, to ask whether a lever moves
 
 Usage::
 
-    python benchmarks/tdc_paired.py BASE.jsonl LEVER.jsonl [--from-parts mix|network|trees]
+    python benchmarks/tdc/tdc_paired.py BASE.jsonl LEVER.jsonl [--from-parts mix|network|trees]
         [--lever-trees] [--weight W]
 """
 

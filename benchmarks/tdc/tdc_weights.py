@@ -34,7 +34,7 @@ instead (fits on the train part alone; for reading, not for choosing).
 
 Usage::
 
-    python benchmarks/tdc_weights.py benchmarks/results/tdc_admet/records/default-050-valid
+    python benchmarks/tdc/tdc_weights.py benchmarks/results/tdc_admet/records/default-050-valid
 """
 
 from __future__ import annotations

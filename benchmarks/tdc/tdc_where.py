@@ -39,7 +39,7 @@ spread of its own variants, which the valid parts cannot tell apart.
 
 Usage::
 
-    python benchmarks/tdc_where.py > benchmarks/results/tdc_admet/where.md
+    python benchmarks/tdc/tdc_where.py > benchmarks/results/tdc_admet/where.md
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ from pathlib import Path
 import numpy as np
 from tdc_weights import score_cells
 
-RESULTS = Path(__file__).resolve().parent / "results" / "tdc_admet"
+RESULTS = Path(__file__).resolve().parents[1] / "results" / "tdc_admet"  # from benchmarks/tdc/
 DEFAULT = "ExLM exlm-small (estimator 0.5.5 defaults) [fit on train_val]"
 #: the trees alone (MapLight's recipe) under the default row's protocol
 RECIPE = "CatBoost on MapLight's features (MapLight's recipe) [fit on train_val]"
@@ -209,7 +209,7 @@ def where(cells: dict[tuple[str, str], Cells],
 
 
 TITLE = ["# Where the default row stands per task, and what the records say of why", "",
-         "Written by `python benchmarks/tdc_where.py` from the records of this folder (the "
+         "Written by `python benchmarks/tdc/tdc_where.py` from the records of this folder (the "
          "script's docstring says what each column is); rebuilt whenever the records change.",
          ""]
 

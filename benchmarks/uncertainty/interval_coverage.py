@@ -11,7 +11,7 @@ chose; on a ``scaffold`` split the test scaffolds are new, as the held-out share
 
 Usage::
 
-    python benchmarks/interval_coverage.py --out FILE.jsonl \
+    python benchmarks/uncertainty/interval_coverage.py --out FILE.jsonl \
         [--tasks esol freesolv] [--splits random scaffold] [--seeds 0 1 2]
 
 Rows already in ``--out`` (task, split, seed) are skipped, so a stopped run resumes.
@@ -25,7 +25,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _provenance import git_commit, load_average, machine
+
+from exlm_chem.provenance import git_commit, load_average, machine
 
 ALPHAS = (0.1, 0.2)
 

@@ -7,7 +7,7 @@ alpha: coverage and mean width. Once on the deterministic scaffold split (test m
 have unseen scaffolds: not exchangeable with the validation rows), and over ``--repeats``
 random 80/10/10 splits (exchangeable: the guarantee applies).
 
-Usage: ``python benchmarks/uncertainty_esol.py --out FILE.jsonl``
+Usage: ``python benchmarks/uncertainty/uncertainty_esol.py --out FILE.jsonl``
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from _provenance import git_commit, machine
 
+from exlm_chem.provenance import git_commit, machine
 from exlm_chem.uncertainty.conformal import conformal_quantile, conformity_scores
 from exlm_chem.uncertainty.scores import interval_coverage, interval_width
 

@@ -8,7 +8,8 @@ canonical + ``--tta`` randomized SMILES, and calibrated (isotonic / Platt, fitte
 the validation split's probabilities). Rows go to ``--out``/finetune.jsonl (resumable);
 test probabilities to ``--work`` (the report averages the seeds' models into an ensemble).
 
-Usage: ``python benchmarks/uncertainty_finetune.py --out DIR [--tasks ...] [--seeds ...]``
+Usage: ``python benchmarks/uncertainty/uncertainty_finetune.py --out DIR [--tasks ...]
+[--seeds ...]``
 """
 
 from __future__ import annotations
@@ -19,13 +20,13 @@ import time
 
 import _uncertainty_cli
 import numpy as np
-from _provenance import git_commit, machine
 from scipy.special import expit
 
 from exlm_chem.benchmark.encoders import cell_finetune_settings
 from exlm_chem.benchmark.records import Budget
 from exlm_chem.benchmark.tasks import load_task
 from exlm_chem.data.augment import tta_views
+from exlm_chem.provenance import git_commit, machine
 from exlm_chem.uncertainty.calibration import fit_calibrator
 from exlm_chem.uncertainty.scores import probability_scores
 

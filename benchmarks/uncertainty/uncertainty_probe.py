@@ -9,7 +9,7 @@ ensemble of ``--members`` probes. Each row of ``--out`` (JSON lines, resumable) 
 (task, seed, variant) with ROC-AUC, Brier score and ECE on the test split; test
 probabilities go to ``--work`` for the reliability diagram.
 
-Usage: ``python benchmarks/uncertainty_probe.py --out DIR [--tasks ...] [--seeds ...]``
+Usage: ``python benchmarks/uncertainty/uncertainty_probe.py --out DIR [--tasks ...] [--seeds ...]``
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ from pathlib import Path
 
 import _uncertainty_cli
 import numpy as np
-from _provenance import git_commit, machine
 
 from exlm_chem.benchmark.tasks import load_task
 from exlm_chem.data.augment import EpochViews, tta_views
+from exlm_chem.provenance import git_commit, machine
 from exlm_chem.uncertainty.calibration import fit_calibrator
 from exlm_chem.uncertainty.ensemble import bootstrap_rows, member_seeds
 from exlm_chem.uncertainty.scores import probability_scores

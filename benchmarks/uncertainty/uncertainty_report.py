@@ -1,10 +1,11 @@
 """Tables and the reliability diagram of the uncertainty measurements on CPU.
 
-Reads ``probe.jsonl`` (benchmarks/uncertainty_probe.py) and ``finetune.jsonl``
-(benchmarks/uncertainty_finetune.py) from ``--results``, and the test probabilities they
+Reads ``probe.jsonl`` (benchmarks/uncertainty/uncertainty_probe.py) and ``finetune.jsonl``
+(benchmarks/uncertainty/uncertainty_finetune.py) from ``--results``, and the test probabilities they
 saved under ``--work``; writes the markdown report and the reliability-diagram PNG.
 
-Usage: ``python benchmarks/uncertainty_report.py --results DIR --out FILE.md --png FILE.png``
+Usage: ``python benchmarks/uncertainty/uncertainty_report.py --results DIR --out FILE.md
+--png FILE.png``
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ def run_benchmarks(
     for dtype in DTYPES if dag else ():
         cmd = [
             python(),
-            "benchmarks/dag_loss.py",
+            "benchmarks/pretraining/dag_loss.py",
             "--device",
             device,
             "--dtype",
@@ -54,7 +54,7 @@ def _step_benchmark(work, prepared, presets, tokens, dry_run, clock, reserve,
     device = "cpu" if dry_run else "cuda"
     cmd = [
         python(),
-        "benchmarks/pretrain_step.py",
+        "benchmarks/pretraining/pretrain_step.py",
         "--prepared",
         str(prepared),
         "--device",
@@ -131,7 +131,7 @@ def summary(work: Work) -> str:
     if step.get("env"):
         lines.append(
             f"\nMFU against {step['env']['peak_tflops']:g} TFLOP/s (H100 SXM bf16 "
-            "dense); FLOPs as in benchmarks/pretrain_step.py's docstring"
+            "dense); FLOPs as in benchmarks/pretraining/pretrain_step.py's docstring"
         )
     return "\n".join(lines)
 

@@ -1,7 +1,7 @@
 """The command line answers ``--help`` and argument errors at once (no heavy imports).
 
 How long that takes, against a bare interpreter, is measured by
-``benchmarks/cli_startup.py``; these tests check the cause.
+``benchmarks/speed/cli_startup.py``; these tests check the cause.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""benchmarks/maplight_reproduction.py: the catboost_maplight row against MapLight's
+"""benchmarks/tdc/maplight_reproduction.py: the catboost_maplight row against MapLight's
 published figures, task by task, within the published sd or 0.02."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def _records(path, cells):
 
 
 def test_counts_the_tasks_within_the_published_sd_or_002(tmp_path):
-    script = load_script("benchmarks/maplight_reproduction.py")
+    script = load_script("benchmarks/tdc/maplight_reproduction.py")
     path = _records(tmp_path / "r.jsonl", [
         ("catboost_maplight", "tdc_train_val", "herg", 1, 0.90),  # +0.029: outside 0.02
         ("catboost_maplight", "tdc_train_val", "herg", 2, 0.90),

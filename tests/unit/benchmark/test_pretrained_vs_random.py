@@ -1,4 +1,4 @@
-"""benchmarks/pretrained_vs_random.py: what the pre-trained encoder buys per task, on the
+"""benchmarks/tdc/pretrained_vs_random.py: what the pre-trained encoder buys per task, on the
 TDC ADMET and MoleculeNet records."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from exlm_chem.benchmark.records import Budget, CellRecord, ResultsFile
 
 @pytest.fixture(scope="module")
 def script():
-    return load_script("benchmarks/pretrained_vs_random.py")
+    return load_script("benchmarks/tdc/pretrained_vs_random.py")
 
 
 def test_tdc_margins_pair_seeds_and_point_the_better_way(script):

@@ -8,7 +8,7 @@ from repo_scripts import load_script
 
 @pytest.fixture(scope="module")
 def study():
-    return load_script("benchmarks/task_adaptive.py")
+    return load_script("benchmarks/pretraining/task_adaptive.py")
 
 
 def test_export_writes_the_fit_rows_and_no_test_molecule(study, moleculenet_dir, tmp_path,

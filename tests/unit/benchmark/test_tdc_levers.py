@@ -15,7 +15,7 @@ HEADS = ("trees(rdkit2d)", "trees(emb+rdkit2d)")
 
 @pytest.fixture(scope="module")
 def study():
-    return load_script("benchmarks/tdc_levers.py")
+    return load_script("benchmarks/tdc/tdc_levers.py")
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""benchmarks/tdc_paired.py: two rows' TDC cells paired by task and seed."""
+"""benchmarks/tdc/tdc_paired.py: two rows' TDC cells paired by task and seed."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ def _write(path, cells):
 
 
 def test_pairs_by_task_and_seed_and_counts_who_is_ahead_on_valid(tmp_path):
-    paired = load_script("benchmarks/tdc_paired.py")
+    paired = load_script("benchmarks/tdc/tdc_paired.py")
     base = _write(tmp_path / "a.jsonl", [("vdss", 1, "spearman", 0.5, 0.6),
                                          ("vdss", 2, "spearman", 0.4, 0.6),
                                          ("vdss", 3, "spearman", 0.9, 0.9),  # no pair
@@ -37,7 +37,7 @@ def test_pairs_by_task_and_seed_and_counts_who_is_ahead_on_valid(tmp_path):
 
 
 def test_rows_without_a_valid_part_are_compared_on_test_and_say_so(tmp_path):
-    paired = load_script("benchmarks/tdc_paired.py")
+    paired = load_script("benchmarks/tdc/tdc_paired.py")
     base = _write(tmp_path / "a.jsonl", [("herg", 1, "roc_auc", None, 0.75),
                                          ("herg", 2, "roc_auc", None, 0.25),
                                          ("vdss", 1, "spearman", 0.5, 0.6)])
@@ -58,7 +58,7 @@ def test_from_parts_scores_the_kept_members_under_the_default_mix(tmp_path):
     from scipy.special import expit, logit
     from sklearn.metrics import roc_auc_score
 
-    paired = load_script("benchmarks/tdc_paired.py")
+    paired = load_script("benchmarks/tdc/tdc_paired.py")
     results = _write(tmp_path / "results.jsonl", [("herg", 1, "roc_auc", 0.1, 0.1),
                                                   ("herg", 2, "roc_auc", 0.1, 0.1)])
     rng = np.random.default_rng(0)
@@ -81,7 +81,7 @@ def test_from_parts_can_mix_a_network_with_another_rows_trees(tmp_path):
     import numpy as np
     from scipy.stats import spearmanr
 
-    paired = load_script("benchmarks/tdc_paired.py")
+    paired = load_script("benchmarks/tdc/tdc_paired.py")
     rng = np.random.default_rng(1)
     labels, network, own, other = rng.normal(size=(4, 9, 1))
     for row, trees in (("a", own), ("b", other)):
@@ -103,7 +103,7 @@ def test_from_parts_mixes_at_the_weight_asked_for(tmp_path):
     import numpy as np
     from scipy.stats import spearmanr
 
-    paired = load_script("benchmarks/tdc_paired.py")
+    paired = load_script("benchmarks/tdc/tdc_paired.py")
     rng = np.random.default_rng(2)
     labels, network, trees = rng.normal(size=(3, 11, 1))
     (tmp_path / "parts").mkdir()

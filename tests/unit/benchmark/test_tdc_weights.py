@@ -1,4 +1,4 @@
-"""benchmarks/tdc_weights.py: weighting rules scored on the members' kept outputs."""
+"""benchmarks/tdc/tdc_weights.py: weighting rules scored on the members' kept outputs."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ def _parts(path, network, trees, labels, chosen):
 
 
 def test_rules_are_scored_on_the_valid_part_and_ranked(tmp_path):
-    script = load_script("benchmarks/tdc_weights.py")
+    script = load_script("benchmarks/tdc/tdc_weights.py")
     (tmp_path / "parts").mkdir()
     labels = np.array([[0.0], [1.0], [0.0], [1.0]])
     # the network ranks the molecules right, the trees mostly wrong: AUROC 1 and 0.25
@@ -49,7 +49,7 @@ def test_rules_are_scored_on_the_valid_part_and_ranked(tmp_path):
 
 
 def test_auto_chooses_only_on_enough_held_out_molecules_beside_catboost(tmp_path):
-    script = load_script("benchmarks/tdc_weights.py")
+    script = load_script("benchmarks/tdc/tdc_weights.py")
     labels = np.array([[0.0], [1.0], [1.0], [0.0]] * 100)  # 400 held out
     sure = np.where(labels == 1, 0.9, 0.1)  # the trees: right, sure
     arrays = {"chosen_weight": np.array(0.75), "held_out_network": 1 - sure,

@@ -1,4 +1,4 @@
-"""benchmarks/tdc_where.py: where the default row stands per task, and the row the valid
+"""benchmarks/tdc/tdc_where.py: where the default row stands per task, and the row the valid
 parts would choose."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from exlm_chem.benchmark.report_tdc import published_rank
 
 @pytest.fixture(scope="module")
 def where():
-    return load_script("benchmarks/tdc_where.py")
+    return load_script("benchmarks/tdc/tdc_where.py")
 
 
 def test_margins_pair_seeds_and_point_the_better_way(where):

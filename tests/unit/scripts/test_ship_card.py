@@ -1,7 +1,7 @@
 """The model card's frozen-feature section (scripts/ship_checkpoint.py) from fake records.
 
 Tiny probes.jsonl / results.jsonl files in the formats the study
-(``benchmarks/pretrain_cpu_study.py``) and the benchmark runner write; no model runs.
+(``benchmarks/pretraining/pretrain_cpu_study.py``) and the benchmark runner write; no model runs.
 """
 
 from __future__ import annotations
@@ -249,7 +249,7 @@ def test_recipe_names_the_targets_and_their_handling() -> None:
 
 def test_constants_match_the_study_script() -> None:
     """The card reads what the study writes: same tasks, same descriptor arm."""
-    study = load_script("benchmarks/pretrain_cpu_study.py")
+    study = load_script("benchmarks/pretraining/pretrain_cpu_study.py")
     assert ship.STUDY_TASKS == study.TASKS
     assert ship.DESCRIPTOR_ARM == study.DESCRIPTOR_ARM
     assert set(ship.POOLINGS) == set(study.POOLINGS)

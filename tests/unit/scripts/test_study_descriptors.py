@@ -1,4 +1,5 @@
-"""The CPU study's descriptor reference row (benchmarks/pretrain_cpu_study.py descriptors).
+"""The CPU study's descriptor reference row (``benchmarks/pretraining/pretrain_cpu_study.py
+descriptors``).
 
 Tiny tasks of a few dozen molecules stand in for the five MoleculeNet tasks; no model runs.
 """
@@ -15,7 +16,7 @@ from repo_scripts import load_script
 
 from exlm_chem.benchmark.tasks import TaskData
 
-study = load_script("benchmarks/pretrain_cpu_study.py")
+study = load_script("benchmarks/pretraining/pretrain_cpu_study.py")
 
 
 def _tiny_task(name: str) -> TaskData:

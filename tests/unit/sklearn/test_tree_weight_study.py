@@ -1,5 +1,5 @@
-"""benchmarks/tree_weight.py: the classifier's outputs per tree weight, and the weight its
-held-out molecules would choose, read from one fit."""
+"""benchmarks/moleculenet/tree_weight.py: the classifier's outputs per tree weight, and the
+weight its held-out molecules would choose, read from one fit."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from exlm_chem.sklearn.estimator import ExLMMoleculeClassifier
 
 @pytest.fixture(scope="module")
 def study() -> ModuleType:
-    return load_script("benchmarks/tree_weight.py")
+    return load_script("benchmarks/moleculenet/tree_weight.py")
 
 
 @pytest.fixture(scope="module")
