@@ -39,9 +39,19 @@ import numpy as np
 
 from exlm_chem.admet.endpoints import Endpoint, EndpointData
 
-__all__ = ["BUILD_SETTINGS", "ENDPOINTS_DIR", "FitParts", "build_endpoint", "build_endpoints",
-           "endpoint_done",
-           "fit_parts", "member_features"]
+__all__ = [
+    "BUILD_SETTINGS",
+    "ENDPOINTS_DIR",
+    "MOLECULES_FILE",
+    "FitParts",
+    "build_endpoint",
+    "build_endpoints",
+    "endpoint_done",
+    "fit_parts",
+    "member_features",
+    "read_molecules",
+    "write_molecules",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +68,8 @@ BUILD_SETTINGS: dict[str, Any] = {
     "seed": 0,
 }
 PART_SCAFFOLD, PART_CLUSTER = 0, 1
+#: an endpoint folder's training molecules (:func:`write_molecules`)
+MOLECULES_FILE = "molecules.txt.gz"
 
 
 class FitParts(NamedTuple):
@@ -161,6 +173,7 @@ def build_endpoint(endpoint: Endpoint, data: EndpointData, folder: str | Path) -
             tmp.write_bytes(payload)
     with atomic_path(folder / "heldout.safetensors") as tmp:
         tmp.write_bytes(safetensors.numpy.save(heldout))
+    write_molecules(folder, smiles)
     record = {
         "endpoint": endpoint._asdict(),
         "key": _settings_key(data, endpoint),
@@ -181,6 +194,25 @@ def build_endpoint(endpoint: Endpoint, data: EndpointData, folder: str | Path) -
     logger.info("endpoint %s: %d molecules, %.0f CPU-s", endpoint.name, len(smiles),
                 record["cpu_s"])
     return record
+
+
+def write_molecules(folder: Path, smiles: Sequence[str]) -> None:
+    """The canonical SMILES an endpoint's kept trees learned, one a line, gzipped: the
+    applicability domain's reference set (:mod:`exlm_chem.admet.assemble`)."""
+    import gzip
+
+    from exlm_chem.files.safe_write import atomic_path
+
+    with atomic_path(Path(folder) / MOLECULES_FILE) as tmp:
+        # mtime=0: the same molecules give the same bytes
+        tmp.write_bytes(gzip.compress(("\n".join(smiles) + "\n").encode(), mtime=0))
+
+
+def read_molecules(folder: Path) -> list[str]:
+    """The SMILES :func:`write_molecules` wrote."""
+    import gzip
+
+    return gzip.decompress((Path(folder) / MOLECULES_FILE).read_bytes()).decode().split()
 
 
 def build_endpoints(out: str | Path, endpoints: Sequence[Endpoint],

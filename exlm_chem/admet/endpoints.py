@@ -15,8 +15,16 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["ENDPOINTS", "GROUPS", "Endpoint", "EndpointData", "endpoint_data",
-           "get_endpoint", "units_table"]
+__all__ = [
+    "ENDPOINTS",
+    "GROUPS",
+    "Endpoint",
+    "EndpointData",
+    "endpoint_data",
+    "get_endpoint",
+    "merged_labels",
+    "units_table",
+]
 
 #: the groups a report shows endpoints in, in order
 GROUPS = ("absorption", "distribution", "metabolism", "excretion", "toxicity")
@@ -142,7 +150,8 @@ class EndpointData(NamedTuple):
     test_smiles: frozenset[str]  # TDC's fixed test part (canonical); empty elsewhere
 
 
-def _merged(smiles: Sequence[str], y: np.ndarray, task: str) -> tuple[list[str], np.ndarray]:
+def merged_labels(smiles: Sequence[str], y: np.ndarray, task: str
+                  ) -> tuple[list[str], np.ndarray]:
     """Canonical SMILES with one label each: the mean of a molecule's values, the majority
     of its classes (a molecule labelled both ways equally often is left out). SMILES RDKit
     rejects are left out (the sources' own loaders already report them)."""
@@ -178,8 +187,8 @@ def endpoint_data(endpoint: Endpoint) -> EndpointData:
         task = load_tdc_admet(rest, download=False)
         smiles = task.train_val.smiles + task.test.smiles
         y = np.concatenate([task.train_val.y, task.test.y])
-        test, _ = _merged(task.test.smiles, task.test.y, endpoint.task)
-        kept, labels = _merged(smiles, y, endpoint.task)
+        test, _ = merged_labels(task.test.smiles, task.test.y, endpoint.task)
+        kept, labels = merged_labels(smiles, y, endpoint.task)
         return EndpointData(kept, labels, task.sha256, frozenset(test))
     if kind == "moleculenet":
         from exlm_chem.data.moleculenet import load_moleculenet
@@ -187,7 +196,7 @@ def endpoint_data(endpoint: Endpoint) -> EndpointData:
         name, _, column = rest.partition(":")
         data = load_moleculenet(name, download=False)
         labels = np.asarray(data.labels[:, data.task_names.index(column)], np.float64)
-        kept, merged = _merged(data.smiles, labels, endpoint.task)
+        kept, merged = merged_labels(data.smiles, labels, endpoint.task)
         return EndpointData(kept, merged, data.sha256, frozenset())
     raise ValueError(f"endpoint {endpoint.name!r}: no data source {endpoint.source!r} "
                      "(a user's endpoint is fitted from its own file)")

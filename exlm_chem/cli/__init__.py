@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from exlm_chem import __version__
+from exlm_chem.cli.admet import AdmetBuildCommand, AdmetPredictCommand
 from exlm_chem.cli.analysis import EntropyCommand, ExplainCommand
 from exlm_chem.cli.base import Subcommand
 from exlm_chem.cli.benchmark import BenchmarkCommand
@@ -30,8 +31,10 @@ COMMANDS: list[type[Subcommand]] = [
     DataSummaryCommand, PretrainCommand, EmbedCommand, FitCommand, PredictCommand,
     ExplainCommand, EntropyCommand, TextPretrainCommand, TextGlueCommand, BenchmarkCommand,
     CorpusPrepareCommand, CorpusDescriptorsCommand, ScreenCommand,
-    PrepareSplitsCommand,
+    PrepareSplitsCommand, AdmetPredictCommand, AdmetBuildCommand,
 ]
+#: ``exlm-chem admet IN ...`` is ``exlm-chem admet predict IN ...``
+SHORTHANDS = {"admet": "predict"}
 
 
 class _LazyParser(argparse.ArgumentParser):
@@ -92,8 +95,24 @@ def build_parser(declare_all: bool = False) -> argparse.ArgumentParser:
     return parser
 
 
+def expand_shorthand(argv: Sequence[str]) -> list[str]:
+    """``argv`` with a group's default subcommand put in where it is left out
+    (:data:`SHORTHANDS`: ``admet IN`` -> ``admet predict IN``)."""
+    argv = list(argv)
+    words = [i for i, a in enumerate(argv) if not a.startswith("-")]
+    if not words or argv[words[0]] not in SHORTHANDS:
+        return argv
+    group = argv[words[0]]
+    known = {c.name for c in COMMANDS if c.group == group}
+    rest = argv[words[0] + 1:]
+    if rest and (rest[0] in known or rest[0] in ("-h", "--help")):
+        return argv
+    return [*argv[:words[0] + 1], SHORTHANDS[group], *rest]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser().parse_args(expand_shorthand(argv))
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(levelname)s %(name)s: %(message)s",

@@ -1,4 +1,4 @@
-"""The one reader for molecule tables: CSV, SMILES files and Parquet.
+"""The one reader for molecule tables: CSV, SMILES files, Parquet and SD files.
 
 The CLI (``embed``, ``fit``, ``predict``, ``explain``, ``entropy``) reads its rows
 through :func:`open_table` and :func:`iter_chunks`. Opening a table checks, before any
@@ -12,6 +12,10 @@ Formats, by suffix:
 
 - ``.csv`` (any compression pandas reads, e.g. ``.csv.gz``): CSV with a header row;
 - ``.parquet`` / ``.pq``: a Parquet file (any column types; values are passed on as text);
+- ``.sdf`` (optionally ``.sdf.gz``): an SD file, one data row per record; its columns are
+  ``smiles`` (RDKit's SMILES of the record's molecule; missing where RDKit cannot read
+  the record, which is reported invalid, never dropped), ``name`` (the title line) and the
+  first record's data fields;
 - anything else (``.smi``, ``.smi.gz``, ``.txt`` ...): one molecule per line,
   ``SMILES [name]``, no header; its columns are ``smiles`` and ``name``. Every line is
   a data row: a blank line is a row with an empty SMILES (reported invalid, never
@@ -62,17 +66,19 @@ class TableInput(NamedTuple):
     """A checked input table: where it is, how to read it, what it holds."""
 
     path: Path
-    kind: str  # "csv" | "smi" | "parquet"
+    kind: str  # "csv" | "smi" | "parquet" | "sdf"
     columns: list[str]  # header, in file order
     n_rows: int  # data rows (> 0); -1 when not counted (stream_table)
     encoding: str  # of a CSV / SMILES file
 
 
 def table_kind(path: str | Path) -> str:
-    """``"parquet"``, ``"smi"`` or ``"csv"``, from the file name's suffixes."""
+    """``"parquet"``, ``"sdf"``, ``"smi"`` or ``"csv"``, from the file name's suffixes."""
     suffixes = [s.lower() for s in Path(path).suffixes]
     if suffixes and suffixes[-1] in (".parquet", ".pq"):
         return "parquet"
+    if ".sdf" in suffixes:
+        return "sdf"
     return "csv" if ".csv" in suffixes else "smi"
 
 
@@ -150,7 +156,7 @@ def iter_chunks(table: TableInput, columns: Sequence[str],
     if table.kind == "csv":
         chunks = _csv_chunks(table, columns, chunk_size, set(as_written))
     else:
-        chunks = {"smi": _smi_chunks, "parquet": _parquet_chunks}[table.kind](
+        chunks = {"smi": _smi_chunks, "parquet": _parquet_chunks, "sdf": _sdf_chunks}[table.kind](
             table, columns, chunk_size)
     start = 0  # data rows read whole so far
     try:
@@ -275,6 +281,11 @@ def _columns(path: Path, kind: str, encoding: str) -> list[str]:
 
 
 def _header(path: Path, kind: str, encoding: str) -> list[str]:
+    if kind == "sdf":
+        for mol in _sdf_molecules(path):
+            if mol is not None:
+                return [*SMI_COLUMNS, *(c for c in mol.GetPropNames() if c not in SMI_COLUMNS)]
+        return list(SMI_COLUMNS)
     if kind == "parquet":
         import pyarrow.parquet as pq
 
@@ -349,6 +360,41 @@ def _parquet_chunks(table: TableInput, columns: list[str], chunk_size: int) -> I
                                                           columns=columns):
         yield _as_text(batch.to_pandas(), start)
         start += batch.num_rows
+
+
+def _sdf_molecules(path: Path) -> Iterator[Any]:
+    """The records of an SD file as RDKit molecules (None for a record RDKit rejects)."""
+    from rdkit import Chem, RDLogger
+
+    opener = gzip.open if path.suffix.lower() == ".gz" else open
+    RDLogger.DisableLog("rdApp.*")  # a rejected record is reported as an invalid row
+    try:
+        with opener(path, "rb") as handle:
+            yield from Chem.ForwardSDMolSupplier(handle)
+    finally:
+        RDLogger.EnableLog("rdApp.*")
+
+
+def _sdf_chunks(table: TableInput, columns: list[str], chunk_size: int) -> Iterator[Any]:
+    import pandas as pd
+    from rdkit import Chem
+
+    rows: list[dict[str, str | None]] = []
+    start = 0
+    for mol in _sdf_molecules(table.path):
+        if mol is None:
+            rows.append({})
+        else:
+            fields = {c: mol.GetProp(c) for c in mol.GetPropNames()}
+            rows.append({**fields, "smiles": Chem.MolToSmiles(mol),
+                         "name": mol.GetProp("_Name") if mol.HasProp("_Name") else None})
+        if len(rows) == chunk_size:
+            yield pd.DataFrame([[r.get(c) for c in columns] for r in rows], columns=columns,
+                               dtype=object, index=pd.RangeIndex(start, start + len(rows)))
+            start, rows = start + len(rows), []
+    if rows:
+        yield pd.DataFrame([[r.get(c) for c in columns] for r in rows], columns=columns,
+                           dtype=object, index=pd.RangeIndex(start, start + len(rows)))
 
 
 def _check_decoded(table: TableInput, frame: Any) -> None:

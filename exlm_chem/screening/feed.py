@@ -52,6 +52,12 @@ class LazyClient:
         self._client = client
         self._scheduler, self._workers, self._stack = scheduler, workers, stack
 
+    @property
+    def in_process(self) -> bool:
+        """``workers=0``: the chunks are computed here, one after another, without Dask
+        (a small file: no cluster to start, the same parts and manifest)."""
+        return self._client is None and not self._scheduler and self._workers == 0
+
     def get(self) -> Any:
         if self._client is None:
             from distributed import Client, LocalCluster
@@ -92,7 +98,20 @@ class Tally:
 
 
 def drive(cluster: LazyClient, chunks: Iterator[Chunk], spec: ModelSpec, out: Path,
-           paths: list[str], run: str, tally: Tally, bar: Any) -> None:
+          paths: list[str], run: str, tally: Tally, bar: Any) -> None:
+    if cluster.in_process:
+        for chunk in chunks:
+            name = part_name(chunk)
+            done = completed_part(out / name, len(chunk.smiles), run)
+            if done is not None:
+                tally.skip(done)
+                continue
+            result = run_part(spec, PartTask(str(out), name, paths[chunk.file_index],
+                                             chunk.start, chunk.smiles, run, chunk.features))
+            tally.add(result)
+            if bar is not None:
+                bar.update(result.rows)
+        return
     from distributed import KilledWorker, as_completed
 
     token = uuid.uuid4().hex[:8]  # keys unique to this call, even on a long-lived client

@@ -8,7 +8,8 @@ Files are read by :func:`exlm_chem.data.tables.stream_table`, with the CLI's rul
 ``.smi`` / ``.smiles`` (one molecule per line, the SMILES is the line's first
 whitespace-separated field, no header; a blank line is an empty SMILES, not a skipped
 row), ``.csv`` and ``.parquet`` / ``.pq`` (a named SMILES column; an empty cell is an
-empty SMILES, any other cell is read as written). Text formats may be gzipped (``.gz``)
+empty SMILES, any other cell is read as written), ``.sdf`` (RDKit's SMILES of each record;
+a record RDKit cannot read is an empty SMILES). Text formats may be gzipped (``.gz``)
 and are UTF-8.
 """
 
@@ -23,7 +24,11 @@ from typing import Any, NamedTuple
 from exlm_chem.data.tables import check_columns, stream_table, table_kind
 
 #: Suffixes a screen reads: a glob over a folder must not take a log file for molecules.
-SUFFIXES = (".smi", ".smiles", ".smi.gz", ".smiles.gz", ".csv", ".csv.gz", ".parquet", ".pq")
+SUFFIXES = (".smi", ".smiles", ".smi.gz", ".smiles.gz", ".csv", ".csv.gz", ".parquet", ".pq",
+            ".sdf", ".sdf.gz")
+#: formats whose SMILES column is fixed (``smiles``): SMILES files, and SD files (RDKit's
+#: SMILES of each record's molecule)
+FIXED_SMILES = ("smi", "sdf")
 _READ_BLOCK = 65_536  # rows per read
 
 
@@ -44,7 +49,7 @@ class Chunk(NamedTuple):
 
 
 def input_format(path: str | Path) -> str:
-    """``"smi"``, ``"csv"`` or ``"parquet"`` (:func:`~exlm_chem.data.tables.table_kind`);
+    """``"smi"``, ``"csv"``, ``"parquet"`` or ``"sdf"`` (:func:`~exlm_chem.data.tables.table_kind`);
     a ``ValueError`` for a suffix not in :data:`SUFFIXES`."""
     if not Path(path).name.lower().endswith(SUFFIXES):
         raise ValueError(f"{path}: unsupported input; use one of {', '.join(SUFFIXES)}")
@@ -89,7 +94,7 @@ def check_input_columns(path: str | Path, smiles_column: str,
     (``{what: columns}``, e.g. a model's feature columns; a ``.smi`` file holds only
     ``smiles`` and ``name``)."""
     required = {k: list(v) for k, v in (more or {}).items() if v}
-    if input_format(path) != "smi":
+    if input_format(path) not in FIXED_SMILES:
         required = {"--smiles-column": [smiles_column], **required}
     if required:
         check_columns(path, required)
@@ -99,7 +104,7 @@ def read_blocks(path: str, smiles_column: str = "smiles", feature_columns: Seque
                 ) -> Iterator[tuple[list[str], Any]]:
     """The file's SMILES in blocks of any size, in row order (empty cells as ``""``),
     each with its ``feature_columns`` cells ([n, F] object array; None without them)."""
-    column = "smiles" if input_format(path) == "smi" else smiles_column
+    column = "smiles" if input_format(path) in FIXED_SMILES else smiles_column
     feature_columns = list(feature_columns)
     for frame in stream_table(path, [column, *feature_columns], _READ_BLOCK,
                               as_written=[column]):

@@ -27,7 +27,7 @@ from exlm_chem.screening.manifest import (
     remove_temporaries,
     run_id,
 )
-from exlm_chem.screening.worker import EMBED, PREDICT, ModelSpec
+from exlm_chem.screening.worker import ADMET, EMBED, PREDICT, ModelSpec
 
 DEFAULT_CHUNK_ROWS = 10_000
 
@@ -108,8 +108,9 @@ def screen(
     Parameters
     ----------
     model : path
-        A fitted estimator directory (``exlm-chem fit`` or ``.save``), or with
-        ``embed=True`` a pre-trained checkpoint directory. Every worker must see it.
+        A fitted estimator directory (``exlm-chem fit`` or ``.save``), an ADMET panel
+        (:mod:`exlm_chem.admet`: its table, :meth:`~exlm_chem.admet.panel.Panel.predict`),
+        or with ``embed=True`` a pre-trained checkpoint directory. Every worker must see it.
     inputs : path, glob or sequence of them
         ``.smi``/``.smiles``/``.csv`` (optionally ``.gz``) or ``.parquet`` files.
     out : path
@@ -117,7 +118,8 @@ def screen(
         ``_manifest.json``. Read it back with ``pandas.read_parquet(out)``.
     client : distributed.Client, optional
         Cluster to use. Otherwise ``scheduler`` (an address) or a new local cluster of
-        ``workers`` single-threaded processes (default: one per CPU core).
+        ``workers`` single-threaded processes (default: one per CPU core); ``workers=0``
+        computes the chunks in this process, without Dask.
     embed : bool
         Write embeddings (``emb_0 ..``) instead of predictions.
     chunk_rows : int
@@ -154,21 +156,32 @@ def screen(
         raise ValueError("pass either client, or scheduler/workers, not both")
     if scheduler and workers:
         raise ValueError("--workers starts a local cluster; it cannot go with --scheduler")
-    _check_numbers(workers=workers, batch_size=batch_size, max_length=max_length)
+    _check_numbers(batch_size=batch_size, max_length=max_length)
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
+                                or workers < 0):
+        raise ValueError(f"workers must be an integer >= 0, got {workers!r}")
     if embed:
         Pooling.of(pooling)  # checked by the driver, before it claims the output directory
     out = Path(out).expanduser().resolve()
-    check_model_kind(model, embed)
+    from exlm_chem.admet.panel import is_panel
+
+    admet = not embed and is_panel(model)
+    if admet and feature_columns:
+        raise ValueError(f"--feature-columns {list(feature_columns)} go with a fitted "
+                         "model; an ADMET panel reads the SMILES alone")
+    if not admet:
+        check_model_kind(model, embed)
     files = resolve_inputs(inputs)
-    required = _feature_columns(model, embed, feature_columns)
+    required = {} if admet else _feature_columns(model, embed, feature_columns)
     for file in files:
         check_input_columns(file.path, smiles_column, required)
     columns = [c for cols in required.values() for c in cols]
     settings = _settings(embed, chunk_rows, smiles_column, pooling, max_length, columns)
     chunks = iter_chunks(files, chunk_rows, smiles_column, columns)  # checks chunk_rows
     model_path = str(Path(model).expanduser().resolve())
-    spec = ModelSpec(model_path, model_sha256(model_path), EMBED if embed else PREDICT, device,
-                     pooling, batch_size, max_length)
+    mode = ADMET if admet else EMBED if embed else PREDICT
+    spec = ModelSpec(model_path, model_sha256(model_path), mode, device, pooling, batch_size,
+                     max_length)
     ident = identity(spec.sha256, spec.mode, settings, files)
     extra = {"model_path": model_path, "batch_size": batch_size, "device": device}
     open_output(out, ident, extra)

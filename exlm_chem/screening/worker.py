@@ -20,13 +20,13 @@ from typing import Any, NamedTuple
 
 from exlm_chem.screening.manifest import PART_KEY, model_sha256
 
-EMBED, PREDICT = "embed", "predict"
+EMBED, PREDICT, ADMET = "embed", "predict", "admet"
 
 
 class ModelSpec(NamedTuple):
     path: str
     sha256: str
-    mode: str  # "predict" or "embed"
+    mode: str  # "predict", "embed" or "admet" (an ADMET panel's table)
     device: str  # "auto", "cpu", "cuda:0", ...
     pooling: str  # embed mode only
     batch_size: int | None  # None: the API's default
@@ -73,6 +73,10 @@ def load_model(spec: ModelSpec) -> Any:
 
 
 def _load(spec: ModelSpec) -> Any:
+    if spec.mode == ADMET:
+        from exlm_chem.admet.panel import Panel
+
+        return Panel.load(spec.path)
     if spec.mode == EMBED:
         from exlm_chem.model.molecule_model import MoleculeModel
 
@@ -93,6 +97,8 @@ def compute(spec: ModelSpec, smiles: list[str], features: Any = None) -> Any:
     import pandas as pd
 
     model = load_model(spec)
+    if spec.mode == ADMET:  # the panel checks the SMILES itself: its table less the input
+        return model.predict(smiles).drop(columns="smiles")
     if spec.mode == EMBED:
         from exlm_chem.model.molecule_model import DEFAULT_BATCH_SIZE
 
