@@ -1,6 +1,6 @@
 """GPU developer tooling: the Triton kernels compiled ahead of time, with their resource use.
 
-Not used at run time. ``benchmarks/dag_loss.py --ptxas`` and the kernel tests call
+Not used at run time. ``benchmarks/pretraining/dag_loss.py --ptxas`` and the kernel tests call
 :func:`compile_for_gpu` to check that every kernel compiles for an NVIDIA target (without
 a GPU) and to read registers and spills from the cubin with ``cuobjdump``.
 """

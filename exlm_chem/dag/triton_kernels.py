@@ -78,7 +78,7 @@ TRITON_MAX_STATES = 1024
 _TILE_ELEMS = 8192
 # (forward, backward) warps per BLOCK_S. Chosen so that every kernel compiles for sm_90
 # without register spills (ptxas resource usage with triton 3.9; reproduce with
-# `python benchmarks/dag_loss.py --ptxas`): the fused single-tile backward already needs
+# `python benchmarks/pretraining/dag_loss.py --ptxas`): the fused single-tile backward already needs
 # ~210 registers per thread at BLOCK_S=64 with 8 warps and spills at BLOCK_S=128 whatever
 # the warp count (2 KB of stack at 8 or 16 warps), hence the tiled path from 65 states on.
 # Not yet tuned by timing on a GPU.
