@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Lint; the Triton kernel tests under triton 3.6, the GPU machine's version
-# (scripts/test_triton36.sh), unless pytest arguments narrow the run; then the whole test
-# suite (CPU; Triton kernels under TRITON_INTERPRET=1) with the project's triton, on two
-# pytest-xdist workers (pytest arguments: one process, as given).
+# Lint; the documentation site's strict build; the Triton kernel tests under triton 3.6, the
+# GPU machine's version (scripts/test_triton36.sh), unless pytest arguments narrow the run;
+# then the whole test suite (CPU; Triton kernels under TRITON_INTERPRET=1) with the
+# project's triton, on two pytest-xdist workers (pytest arguments: one process, as given).
 # pytest's exit code 5 ("no tests collected") is a failure here, never a pass.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +16,12 @@ export EXLM_CHEM_DATA
 # those modules again; cached once, they are read.
 unset PYTHONDONTWRITEBYTECODE
 "$PY" -m ruff check . || exit 1
+# The documentation site, offline: --strict makes every warning an error (a broken link or
+# anchor, a docstring mkdocstrings cannot read, a page outside the navigation). Built into
+# a scratch folder; NO_MKDOCS_2_WARNING silences the theme's banner about MkDocs 2.0.
+site=$(mktemp -d)
+NO_MKDOCS_2_WARNING=1 "$PY" -m mkdocs build --strict --quiet --site-dir "$site" || exit 1
+rm -rf "$site"
 status36=0
 args=("$@")
 if [ "$#" -eq 0 ]; then

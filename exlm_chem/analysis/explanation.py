@@ -101,7 +101,7 @@ class Explanation(NamedTuple):
     states : list of StateInfo
         The S states in order.
     top_tokens : list of list of str
-        [S][top_k] most probable tokens of each state.
+        ``[S][top_k]`` most probable tokens of each state.
     top_probs : numpy.ndarray
         [S, top_k] their probabilities.
     transitions : numpy.ndarray
