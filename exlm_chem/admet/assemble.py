@@ -31,15 +31,11 @@ import numpy as np
 
 from exlm_chem.admet.build import ENDPOINTS_DIR, read_molecules
 from exlm_chem.admet.endpoints import ENDPOINTS, Endpoint
+from exlm_chem.admet.panel import DOMAIN_FILE, FORMAT_VERSION, MANIFEST, REFERENCE_FILE, Panel
 
-__all__ = ["DOMAIN_FILE", "ERROR_GROWTH", "FORMAT_VERSION", "MANIFEST", "REFERENCE_FILE",
-           "REFERENCE_SET", "DomainCutoff", "assemble_panel", "domain_cutoff",
+__all__ = ["ERROR_GROWTH", "REFERENCE_SET", "DomainCutoff", "assemble_panel", "domain_cutoff",
            "endpoint_records", "reference_smiles"]
 
-MANIFEST = "manifest.json"
-DOMAIN_FILE = "domain.safetensors"
-REFERENCE_FILE = "reference.safetensors"
-FORMAT_VERSION = 1
 #: a molecule is out of domain where held-out molecules as far from the training set err
 #: this many times as much as the well-covered ones (:func:`domain_cutoff`)
 ERROR_GROWTH = 1.25
@@ -172,7 +168,6 @@ def assemble_panel(panel: str | Path, reference: Sequence[str] | None = None,
     """
     import safetensors.numpy
 
-    from exlm_chem.admet.panel import Panel
     from exlm_chem.data.similarity import morgan_bits
     from exlm_chem.files.safe_write import atomic_path, write_text_atomic
     from exlm_chem.provenance import git_commit

@@ -62,8 +62,8 @@ def write_model_card(panel: str | os.PathLike[str],
                      tdc_records: str | os.PathLike[str] | None = None) -> Path:
     """Write ``MODEL_CARD.md`` into ``panel`` (module docstring); returns its path.
     ``tdc_records``: default :data:`TDC_RECORDS` of the checkout, when it exists."""
-    from exlm_chem.admet.assemble import MANIFEST
     from exlm_chem.admet.build import BUILD_SETTINGS
+    from exlm_chem.admet.panel import MANIFEST
     from exlm_chem.benchmark.report_tdc import leaderboard
     from exlm_chem.files.safe_write import write_text_atomic
 

@@ -29,10 +29,16 @@ import numpy as np
 
 from exlm_chem.admet.endpoints import Endpoint
 
-__all__ = ["PANEL_ENV", "Panel", "default_panel_dir", "is_panel", "predict"]
+__all__ = ["DOMAIN_FILE", "FORMAT_VERSION", "MANIFEST", "PANEL_ENV", "REFERENCE_FILE", "Panel",
+           "default_panel_dir", "is_panel", "predict"]
 
 #: where :func:`default_panel_dir` looks first
 PANEL_ENV = "EXLM_CHEM_ADMET"
+#: a panel folder's files beside ``endpoints/`` (:mod:`exlm_chem.admet.assemble` writes them)
+MANIFEST = "manifest.json"
+DOMAIN_FILE = "domain.safetensors"
+REFERENCE_FILE = "reference.safetensors"
+FORMAT_VERSION = 1
 # molecules scored per step: bounds the similarity blocks and the feature rows held at once
 _CHUNK = 2048
 
@@ -50,7 +56,7 @@ def default_panel_dir() -> Path:
 
 def is_panel(path: str | os.PathLike[str]) -> bool:
     """Whether ``path`` is a panel folder (its ``manifest.json`` says so)."""
-    manifest = Path(path).expanduser() / "manifest.json"
+    manifest = Path(path).expanduser() / MANIFEST
     if not manifest.is_file():
         return False
     try:
@@ -89,7 +95,6 @@ class Panel(NamedTuple):
         unpickling; ``reference=False`` skips the approved drugs (the build's own use)."""
         import safetensors.numpy
 
-        from exlm_chem.admet.assemble import DOMAIN_FILE, FORMAT_VERSION, MANIFEST, REFERENCE_FILE
         from exlm_chem.data.similarity import Fingerprints
         from exlm_chem.sklearn.persistence import tree_head_file_names, tree_head_from
 

@@ -64,7 +64,8 @@ __all__ = [
 # RDKit descriptors
 COMPUTED_KINDS = ("rdkit2d", "rdkit2d_fast", "morgan", "morgan1024", "avalon", "erg",
                   "maccs", "atompair", "mordred")
-# 2D descriptors costing a few tens of µs or less, + Crippen logP/MR (benchmarks/pretraining/descriptor_cost.py)
+# 2D descriptors costing a few tens of µs or less, + Crippen logP/MR
+# (benchmarks/pretraining/descriptor_cost.py)
 FAST_NAMES = (
     "MolWt", "HeavyAtomMolWt", "ExactMolWt", "Chi0n", "Chi0v", "Chi1n", "Chi1v",
     "HallKierAlpha", "Kappa1", "LabuteASA", "TPSA", "FractionCSP3", "HeavyAtomCount",
