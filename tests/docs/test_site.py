@@ -42,8 +42,8 @@ PAGES = sorted(p for p in DOCS.rglob("*.md") if "hooks" not in p.parts)
 BLOCKS = {page: readme_blocks.readme_blocks(page) for page in PAGES}
 RUN_PAGES = [page for page in PAGES if runnable(BLOCKS[page])]
 #: packages whose ``__all__`` is public API (the lazily exported ones and ``exlm_chem.dag``)
-PUBLIC_PACKAGES = ("exlm_chem", "exlm_chem.model", "exlm_chem.dag", "exlm_chem.analysis",
-                   "exlm_chem.screening", "exlm_chem.text")
+PUBLIC_PACKAGES = ("exlm_chem", "exlm_chem.admet", "exlm_chem.model", "exlm_chem.dag",
+                   "exlm_chem.analysis", "exlm_chem.screening", "exlm_chem.text")
 
 
 def _name(page) -> str:

@@ -52,3 +52,11 @@ def test_a_tdc_endpoint_reads_train_val_and_test_together():
     assert set(np.unique(data.y)) == {0.0, 1.0}
     assert 100 < len(data.test_smiles) < 130 and data.test_smiles <= set(data.smiles)
     assert len(data.sha256) == 64
+
+
+def test_the_guides_units_table_is_the_packages():
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[3] / "docs" / "guide" / "admet.md").read_text()
+    shown = text.split("<!-- units-table -->\n")[1].split("<!-- /units-table -->")[0]
+    assert shown == units_table()

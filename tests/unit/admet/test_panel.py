@@ -157,3 +157,20 @@ def test_expand_shorthand_inserts_predict_only_where_a_subcommand_is_left_out():
     assert expand_shorthand(["admet", "build", "--out", "x"]) == ["admet", "build", "--out", "x"]
     assert expand_shorthand(["admet", "--help"]) == ["admet", "--help"]
     assert expand_shorthand(["predict", "m", "in.csv"]) == ["predict", "m", "in.csv"]
+
+
+@pytest.mark.skipif(not (__import__("shutil").which("chromium")
+                         or __import__("shutil").which("chromium-browser")),
+                    reason="no Chromium here (apt-get install chromium)")
+def test_the_report_renders_in_a_headless_browser(small_panel, tmp_path):
+    from repo_scripts import load_script
+
+    from exlm_chem.admet.report import write_report
+
+    script = load_script("benchmarks/admet/report_screenshot.py")
+    panel = Panel.load(small_panel)
+    table = panel.predict(["CC(=O)Oc1ccccc1C(=O)O", "C1CC", FAR[0]])
+    html = write_report(table, panel, tmp_path / "r.html")
+    dom = script.render(html, tmp_path / "r.png", script.browser())
+    assert dom.count("<svg") >= 4 and "invalid:" in dom and 'class="out"' in dom
+    assert (tmp_path / "r.png").stat().st_size > 10_000

@@ -28,7 +28,7 @@ def _rdkit_nearest(query, reference):
 
 
 def test_nearest_similarity_is_rdkits_tanimoto_of_the_nearest_molecule():
-    query, reference = SMILES[:5] + ["CC(C)CO"], SMILES[5:]
+    query, reference = [*SMILES[:5], "CC(C)CO"], SMILES[5:]
     got = nearest_similarity(morgan_bits(query), morgan_bits(reference))
     np.testing.assert_allclose(got, _rdkit_nearest(query, reference), rtol=1e-6)
     groups = [np.array([0, 1]), np.array([2, 3, 4, 5, 6]), np.array([], np.int64)]
