@@ -34,6 +34,12 @@ logger = logging.getLogger(__name__)
 TDC_SPLIT = "tdc_scaffold"
 #: The split of cells fitted on all of train_val, as the leaderboard's entries are.
 TDC_FIT_SPLIT = "tdc_train_val"
+#: The out-of-distribution split (``--split cluster``): every molecule of the task (train_val
+#: and test), the test part whole similarity clusters, the least like the rest first
+#: (:func:`~exlm_chem.data.similarity.cluster_held_out`); the seed only seeds the method.
+TDC_CLUSTER_SPLIT = "tdc_cluster"
+#: the cluster test part's share of the task, TDC's test parts' share
+CLUSTER_TEST_FRACTION = 0.2
 #: ``--fit-on`` -> split
 TDC_SPLITS = {"train": TDC_SPLIT, "train_val": TDC_FIT_SPLIT}
 #: TDC's seeds.
@@ -84,16 +90,19 @@ class TDCSource(NamedTuple):
         return tdc_admet_sha256(self.path)
 
     def load(self, task: str, split: str, seed: int) -> TaskData:
-        if split not in TDC_SPLITS.values():
-            raise ValueError(f"a TDC split is one of {list(TDC_SPLITS.values())}, got {split!r}")
-        return load_tdc_task(task, seed, self.path, fit_train_val=split == TDC_FIT_SPLIT)
+        known = [*TDC_SPLITS.values(), TDC_CLUSTER_SPLIT]
+        if split not in known:
+            raise ValueError(f"a TDC split is one of {known}, got {split!r}")
+        return load_tdc_task(task, seed, self.path, fit_train_val=split == TDC_FIT_SPLIT,
+                             cluster=split == TDC_CLUSTER_SPLIT)
 
 
 def load_tdc_task(name: str, seed: int, path: str | os.PathLike[str] | None = None,
-                  fit_train_val: bool = False) -> TaskData:
+                  fit_train_val: bool = False, cluster: bool = False) -> TaskData:
     """One TDC task for one seed: ``train_val`` re-split by scaffold into train and valid,
     the fixed test part after it (rows ``n_train_val ...``), labels as TDC gives them.
-    ``fit_train_val``: all of ``train_val`` is the train part, no valid part."""
+    ``fit_train_val``: all of ``train_val`` is the train part, no valid part. ``cluster``:
+    the out-of-distribution split (:data:`TDC_CLUSTER_SPLIT`), the same for every seed."""
     from exlm_chem.data.rdkit_reasons import canonical_or_failure
     from exlm_chem.data.splits import scaffold_balanced_split
     from exlm_chem.data.tdc_admet import load_tdc_admet
@@ -117,6 +126,13 @@ def load_tdc_task(name: str, seed: int, path: str | os.PathLike[str] | None = No
     labels = labels[keep]
     n = int((keep < n).sum())
     test = np.arange(n, len(smiles), dtype=np.int64)
+    if cluster:
+        from exlm_chem.data.similarity import cluster_held_out, morgan_bits
+
+        part = cluster_held_out(morgan_bits(smiles), CLUSTER_TEST_FRACTION)
+        return TaskData(name, smiles, labels, part.train_rows, np.zeros(0, np.int64),
+                        part.held_rows, task.sha256, task.spec.task_type,
+                        metric=task.spec.metric, held_out_valid=False)
     if fit_train_val:
         return TaskData(name, smiles, labels, np.arange(n, dtype=np.int64),
                         np.zeros(0, np.int64), test, task.sha256, task.spec.task_type,

@@ -102,9 +102,12 @@ class BenchmarkCommand(Subcommand):
                                  "pretrained=None (the same estimator from random weights)")
         parser.add_argument("--mode", choices=("finetune", "probe"), default="finetune",
                             help="how encoders are evaluated (baselines always train)")
-        parser.add_argument("--split", choices=SPLITS, default=None,
-                            help="moleculenet only (default scaffold); tdc-admet re-splits "
-                                 "train_val by scaffold per seed (0.875 / 0.125)")
+        parser.add_argument("--split", choices=(*SPLITS, "cluster"), default=None,
+                            help="moleculenet: its split (default scaffold); tdc-admet "
+                                 "re-splits train_val by scaffold per seed (0.875 / 0.125), "
+                                 "or with 'cluster' holds out whole similarity clusters of "
+                                 "all its molecules, the least like the rest first (the "
+                                 "out-of-distribution benchmark; report: report_ood.md)")
         parser.add_argument("--fit-on", choices=("train", "train_val"), default=None,
                             help="train: fit on the train part; the valid part is held out "
                                  "of every fit and scored beside the test part, for choosing "
@@ -137,9 +140,15 @@ class BenchmarkCommand(Subcommand):
         from exlm_chem.benchmark.records import RESULTS_FILE, ResultsFile
 
         tdc = args.suite == "tdc-admet"
-        if tdc and args.split is not None:
-            raise ValueError("--split is for the moleculenet suite; tdc-admet re-splits "
-                             "train_val by scaffold for each seed, as TDC does")
+        if tdc and args.split not in (None, "cluster"):
+            raise ValueError("tdc-admet re-splits train_val by scaffold for each seed, as TDC "
+                             "does, or holds out similarity clusters with --split cluster")
+        if not tdc and args.split == "cluster":
+            raise ValueError("--split cluster is the tdc-admet suite's out-of-distribution "
+                             "split")
+        if tdc and args.split == "cluster" and args.fit_on is not None:
+            raise ValueError("--split cluster fits on every molecule outside the held-out "
+                             "clusters; --fit-on does not apply")
         if args.seeds is None:
             from exlm_chem.benchmark.tdc import TDC_SEEDS
 
@@ -158,7 +167,9 @@ class BenchmarkCommand(Subcommand):
                    for r in ResultsFile(folder / RESULTS_FILE).latest()]
         if not records:
             raise ValueError(f"no results in {out / RESULTS_FILE}")
-        if tdc:
+        if tdc and args.split == "cluster":
+            from exlm_chem.benchmark.report_ood import markdown_report, write_report
+        elif tdc:
             from exlm_chem.benchmark.report_tdc import markdown_report, write_report
         else:
             from exlm_chem.benchmark.report import markdown_report, write_report
@@ -206,10 +217,11 @@ class BenchmarkCommand(Subcommand):
                                 chemprop_state=out / "chemprop_state",
                                 estimator_params=parse_estimator_params(args.estimator_params))
         if args.suite == "tdc-admet":
-            from exlm_chem.benchmark.tdc import TDC_SPLITS, TDCSource
+            from exlm_chem.benchmark.tdc import TDC_CLUSTER_SPLIT, TDC_SPLITS, TDCSource
 
-            run_benchmark(methods, tasks, args.seeds, TDC_SPLITS[args.fit_on or "train"],
-                          budget, out,
+            split = (TDC_CLUSTER_SPLIT if args.split == "cluster"
+                     else TDC_SPLITS[args.fit_on or "train"])
+            run_benchmark(methods, tasks, args.seeds, split, budget, out,
                           progress=not args.no_progress, source=TDCSource(args.data))
         else:
             from exlm_chem.benchmark.runner import MoleculeNetSource

@@ -1,0 +1,60 @@
+"""The TDC ADMET out-of-distribution split and its report."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from exlm_chem.benchmark import report_ood
+from exlm_chem.benchmark.tdc import (
+    CLUSTER_TEST_FRACTION,
+    TDC_CLUSTER_SPLIT,
+    TDC_FIT_SPLIT,
+    load_tdc_task,
+)
+
+
+def _cell(label: str, task: str, split: str, seed: int, score: float) -> object:
+    from exlm_chem.benchmark.records import CellRecord
+
+    nan = float("nan")
+    return CellRecord("m", label, None, "supervised", task, seed, split, nan, nan, 1, [None],
+                      10, 0, 5, None, None, False, {}, {}, 1.0, "abc", "m", "t",
+                      task_type="classification", metric="roc_auc", score=score)
+
+
+def test_the_cluster_split_holds_out_the_molecules_least_like_the_rest():
+    data = load_tdc_task("hia_hou", 1, cluster=True)
+    assert len(data.valid) == 0 and not data.held_out_valid
+    assert not set(data.train) & set(data.test)
+    assert len(data.train) + len(data.test) == len(data.smiles)
+    assert abs(len(data.test) - CLUSTER_TEST_FRACTION * len(data.smiles)) < 0.03 * len(
+        data.smiles)
+    again = load_tdc_task("hia_hou", 3, cluster=True)  # the seed seeds the method only
+    np.testing.assert_array_equal(again.test, data.test)
+    n, cluster = report_ood.part_similarity("hia_hou", TDC_CLUSTER_SPLIT)
+    _, tdc_test = report_ood.part_similarity("hia_hou", TDC_FIT_SPLIT)
+    assert n == len(data.test) and cluster < tdc_test - 0.1
+
+
+def test_the_report_puts_rows_side_by_side_and_counts_the_best():
+    records = [_cell("trees", "hia_hou", TDC_CLUSTER_SPLIT, s, v) for s, v in ((1, 0.9), (2, 0.8))]
+    records += [_cell("chemprop", "hia_hou", TDC_CLUSTER_SPLIT, 1, 0.7),
+                _cell("trees", "herg", TDC_CLUSTER_SPLIT, 1, 0.6),
+                _cell("chemprop", "herg", TDC_CLUSTER_SPLIT, 1, 0.65),
+                _cell("trees", "hia_hou", TDC_FIT_SPLIT, 1, 0.95)]
+    text = report_ood.markdown_report(records, "exlm-chem benchmark ...", distances=False)
+    assert "| **trees** | 0.850 ± 0.050 | 2 | 0.950 ± 0.000 |" in text
+    assert "| chemprop | 0.700 ± 0.000 | 1 | – |" in text
+    assert "| trees | 1 of 2 |" in text and "| chemprop | 1 of 2 |" in text
+    assert text.index("## hia_hou") < text.index("## herg")  # TDC's order
+
+
+def test_the_cli_keeps_the_cluster_split_to_tdc_admet(tmp_path):
+    from exlm_chem.cli import main
+
+    with pytest.raises(ValueError, match="tdc-admet suite's out-of-distribution"):
+        main(["benchmark", "--split", "cluster", "--tasks", "bbbp", "--out", str(tmp_path)])
+    with pytest.raises(ValueError, match="--fit-on does not apply"):
+        main(["benchmark", "--suite", "tdc-admet", "--split", "cluster", "--fit-on",
+              "train_val", "--out", str(tmp_path)])
