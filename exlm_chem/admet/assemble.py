@@ -9,9 +9,9 @@ nothing else):
 - regression: split-conformal half-widths at 80 % and 90 % on the scale the member was
   fitted on (log where logged, so the interval is multiplicative there), apart for
   molecules in and out of the applicability domain where each side has enough of them;
-- the applicability domain's cut-off: the nearest-neighbour Tanimoto similarity below which
-  the held-out molecules' errors, pooled over endpoints, are at least
-  :data:`ERROR_GROWTH` times those of well-covered molecules (:func:`domain_cutoff`);
+- the applicability domain's cut-off: the nearest-neighbour Tanimoto similarity that best
+  separates the held-out molecules' larger errors (below it) from the smaller ones,
+  pooled over endpoints (:func:`domain_cutoff`);
 - the drug reference: every approved drug of the reference set scored by the panel, so a
   prediction's percentile among approved drugs is one lookup.
 
@@ -33,16 +33,13 @@ from exlm_chem.admet.build import ENDPOINTS_DIR, read_molecules
 from exlm_chem.admet.endpoints import ENDPOINTS, Endpoint
 from exlm_chem.admet.panel import DOMAIN_FILE, FORMAT_VERSION, MANIFEST, REFERENCE_FILE, Panel
 
-__all__ = ["ERROR_GROWTH", "REFERENCE_SET", "DomainCutoff", "assemble_panel", "domain_cutoff",
-           "endpoint_records", "reference_smiles"]
+__all__ = ["CUTOFF_GRID", "MIN_SHARE", "REFERENCE_SET", "DomainCutoff", "assemble_panel",
+           "domain_cutoff", "endpoint_records", "reference_smiles"]
 
-#: a molecule is out of domain where held-out molecules as far from the training set err
-#: this many times as much as the well-covered ones (:func:`domain_cutoff`)
-ERROR_GROWTH = 1.25
-#: nearest-neighbour similarity at which a held-out molecule counts as well covered
-WELL_COVERED = 0.5
 #: the cut-offs :func:`domain_cutoff` considers
-CUTOFF_GRID = (0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5)
+CUTOFF_GRID = (0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7)
+#: fewest held-out molecules on each side of a cut-off, as a share of them all
+MIN_SHARE = 0.1
 #: fewest held-out molecules on a side of the cut-off for a side's own interval
 MIN_CONFORMAL = 20
 #: the approved drugs percentiles are taken among
@@ -57,8 +54,8 @@ class DomainCutoff(NamedTuple):
     """The applicability domain's cut-off and the evidence it was read from."""
 
     cutoff: float  # nearest-neighbour Tanimoto similarity; below it: out of domain
-    reference_error: float  # pooled normalised error of well-covered held-out molecules
-    table: list[dict[str, float]]  # per grid value: molecules below it, their error ratio
+    error_ratio: float  # held-out molecules' mean error below the cut-off over above it
+    table: list[dict[str, float]]  # per grid value: share of molecules below, error ratio
 
 
 def endpoint_records(panel: str | Path) -> list[tuple[Endpoint, dict[str, Any], Path]]:
@@ -83,37 +80,39 @@ def _heldout(folder: Path) -> dict[str, np.ndarray]:
 
 def _normalised_errors(endpoint: Endpoint, heldout: dict[str, np.ndarray],
                        log_target: bool) -> np.ndarray:
-    """Each held-out molecule's error, comparable across endpoints: the squared error of
-    the probability over the Brier score of the base rate (classification), the absolute
-    error over the standard deviation of the labels (regression; on the fitted scale)."""
+    """Each held-out molecule's error over the mean of its endpoint's (so endpoints pool):
+    the squared error of the probability (classification), the absolute error on the
+    scale fitted (regression)."""
     from scipy.special import expit
 
     y = heldout["y"]
     if endpoint.task == "classification":
-        base = y.mean() * (1 - y.mean())
-        return (expit(heldout["score"]) - y) ** 2 / max(base, 1e-6)
-    truth = np.log(y) if log_target else y
-    return np.abs(heldout["score"] - truth) / max(truth.std(), 1e-6)
+        errors = (expit(heldout["score"]) - y) ** 2
+    else:
+        errors = np.abs(heldout["score"] - (np.log(y) if log_target else y))
+    return errors / max(float(errors.mean()), 1e-12)
 
 
 def domain_cutoff(similarity: np.ndarray, errors: np.ndarray,
-                  grid: Sequence[float] = CUTOFF_GRID, min_molecules: int = 50) -> DomainCutoff:
-    """The largest similarity of ``grid`` below which held-out molecules err at least
-    :data:`ERROR_GROWTH` times as much as the well-covered ones (similarity >=
-    :data:`WELL_COVERED`), with ``min_molecules`` below it; the grid's smallest value when
-    none does."""
+                  grid: Sequence[float] = CUTOFF_GRID, min_share: float = MIN_SHARE
+                  ) -> DomainCutoff:
+    """The similarity of ``grid`` that best separates larger errors from smaller ones: the
+    one where held-out molecules below it err the most times as much as those at or above
+    it, with at least ``min_share`` of the molecules on each side. ``errors`` are each
+    molecule's normalised error over its endpoint's mean (:func:`_normalised_errors`), so
+    that endpoints of different difficulty pool."""
     similarity, errors = np.asarray(similarity), np.asarray(errors)
-    covered = similarity >= WELL_COVERED
-    reference = float(errors[covered].mean()) if covered.any() else float(errors.mean())
-    table, cutoff = [], float(min(grid))
+    table, best = [], (-np.inf, float(min(grid)))
     for value in sorted(grid):
         below = similarity < value
-        ratio = float(errors[below].mean() / reference) if below.any() else float("nan")
-        table.append({"cutoff": value, "n_below": int(below.sum()),
+        share = below.mean()
+        ratio = (float(errors[below].mean() / errors[~below].mean())
+                 if below.any() and (~below).any() else float("nan"))
+        table.append({"cutoff": value, "share_below": round(float(share), 3),
                       "error_ratio": round(ratio, 3)})
-        if below.sum() >= min_molecules and ratio >= ERROR_GROWTH:
-            cutoff = value
-    return DomainCutoff(cutoff, round(reference, 4), table)
+        if min_share <= share <= 1 - min_share and ratio > best[0]:
+            best = (ratio, value)
+    return DomainCutoff(best[1], round(best[0], 3), table)
 
 
 def _platt(heldout: dict[str, np.ndarray]) -> dict[str, float]:
@@ -207,9 +206,9 @@ def assemble_panel(panel: str | Path, reference: Sequence[str] | None = None,
     manifest = {"format": "exlm_chem.admet", "format_version": FORMAT_VERSION,
                 "commit": git_commit(), "endpoints": entries,
                 "domain": {"fingerprint": "Morgan radius 2, 2048 bits", "cutoff": cut.cutoff,
-                           "error_growth": ERROR_GROWTH, "well_covered": WELL_COVERED,
-                           "reference_error": cut.reference_error, "table": cut.table,
-                           "n_molecules": len(union)},
+                           "error_ratio": cut.error_ratio, "min_share": MIN_SHARE,
+                           "table": cut.table, "n_molecules": len(union),
+                           "n_heldout": len(similarity)},
                 "reference_set": {**REFERENCE_SET}}
     write_text_atomic(panel / MANIFEST, json.dumps(manifest, indent=1) + "\n")
     # the approved drugs scored by the panel just written, columns sorted

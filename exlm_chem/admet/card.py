@@ -50,6 +50,25 @@ def _part(figures: dict[str, Any], part: str, metric: str) -> str:
     return f"{_fmt(got.get(metric))} ({got['n']}, {got['median_similarity']:.2f})"
 
 
+def _shown(path: str | os.PathLike[str]) -> str:
+    """``path`` relative to the checkout when inside it (the card is committed)."""
+    import exlm_chem
+
+    path, repo = Path(path).resolve(), Path(exlm_chem.__file__).resolve().parents[1]
+    return (path.relative_to(repo) if path.is_relative_to(repo) else path).as_posix()
+
+
+def _data_file(source: str) -> str:
+    """The file an endpoint's ``source`` reads: TDC's group file, a MoleculeNet set, or a
+    user's file."""
+    kind, _, rest = source.partition(":")
+    if kind == "tdc":
+        return "TDC ADMET group (`admet_group.zip`)"
+    if kind == "moleculenet":
+        return f"MoleculeNet `{rest.partition(':')[0]}`"
+    return f"your file `{rest}`"
+
+
 def _metric(endpoint: Endpoint) -> str:
     if endpoint.source.startswith("tdc:"):
         from exlm_chem.data.tdc_admet import get_tdc_spec
@@ -127,7 +146,7 @@ def write_model_card(panel: str | os.PathLike[str],
                      f"{_part(figures, 'scaffold', metric)} | {_part(figures, 'cluster', metric)} "
                      f"| {ours} | {published} | {entry['cpu_s']:.0f} |")
     lines += [
-        "", "TDC test figures: " + (f"`{Path(tdc_records).as_posix()}` (CatBoost on MapLight's "
+        "", "TDC test figures: " + (f"`{_shown(tdc_records)}` (CatBoost on MapLight's "
         "features, MapLight's recipe: MAE alone for regression, no log; the panel's regression "
         "member differs in its losses and target scale)" if tdc_records else "no records given")
         + ".", "",
@@ -140,13 +159,17 @@ def write_model_card(panel: str | os.PathLike[str],
         "molecules.",
         f"- Applicability domain: a molecule is in an endpoint's domain when its nearest "
         f"training molecule of that endpoint has Tanimoto similarity >= **{domain['cutoff']}** "
-        f"({domain['fingerprint']}). The cut-off is the largest similarity below which the "
-        f"held-out molecules of all endpoints, pooled, err at least {domain['error_growth']} "
-        f"times as much as those with similarity >= {domain['well_covered']} (errors "
-        "normalised per endpoint: squared error over the base rate's Brier score, absolute "
-        "error over the labels' sd).", "",
-        "| similarity below | held-out molecules | error ratio |", "|---:|---:|---:|",
-        *[f"| {row['cutoff']} | {row['n_below']} | {row['error_ratio']} |"
+        f"({domain['fingerprint']}). The cut-off is the similarity that best separates the "
+        f"held-out molecules' larger errors from the smaller ones: the {domain['n_heldout']} "
+        "held-out molecules of all endpoints pooled (each molecule's error over its "
+        "endpoint's mean: squared error of the probability, absolute error of the value), "
+        "the grid value where those below it err the most times as much as those at or "
+        f"above it ({domain['error_ratio']} times), with at least "
+        f"{domain['min_share']:.0%} of the molecules on each side. The held-out parts are "
+        "far from their training molecules by design, so most of them sit below it.", "",
+        "| cut-off | held-out molecules below | their error over those above |",
+        "|---:|---:|---:|",
+        *[f"| {row['cutoff']} | {row['share_below']:.1%} | {row['error_ratio']} |"
           for row in domain["table"]],
         "", "## Percentiles among approved drugs", "",
         f"Each value's percentile is the share of the {manifest['reference_set']['name']} "
@@ -154,8 +177,7 @@ def write_model_card(panel: str | os.PathLike[str],
         f"{manifest['reference_set']['source']}; {manifest['reference_set']['licence']}) "
         "whose panel value is at or below it.", "",
         "## Data", "",
-        *sorted({f"- `{e['endpoint']['source'].split(':')[0]}:"
-                 f"{e['endpoint']['source'].split(':')[1]}` sha256 `{e['data_sha256']}`"
+        *sorted({f"- {_data_file(e['endpoint']['source'])}: sha256 `{e['data_sha256']}`"
                  for e in entries}),
         "", "## Units", "", units_table(endpoints),
     ]

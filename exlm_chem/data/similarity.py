@@ -83,13 +83,14 @@ class Fingerprints(NamedTuple):
 def morgan_bits(molecules: Sequence[Any]) -> Fingerprints:
     """Morgan bits (radius :data:`FP_RADIUS`, :data:`FP_BITS` bits) of RDKit molecules
     (or SMILES; a SMILES RDKit rejects is a ``ValueError`` naming it)."""
-    from rdkit import Chem
     from rdkit.Chem import rdFingerprintGenerator
+
+    from exlm_chem.data.rdkit_reasons import quiet_mol
 
     generator = rdFingerprintGenerator.GetMorganGenerator(radius=FP_RADIUS, fpSize=FP_BITS)
     rows, lengths = [], []
     for item in molecules:
-        mol = Chem.MolFromSmiles(item) if isinstance(item, str) else item
+        mol = quiet_mol(item) if isinstance(item, str) else item
         if mol is None:
             raise ValueError(f"RDKit cannot read the SMILES {item!r}")
         on = np.asarray(generator.GetFingerprint(mol).GetOnBits(), np.uint16)
