@@ -32,15 +32,16 @@ def three_formats(tmp_path):
 
 @pytest.mark.parametrize("name, fmt", [("x.smi", "smi"), ("x.SMI.GZ", "smi"),
                                        ("x.smiles", "smi"), ("x.csv.gz", "csv"),
-                                       ("x.parquet", "parquet"), ("x.pq", "parquet")])
+                                       ("x.parquet", "parquet"), ("x.pq", "parquet"),
+                                       ("x.sdf", "sdf"), ("x.sdf.gz", "sdf")])
 def test_input_format(name, fmt):
     assert input_format(name) == fmt
 
 
 def test_unsupported_and_missing_inputs_are_named(tmp_path):
-    (tmp_path / "x.sdf").write_text("")
-    with pytest.raises(ValueError, match=r"x\.sdf: unsupported input; use one of \.smi"):
-        resolve_inputs([tmp_path / "x.sdf"])
+    (tmp_path / "x.mol2").write_text("")
+    with pytest.raises(ValueError, match=r"x\.mol2: unsupported input; use one of \.smi"):
+        resolve_inputs([tmp_path / "x.mol2"])
     with pytest.raises(FileNotFoundError, match=r"'.*/\*\.smi' matches no file"):
         resolve_inputs([str(tmp_path / "*.smi")])
     with pytest.raises(FileNotFoundError, match=r"input '.*nope\.smi' is not a file"):
