@@ -193,8 +193,9 @@ def assemble_panel(panel: str | Path, reference: Sequence[str] | None = None,
             {**fingerprints.arrays(), **{f"rows/{name}": r for name, r in rows.items()}}))
     entries = []
     for (endpoint, record, folder), heldout in zip(records, heldouts, strict=True):
+        # the trees' settings stay in the endpoint's own record (the loader reads them there)
         entry = {"endpoint": endpoint._asdict(), "folder": folder.relative_to(panel).as_posix(),
-                 "trees": record["trees"], "log_target": record["log_target"],
+                 "log_target": record["log_target"],
                  "n_molecules": record["n_molecules"], "data_sha256": record["key"]["data_sha256"],
                  "heldout_figures": record["heldout_figures"], "cpu_s": record["cpu_s"],
                  "commit": record["commit"], "machine": record["machine"]}

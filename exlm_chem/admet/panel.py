@@ -112,10 +112,11 @@ class Panel(NamedTuple):
         members = []
         for entry in manifest["endpoints"]:
             folder = root / entry["folder"]
+            trees = json.loads((folder / "endpoint.json").read_text())["trees"]
             files = {name: (folder / name).read_bytes()
-                     for name in tree_head_file_names(entry["trees"])}
+                     for name in tree_head_file_names(trees)}
             members.append(_Member(Endpoint(**entry["endpoint"]),
-                                   tree_head_from(entry["trees"], files, None, None),
+                                   tree_head_from(trees, files, None, None),
                                    entry["log_target"], entry.get("platt"),
                                    entry.get("conformal")))
         domain = safetensors.numpy.load_file(str(root / DOMAIN_FILE))
