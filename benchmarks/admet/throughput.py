@@ -28,11 +28,9 @@ import argparse
 import gzip
 import json
 import random
-import resource
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from exlm_chem.provenance import REPO, git_commit, load_average, machine
@@ -47,20 +45,26 @@ def sample(n: int, seed: int = 0) -> list[str]:
     return random.Random(seed).sample(smiles, n)
 
 
+# run inside a fresh interpreter, so that RUSAGE_CHILDREN (CPU time of every process the
+# command waited for, and the largest one's peak RSS in KiB) is this command's alone
+_WRAPPER = ("import json, resource, subprocess, sys, time\n"
+            "start = time.perf_counter()\n"
+            "done = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+            "wall = time.perf_counter() - start\n"
+            "use = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+            "print(json.dumps({'rc': done.returncode, 'err': done.stderr[-2000:], "
+            "'wall': wall, 'cpu': use.ru_utime + use.ru_stime, 'rss_kib': use.ru_maxrss}))\n")
+
+
 def timed(command: list[str]) -> dict[str, float]:
     """Wall and CPU seconds and peak RSS (MB) of one command and what it waited for."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, cwd=REPO)
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode != 0:
-        raise RuntimeError(f"{' '.join(command)} failed:\n{done.stderr[-2000:]}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    # ru_maxrss of RUSAGE_CHILDREN: the largest descendant so far (KiB on Linux); runs go
-    # from the smallest file up, so the largest run's figure is its own
-    return {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
-            "peak_rss_mb": round(after.ru_maxrss / 1024, 1)}
+    got = json.loads(subprocess.run([sys.executable, "-c", _WRAPPER, *command],
+                                    capture_output=True, text=True, cwd=REPO,
+                                    check=True).stdout)
+    if got["rc"] != 0:
+        raise RuntimeError(f"{' '.join(command)} failed:\n{got['err']}")
+    return {"wall_s": round(got["wall"], 2), "cpu_s": round(got["cpu"], 2),
+            "peak_rss_mb": round(got["rss_kib"] / 1024, 1)}
 
 
 def commands(tool: str, data: Path, out: Path, admet_ai: str) -> list[str]:

@@ -186,7 +186,7 @@ def run_bash(block: Any, where: str, previous: dict[str, list[str]], tiny: Path)
 
 
 def make_scratch(root: Path, moleculenet_dir: Path, bbbp: pd.DataFrame) -> Path:
-    """A folder holding every file the examples name (``mols.csv``, ``train.csv``,
+    """A folder holding every file the examples name (``mols.csv``, ``train.csv``, ``assay.csv``,
     ``glue_data/`` ...), with ``models/`` and ``../shared`` linked to the real ones."""
     work = root / "work"
     work.mkdir(parents=True)
@@ -194,6 +194,7 @@ def make_scratch(root: Path, moleculenet_dir: Path, bbbp: pd.DataFrame) -> Path:
     (work / "models").symlink_to(REPO / "models", target_is_directory=True)
     bbbp.iloc[:20][["name", "smiles", "p_np"]].to_csv(work / "mols.csv", index=False)
     bbbp.iloc[:5][["name", "smiles"]].to_csv(work / "molecules.csv", index=False)  # ADMET
+    bbbp.iloc[:60][["smiles", "p_np"]].to_csv(work / "assay.csv", index=False)  # its --add
     bbbp.iloc[:40][["smiles", "p_np"]].to_csv(work / "train.csv", index=False)
     bbbp.iloc[40:60][["smiles"]].to_csv(work / "new.csv", index=False)
     (work / "mols.smi").write_text("".join(f"{s}\n" for s in bbbp["smiles"][:12]))
