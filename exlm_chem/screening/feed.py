@@ -97,17 +97,24 @@ class Tally:
             old.cpu_seconds + result.cpu_seconds, max(old.peak_rss_mb, result.peak_rss_mb))
 
 
+def _todo(chunks: Iterator[Chunk], out: Path, paths: list[str], run: str,
+          tally: Tally) -> Iterator[PartTask]:
+    """The tasks of the chunks without a complete part; the complete ones are counted."""
+    for chunk in chunks:
+        name = part_name(chunk)
+        done = completed_part(out / name, len(chunk.smiles), run)
+        if done is not None:
+            tally.skip(done)
+            continue
+        yield PartTask(str(out), name, paths[chunk.file_index], chunk.start, chunk.smiles, run,
+                       chunk.features)
+
+
 def drive(cluster: LazyClient, chunks: Iterator[Chunk], spec: ModelSpec, out: Path,
           paths: list[str], run: str, tally: Tally, bar: Any) -> None:
     if cluster.in_process:
-        for chunk in chunks:
-            name = part_name(chunk)
-            done = completed_part(out / name, len(chunk.smiles), run)
-            if done is not None:
-                tally.skip(done)
-                continue
-            result = run_part(spec, PartTask(str(out), name, paths[chunk.file_index],
-                                             chunk.start, chunk.smiles, run, chunk.features))
+        for task in _todo(chunks, out, paths, run, tally):
+            result = run_part(spec, task)
             tally.add(result)
             if bar is not None:
                 bar.update(result.rows)
@@ -131,21 +138,14 @@ def drive(cluster: LazyClient, chunks: Iterator[Chunk], spec: ModelSpec, out: Pa
             bar.update(result.rows)
 
     try:
-        for chunk in chunks:
-            name = part_name(chunk)
-            done = completed_part(out / name, len(chunk.smiles), run)
-            if done is not None:
-                tally.skip(done)
-                continue
+        for task in _todo(chunks, out, paths, run, tally):
             client = cluster.get()
             if pending is None:
                 pending = as_completed(loop=client.loop)
             window = 2 * max(1, sum(client.nthreads().values()))
             while pending.count() >= window:
                 harvest(next(pending))
-            task = PartTask(str(out), name, paths[chunk.file_index], chunk.start, chunk.smiles,
-                            run, chunk.features)
-            future = client.submit(run_part, spec, task, key=f"screen-{token}-{name}",
+            future = client.submit(run_part, spec, task, key=f"screen-{token}-{task.name}",
                                    pure=False)
             futures.add(future)
             pending.add(future)
