@@ -37,10 +37,10 @@ table{border-collapse:collapse;font-size:12px}td,th{border-bottom:1px solid #e3e
 padding:3px 8px;text-align:right}th{background:#f3f5f8}
 td:first-child,th:first-child{text-align:left}
 .mol{border:1px solid #d5dbe3;border-radius:8px;padding:12px;margin:16px 0;display:grid;
-grid-template-columns:260px 260px 1fr;gap:16px;page-break-inside:avoid}
+grid-template-columns:260px 260px minmax(0,1fr);gap:16px;page-break-inside:avoid}
 .smiles{font-family:monospace;font-size:11px;word-break:break-all}
 .out{color:#b3261e;font-weight:600}.in{color:#1e7b34}.muted{color:#6b7785;font-size:12px}
-.groups{display:grid;grid-template-columns:repeat(auto-fill,minmax(330px,1fr));gap:8px}
+.groups{display:flex;flex-wrap:wrap;gap:12px;align-items:flex-start}
 """
 
 
