@@ -120,7 +120,7 @@ def test_the_cli_runs_resumes_and_reports_a_row_among_the_published(tmp_path, ca
 def test_the_cli_refuses_a_split_for_tdc(tmp_path) -> None:
     from exlm_chem.cli import main
 
-    with pytest.raises(ValueError, match="--split is for the moleculenet suite"):
+    with pytest.raises(ValueError, match="tdc-admet re-splits train_val by scaffold"):
         main(["benchmark", "--suite", "tdc-admet", "--split", "scaffold", "--methods", "rf",
               "--out", str(tmp_path)])
 
