@@ -167,7 +167,7 @@ class Panel(NamedTuple):
                                                             member.log_target)
             out[f"{name}_similarity"] = similarity[:, e].astype(np.float64)
             out[f"{name}_in_domain"] = inside
-        values, alerts = molecular_properties(molecules)
+        values, alerts = molecular_properties(molecules, _rdkit2d_block(raw))
         for p, prop in enumerate(PROPERTIES):
             out[prop.name] = values[:, p]
         out["alerts"] = np.asarray(alerts, object)
@@ -256,6 +256,20 @@ class Panel(NamedTuple):
             if prop.name in self.reference:
                 names.append(f"{prop.name}_drug_percentile")
         return [*names, "alerts"]
+
+
+def _rdkit2d_block(raw: np.ndarray) -> np.ndarray:
+    """The RDKit 2D descriptor columns [n, 217] of the members' features [n, F]."""
+    from exlm_chem.admet.build import BUILD_SETTINGS
+    from exlm_chem.data.descriptors import feature_names
+
+    start = 0
+    for kind in BUILD_SETTINGS["features"]:
+        width = len(feature_names(kind))
+        if kind == "rdkit2d":
+            return raw[:, start:start + width]
+        start += width
+    raise ValueError("the members' features hold no RDKit 2D descriptors")
 
 
 _LOADED: dict[Path, Panel] = {}

@@ -1,6 +1,7 @@
 """The physico-chemical columns and structural alerts printed beside the panel's endpoints.
 
-Computed by RDKit, not predicted: molecular weight, Crippen logP, TPSA, hydrogen-bond
+Computed by RDKit, not predicted (those the members' RDKit 2D descriptors hold are read from
+them, :data:`FROM_RDKIT2D`): molecular weight, Crippen logP, TPSA, hydrogen-bond
 acceptors and donors (Lipinski's counts), rotatable bonds, stereo centres, QED, Lipinski's
 rule-of-five violations, and the number of PAINS, Brenk and NIH alerts (RDKit's
 FilterCatalog) with the names of those that match.
@@ -14,7 +15,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-__all__ = ["ALERT_CATALOGS", "PROPERTIES", "Property", "molecular_properties"]
+__all__ = ["ALERT_CATALOGS", "FROM_RDKIT2D", "PROPERTIES", "Property", "molecular_properties"]
 
 
 class Property(NamedTuple):
@@ -30,8 +31,8 @@ PROPERTIES: tuple[Property, ...] = (
     Property("molecular_weight", "g/mol", "molecular weight (average)"),
     Property("logp", "log10 ratio", "Crippen's octanol/water logP"),
     Property("tpsa", "A^2", "topological polar surface area"),
-    Property("hba", "count", "hydrogen-bond acceptors (Lipinski: N and O)"),
-    Property("hbd", "count", "hydrogen-bond donors (Lipinski: NH and OH)"),
+    Property("hba", "count", "hydrogen-bond acceptors (RDKit's Lipinski.NumHAcceptors)"),
+    Property("hbd", "count", "hydrogen-bond donors (RDKit's Lipinski.NumHDonors)"),
     Property("rotatable_bonds", "count", "rotatable bonds"),
     Property("stereo_centres", "count", "tetrahedral stereo centres, assigned or not"),
     Property("qed", "score in [0, 1]", "quantitative estimate of drug-likeness (Bickerton)"),
@@ -57,34 +58,50 @@ def _catalogs() -> dict[str, Any]:
     return out
 
 
-def _row(mol: Any) -> tuple[list[float], list[str]]:
-    from rdkit import Chem
-    from rdkit.Chem import QED, Crippen, Descriptors, Lipinski, rdMolDescriptors
+#: columns the members' RDKit 2D descriptors already hold (``data.descriptors``, kind
+#: ``"rdkit2d"``: the same RDKit functions), read from there instead of computed again
+FROM_RDKIT2D = {"molecular_weight": "MolWt", "logp": "MolLogP", "tpsa": "TPSA",
+                "hba": "NumHAcceptors", "hbd": "NumHDonors",
+                "rotatable_bonds": "NumRotatableBonds", "qed": "qed"}
 
-    mw = Descriptors.MolWt(mol)
-    logp = Crippen.MolLogP(mol)
-    hba, hbd = Lipinski.NumHAcceptors(mol), Lipinski.NumHDonors(mol)
-    violations = int(mw > 500) + int(logp > 5) + int(hbd > 5) + int(hba > 10)
-    values = [mw, logp, rdMolDescriptors.CalcTPSA(mol), hba, hbd,
-              rdMolDescriptors.CalcNumRotatableBonds(mol),
-              len(Chem.FindMolChiralCenters(mol, includeUnassigned=True,
-                                            useLegacyImplementation=False)),
-              QED.qed(mol), violations]
+
+def _stereo_and_alerts(mol: Any) -> tuple[list[float], list[str]]:
+    """Stereo centres and the alert counts of one molecule, and the names of its alerts."""
+    from rdkit import Chem
+
+    values = [float(len(Chem.FindMolChiralCenters(mol, includeUnassigned=True,
+                                                  useLegacyImplementation=False)))]
     alerts = []
     for column, catalog in _catalogs().items():
         matches = catalog.GetMatches(mol)
-        values.append(len(matches))
+        values.append(float(len(matches)))
         alerts += [f"{ALERT_CATALOGS[column]}: {m.GetDescription()}" for m in matches]
-    return [float(v) for v in values], alerts
+    return values, alerts
 
 
-def molecular_properties(molecules: Sequence[Any]) -> tuple[np.ndarray, list[str]]:
+def molecular_properties(molecules: Sequence[Any], rdkit2d: np.ndarray
+                         ) -> tuple[np.ndarray, list[str]]:
     """:data:`PROPERTIES` of RDKit molecules: values [n, len(PROPERTIES)] float64 and, per
-    molecule, its matching alerts as one ``"; "``-joined string ("" when none)."""
+    molecule, its matching alerts as one ``"; "``-joined string ("" when none).
+
+    ``rdkit2d`` [n, 217]: the molecules' RDKit 2D descriptors as the members read them
+    (:func:`~exlm_chem.data.descriptors.rdkit2d_names`' order); :data:`FROM_RDKIT2D` comes
+    from there."""
+    from exlm_chem.data.descriptors import rdkit2d_names
+
+    names = rdkit2d_names()
+    column = {p.name: i for i, p in enumerate(PROPERTIES)}
     values = np.zeros((len(molecules), len(PROPERTIES)), np.float64)
-    names = []
+    for prop, descriptor in FROM_RDKIT2D.items():
+        values[:, column[prop]] = rdkit2d[:, names.index(descriptor)]
+    mw, logp = values[:, column["molecular_weight"]], values[:, column["logp"]]
+    hba, hbd = values[:, column["hba"]], values[:, column["hbd"]]
+    values[:, column["lipinski_violations"]] = ((mw > 500).astype(float) + (logp > 5)
+                                                + (hbd > 5) + (hba > 10))
+    rest = [column["stereo_centres"], *(column[c] for c in ALERT_CATALOGS)]
+    names_out = []
     for i, mol in enumerate(molecules):
-        row, alerts = _row(mol)
-        values[i] = row
-        names.append("; ".join(alerts))
-    return values, names
+        computed, alerts = _stereo_and_alerts(mol)
+        values[i, rest] = computed
+        names_out.append("; ".join(alerts))
+    return values, names_out
