@@ -168,7 +168,13 @@ class BenchmarkCommand(Subcommand):
         if not records:
             raise ValueError(f"no results in {out / RESULTS_FILE}")
         if tdc and args.split == "cluster":
-            from exlm_chem.benchmark.report_ood import markdown_report, write_report
+            from exlm_chem.benchmark.report_ood import (
+                markdown_report,
+                member_records,
+                write_report,
+            )
+
+            records += member_records([out, *map(Path, args.merge)])
         elif tdc:
             from exlm_chem.benchmark.report_tdc import markdown_report, write_report
         else:

@@ -58,3 +58,41 @@ def test_the_cli_keeps_the_cluster_split_to_tdc_admet(tmp_path):
     with pytest.raises(ValueError, match="--fit-on does not apply"):
         main(["benchmark", "--suite", "tdc-admet", "--split", "cluster", "--fit-on",
               "train_val", "--out", str(tmp_path)])
+
+
+def test_each_member_of_an_estimator_cell_is_a_row_of_its_own(tmp_path):
+    from exlm_chem.benchmark.records import RESULTS_FILE, ResultsFile
+
+    cell = _cell("defaults", "hia_hou", TDC_CLUSTER_SPLIT, 1, 0.9)._replace(n_test=4)
+    ResultsFile(tmp_path / RESULTS_FILE).append(cell)
+    labels = np.array([[0.0], [1.0], [0.0], [1.0]])
+    (tmp_path / "parts").mkdir()
+    np.savez(tmp_path / "parts" / "hia_hou_seed1.npz", test_labels=labels,
+             test_network=np.array([[0.1], [0.9], [0.2], [0.8]]),  # ranks them all right
+             test_trees=np.array([[0.9], [0.1], [0.2], [0.8]]))  # 1 of 4 pairs right
+    np.savez(tmp_path / "parts" / "herg_seed1.npz", test_labels=labels[:3],  # no record
+             test_network=labels[:3], test_trees=labels[:3])
+    members = {r.label: r.score for r in report_ood.member_records([tmp_path])}
+    assert members == {"defaults: network alone": 1.0, "defaults: trees alone": 0.25}
+    # another split's parts in the same folder (another test part) are not this cell's
+    ResultsFile(tmp_path / RESULTS_FILE).append(cell._replace(n_test=5, finished_at="u"))
+    assert report_ood.member_records([tmp_path]) == []
+
+
+def test_a_member_row_takes_the_tdc_figure_of_the_same_member_and_newer_rows_count_older_cells():
+    old, new = "ExLM (estimator 0.5.4 defaults)", "ExLM (estimator 0.5.5 defaults)"
+    words = report_ood.MEMBERS["trees"]
+    records = [_cell(new + words, "hia_hou", TDC_CLUSTER_SPLIT, 1, 0.8),
+               _cell(new, "hia_hou", TDC_CLUSTER_SPLIT, 1, 0.85),
+               _cell("chemprop", "hia_hou", TDC_CLUSTER_SPLIT, 1, 0.9),
+               # 0.5.4's cells stand in 0.5.5's row: its fit held out too few to choose
+               _cell(old + words, "hia_hou", TDC_FIT_SPLIT, 1, 0.95),
+               _cell(old, "hia_hou", TDC_FIT_SPLIT, 1, 0.97),
+               _cell("chemprop", "hia_hou", "tdc_scaffold", 1, 0.93)]
+    text = report_ood.markdown_report(records, distances=False)
+    assert f"| {new}{words} | 0.800 ± 0.000 | 1 | 0.950 ± 0.000 |" in text
+    assert f"| {new} | 0.850 ± 0.000 | 1 | 0.970 ± 0.000 |" in text
+    assert "| **chemprop** | 0.900 ± 0.000 | 1 | 0.930 ± 0.000 (train part) |" in text
+    head = text[text.index("## Head to head"):]
+    assert "| (3) chemprop | 1 / 1 | 1 / 1 | – |" in head
+    assert f"| (1) {new}{words} | – | 0 / 1 | 0 / 1 |" in head
