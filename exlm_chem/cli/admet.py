@@ -52,7 +52,6 @@ class AdmetPredictCommand(Subcommand):
 
     @classmethod
     def run(cls, args: argparse.Namespace) -> int:
-        import logging
         import shutil
         from pathlib import Path
 
@@ -62,6 +61,7 @@ class AdmetPredictCommand(Subcommand):
         from exlm_chem.cli.outputs import output_format
         from exlm_chem.cli.tally import RowTally
         from exlm_chem.files.safe_write import atomic_path, check_output_file
+        from exlm_chem.screening.feed import quiet_dask
         from exlm_chem.screening.run import screen
 
         panel = Path(args.panel).expanduser() if args.panel else default_panel_dir()
@@ -79,8 +79,8 @@ class AdmetPredictCommand(Subcommand):
 
             rows = open_table(args.input).n_rows
             workers = 0 if rows <= args.chunk_rows else None
-        if workers != 0 and not logging.getLogger().isEnabledFor(logging.DEBUG):
-            _quiet_dask()
+        if workers != 0:
+            quiet_dask()
         result = screen(panel, [args.input], parts, workers=workers,
                         scheduler=args.scheduler, chunk_rows=args.chunk_rows,
                         smiles_column=args.smiles_column, progress=args.progress)
@@ -104,18 +104,6 @@ class AdmetPredictCommand(Subcommand):
                          + f"; {s.rows_computed} scored now in {s.seconds:.1f} s "
                            f"({s.mol_per_s:.1f} mol/s)"))
         return tally.exit_code(args.fail_on_invalid)
-
-
-def _quiet_dask() -> None:
-    """Dask's own loggers (its config sets each one's level) at WARNING: a user scoring a
-    file wants the progress bar, not the cluster's chatter; ``-v`` keeps them."""
-    import logging
-
-    import distributed  # noqa: F401  (its import configures the loggers set here)
-
-    for name in list(logging.root.manager.loggerDict):
-        if name == "distributed" or name.startswith("distributed."):
-            logging.getLogger(name).setLevel(logging.WARNING)
 
 
 class AdmetBuildCommand(Subcommand):

@@ -50,12 +50,10 @@ class ScreenCommand(Subcommand):
 
     @classmethod
     def run(cls, args: argparse.Namespace) -> int:
-        import logging
-
+        from exlm_chem.screening.feed import quiet_dask
         from exlm_chem.screening.run import screen
 
-        if not logging.getLogger().isEnabledFor(logging.DEBUG):  # -v shows Dask's chatter
-            logging.getLogger("distributed").setLevel(logging.WARNING)
+        quiet_dask()
 
         chunking = {} if args.chunk_rows is None else {"chunk_rows": args.chunk_rows}
         result = screen(args.model, args.inputs, args.out, embed=args.embed,

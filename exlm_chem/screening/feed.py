@@ -43,6 +43,22 @@ def default_workers() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
 
 
+def quiet_dask() -> None:
+    """Dask's own loggers (its config sets each one's level, so the parent ``distributed``
+    logger alone does not reach them) at WARNING, unless the root logger shows DEBUG: a
+    user screening a file wants the progress bar, not the cluster's chatter; the CLIs'
+    ``-v`` keeps it."""
+    import logging
+
+    if logging.getLogger().isEnabledFor(logging.DEBUG):
+        return
+    import distributed  # noqa: F401  (its import configures the loggers set here)
+
+    for name in list(logging.root.manager.loggerDict):
+        if name == "distributed" or name.startswith("distributed."):
+            logging.getLogger(name).setLevel(logging.WARNING)
+
+
 class LazyClient:
     """The client to use, connected or started only when a chunk needs computing (a
     rerun of a finished screen starts nothing)."""
