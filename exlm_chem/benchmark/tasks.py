@@ -1,5 +1,6 @@
 """A MoleculeNet task (classification or regression) as every benchmark method sees it:
-loaded, split by name (:mod:`exlm_chem.data.split_modes`) and, for encoders, canonical."""
+loaded, split by name (:mod:`exlm_chem.data.split_modes`, or the out-of-distribution
+:data:`CLUSTER_SPLIT`) and, for encoders, canonical."""
 
 from __future__ import annotations
 
@@ -49,6 +50,15 @@ def with_canonical_smiles(data: TaskData) -> TaskData:
     return data._replace(smiles=canonical)
 
 
+#: ``--split cluster`` on the MoleculeNet suite, the name its records carry: the test part
+#: is whole similarity clusters, the least like the rest first
+#: (:func:`~exlm_chem.data.similarity.cluster_held_out`, the TDC cluster split's share
+#: :data:`~exlm_chem.benchmark.tdc.CLUSTER_TEST_FRACTION`), no valid part, the same rows for
+#: every seed. It is not one of :data:`~exlm_chem.data.split_modes.SPLITS`: corpus hygiene
+#: iterates those, and its test molecules are not kept out of pre-training corpora.
+CLUSTER_SPLIT = "cluster"
+
+
 def task_type(task: str) -> str:
     """"classification" or "regression" for a MoleculeNet or TDC ADMET task name (other
     names: classification)."""
@@ -86,15 +96,28 @@ def load_task(name: str, split: str, seed: int,
               path: str | os.PathLike[str] | None = None) -> TaskData:
     """One dataset's valid molecules, labels and the split named ``split`` (80/10/10).
 
-    ``path`` is a MoleculeNet folder or file; None uses the loader's search order
-    (``$EXLM_CHEM_DATA``, ``data/``, cache, download).
+    ``split`` is one of :data:`~exlm_chem.data.split_modes.SPLITS`, or
+    :data:`CLUSTER_SPLIT`: held-out similarity clusters as the test part, no valid part
+    (the estimators hold out their own share of the train part). ``path`` is a
+    MoleculeNet folder or file; None uses the loader's search order (``$EXLM_CHEM_DATA``,
+    ``data/``, cache, download).
     """
     from exlm_chem.data.moleculenet import get_spec, load_moleculenet
 
-    check_split(split)  # before the file is read (or downloaded)
+    if split != CLUSTER_SPLIT:
+        check_split(split)  # before the file is read (or downloaded)
     dataset = load_moleculenet(name, path=path)
     smiles = list(dataset.smiles)
-    indices = split_rows(smiles, split, seed)
     labels = np.asarray(dataset.labels, dtype=np.float64)  # [N, T]
+    kind = get_spec(name).task_type
+    if split == CLUSTER_SPLIT:
+        # the TDC cluster split's share, so that both suites' cluster parts are alike
+        from exlm_chem.benchmark.tdc import CLUSTER_TEST_FRACTION
+        from exlm_chem.data.similarity import cluster_held_out, morgan_bits
+
+        part = cluster_held_out(morgan_bits(smiles), CLUSTER_TEST_FRACTION)
+        return TaskData(name, smiles, labels, part.train_rows, np.zeros(0, np.int64),
+                        part.held_rows, dataset.sha256, kind, held_out_valid=False)
+    indices = split_rows(smiles, split, seed)
     return TaskData(name, smiles, labels, indices.train, indices.valid, indices.test,
-                    dataset.sha256, get_spec(name).task_type)
+                    dataset.sha256, kind)

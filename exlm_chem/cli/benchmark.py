@@ -65,6 +65,7 @@ class BenchmarkCommand(Subcommand):
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
         from exlm_chem.benchmark.methods import METHODS
+        from exlm_chem.benchmark.tasks import CLUSTER_SPLIT
         from exlm_chem.data.split_modes import SPLITS
 
         parser.add_argument("--suite", choices=SUITES, default="moleculenet",
@@ -102,12 +103,14 @@ class BenchmarkCommand(Subcommand):
                                  "pretrained=None (the same estimator from random weights)")
         parser.add_argument("--mode", choices=("finetune", "probe"), default="finetune",
                             help="how encoders are evaluated (baselines always train)")
-        parser.add_argument("--split", choices=(*SPLITS, "cluster"), default=None,
+        parser.add_argument("--split", choices=(*SPLITS, CLUSTER_SPLIT), default=None,
                             help="moleculenet: its split (default scaffold); tdc-admet "
-                                 "re-splits train_val by scaffold per seed (0.875 / 0.125), "
-                                 "or with 'cluster' holds out whole similarity clusters of "
-                                 "all its molecules, the least like the rest first (the "
-                                 "out-of-distribution benchmark; report: report_ood.md)")
+                                 "re-splits train_val by scaffold per seed (0.875 / 0.125); "
+                                 "'cluster' (both suites) holds out whole similarity "
+                                 "clusters of all the task's molecules as the test part, "
+                                 "the least like the rest first, no valid part (the "
+                                 "out-of-distribution benchmark; tdc-admet's report: "
+                                 "report_ood.md)")
         parser.add_argument("--fit-on", choices=("train", "train_val"), default=None,
                             help="train: fit on the train part; the valid part is held out "
                                  "of every fit and scored beside the test part, for choosing "
@@ -143,10 +146,7 @@ class BenchmarkCommand(Subcommand):
         if tdc and args.split not in (None, "cluster"):
             raise ValueError("tdc-admet re-splits train_val by scaffold for each seed, as TDC "
                              "does, or holds out similarity clusters with --split cluster")
-        if not tdc and args.split == "cluster":
-            raise ValueError("--split cluster is the tdc-admet suite's out-of-distribution "
-                             "split")
-        if tdc and args.split == "cluster" and args.fit_on is not None:
+        if args.split == "cluster" and args.fit_on is not None:
             raise ValueError("--split cluster fits on every molecule outside the held-out "
                              "clusters; --fit-on does not apply")
         if args.seeds is None:
@@ -155,7 +155,7 @@ class BenchmarkCommand(Subcommand):
             args.seeds = list(TDC_SEEDS) if tdc else [0, 1, 2]
         if any(seed < 0 for seed in args.seeds):
             raise ValueError(f"--seeds must be non-negative, got {args.seeds}")
-        tasks = cls._tasks(args.tasks, tdc)
+        tasks = cls._tasks(args.tasks, args.suite)
         budget = parse_budget(args.budget)
         out = Path(args.out)
         command = "exlm-chem " + shlex.join(sys.argv[1:]) if sys.argv[0].endswith(
@@ -185,10 +185,10 @@ class BenchmarkCommand(Subcommand):
         return 0
 
     @staticmethod
-    def _tasks(names: list[str], tdc: bool) -> list[str]:
+    def _tasks(names: list[str], suite: str) -> list[str]:
         """Task names with 'all' and 'regression' expanded; an unknown name is an error
         listing the suite's tasks."""
-        if tdc:
+        if suite == "tdc-admet":
             from exlm_chem.data.tdc_admet import TDC_ADMET_TASKS
 
             known = tuple(TDC_ADMET_TASKS)
