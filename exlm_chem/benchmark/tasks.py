@@ -60,13 +60,16 @@ CLUSTER_SPLIT = "cluster"
 
 
 def task_type(task: str) -> str:
-    """"classification" or "regression" for a MoleculeNet or TDC ADMET task name (other
-    names: classification)."""
+    """"classification" or "regression" for a MoleculeNet, TDC ADMET or cross-source task
+    name (other names: classification)."""
+    from exlm_chem.benchmark.cross_source import CROSS_SOURCE_PAIRS
     from exlm_chem.data.moleculenet import get_spec
     from exlm_chem.data.tdc_admet import TDC_ADMET_TASKS
 
     if task in TDC_ADMET_TASKS:
         return TDC_ADMET_TASKS[task].task_type
+    if task in CROSS_SOURCE_PAIRS:
+        return CROSS_SOURCE_PAIRS[task].task_type
     try:
         return get_spec(task).task_type
     except ValueError:

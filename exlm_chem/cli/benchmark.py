@@ -37,7 +37,7 @@ def parse_budget(text: str):
     return Budget(**values)
 
 
-SUITES = ("moleculenet", "tdc-admet")
+SUITES = ("moleculenet", "tdc-admet", "cross-source")
 
 
 def parse_estimator_params(items: list[str]) -> dict:
@@ -59,8 +59,8 @@ def parse_estimator_params(items: list[str]) -> dict:
 
 class BenchmarkCommand(Subcommand):
     name = "benchmark"
-    help = ("MoleculeNet or TDC ADMET benchmark: methods x tasks x seeds, resumable, "
-            "report with plot")
+    help = ("MoleculeNet, TDC ADMET or cross-source benchmark: methods x tasks x seeds, "
+            "resumable, report with plot")
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
@@ -72,12 +72,16 @@ class BenchmarkCommand(Subcommand):
                             help="moleculenet: the paper's tasks and split; tdc-admet: the 22 "
                                  "tasks of TDC's ADMET benchmark group, TDC's seeds (1-5), "
                                  "test parts and metrics, the report placing each row among "
-                                 "the published leaderboard entries")
+                                 "the published leaderboard entries; cross-source: models "
+                                 "fitted on one source's labels scored on another lab's "
+                                 "molecules of the same target that the first lacks "
+                                 "(exlm_chem.benchmark.cross_source)")
         parser.add_argument("--tasks", nargs="+", default=["all"],
                             help="dataset names, 'all' (moleculenet: the 7 classification "
-                                 "sets; tdc-admet: the 22 tasks) or 'regression' (esol "
-                                 "freesolv lipo: RMSE and MAE; tdc-admet: its 9 regression "
-                                 "tasks)")
+                                 "sets; tdc-admet: the 22 tasks; cross-source: its pairs) or "
+                                 "'regression' (esol freesolv lipo: RMSE and MAE; tdc-admet: "
+                                 "its 9 regression tasks; cross-source: its regression "
+                                 "pairs)")
         parser.add_argument("--seeds", nargs="+", type=int, default=None,
                             help="one cell per seed (initialisation, batch order; the split "
                                  "too for scaffold_balanced and tdc-admet); default 0 1 2, "
@@ -110,7 +114,7 @@ class BenchmarkCommand(Subcommand):
                                  "clusters of all the task's molecules as the test part, "
                                  "the least like the rest first, no valid part (the "
                                  "out-of-distribution benchmark; tdc-admet's report: "
-                                 "report_ood.md)")
+                                 "report_ood.md); cross-source pairs have their own split")
         parser.add_argument("--fit-on", choices=("train", "train_val"), default=None,
                             help="train: fit on the train part; the valid part is held out "
                                  "of every fit and scored beside the test part, for choosing "
@@ -143,9 +147,14 @@ class BenchmarkCommand(Subcommand):
         from exlm_chem.benchmark.records import RESULTS_FILE, ResultsFile
 
         tdc = args.suite == "tdc-admet"
+        cross = args.suite == "cross-source"
         if tdc and args.split not in (None, "cluster"):
             raise ValueError("tdc-admet re-splits train_val by scaffold for each seed, as TDC "
                              "does, or holds out similarity clusters with --split cluster")
+        if cross and (args.split is not None or args.fit_on is not None):
+            raise ValueError("a cross-source pair fits on every labelled molecule of its "
+                             "source and tests the target's molecules the source lacks; "
+                             "--split and --fit-on do not apply")
         if args.split == "cluster" and args.fit_on is not None:
             raise ValueError("--split cluster fits on every molecule outside the held-out "
                              "clusters; --fit-on does not apply")
@@ -177,6 +186,13 @@ class BenchmarkCommand(Subcommand):
             records += member_records([out, *map(Path, args.merge)])
         elif tdc:
             from exlm_chem.benchmark.report_tdc import markdown_report, write_report
+        elif cross:
+            from functools import partial
+
+            from exlm_chem.benchmark import report_cross_source
+
+            markdown_report = partial(report_cross_source.markdown_report, data=args.data)
+            write_report = partial(report_cross_source.write_report, data=args.data)
         else:
             from exlm_chem.benchmark.report import markdown_report, write_report
         paths = write_report(records, out, command=command)
@@ -188,7 +204,14 @@ class BenchmarkCommand(Subcommand):
     def _tasks(names: list[str], suite: str) -> list[str]:
         """Task names with 'all' and 'regression' expanded; an unknown name is an error
         listing the suite's tasks."""
-        if suite == "tdc-admet":
+        if suite == "cross-source":
+            from exlm_chem.benchmark.cross_source import CROSS_SOURCE_PAIRS
+
+            known = tuple(CROSS_SOURCE_PAIRS)
+            groups = {"all": list(known),
+                      "regression": [n for n, p in CROSS_SOURCE_PAIRS.items()
+                                     if p.task_type == "regression"]}
+        elif suite == "tdc-admet":
             from exlm_chem.data.tdc_admet import TDC_ADMET_TASKS
 
             known = tuple(TDC_ADMET_TASKS)
@@ -229,6 +252,11 @@ class BenchmarkCommand(Subcommand):
                      else TDC_SPLITS[args.fit_on or "train"])
             run_benchmark(methods, tasks, args.seeds, split, budget, out,
                           progress=not args.no_progress, source=TDCSource(args.data))
+        elif args.suite == "cross-source":
+            from exlm_chem.benchmark.cross_source import CROSS_SOURCE_SPLIT, CrossSourceTasks
+
+            run_benchmark(methods, tasks, args.seeds, CROSS_SOURCE_SPLIT, budget, out,
+                          progress=not args.no_progress, source=CrossSourceTasks(args.data))
         else:
             from exlm_chem.benchmark.runner import MoleculeNetSource
 
