@@ -29,12 +29,15 @@ arrays, without fitting again:
 and prints, per rule, the mean valid metric per task over the seeds, then per rule its
 mean rank among the rules, and for classification and regression apart its mean gain over
 the trees alone (per cent of the trees' metric, higher is better for MAE too) and on how
-many tasks it is ahead of and behind them. ``--part test`` scores TDC's test parts
-instead (fits on the train part alone; for reading, not for choosing).
+many tasks it is ahead of and behind them. ``--part test`` scores the cells' test parts
+instead (TDC's, or the held-out clusters of ``--split cluster``; for reading, not for
+choosing). Several folders pool their tasks (a task in more than one: the last folder's
+cells).
 
 Usage::
 
     python benchmarks/tdc/tdc_weights.py benchmarks/results/tdc_admet/records/default-050-valid
+    python benchmarks/tdc/tdc_weights.py --part test benchmarks/results/tdc_admet/ood/defaults-*
 """
 
 from __future__ import annotations
@@ -199,11 +202,15 @@ def table(scores: dict[str, dict[str, dict[int, float]]]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("folder", type=Path, help="a records folder with parts/")
+    parser.add_argument("folders", type=Path, nargs="+",
+                        help="records folders with parts/ (a task in several: the last)")
     parser.add_argument("--part", choices=("valid", "test"), default="valid",
                         help="the part scored (default: valid, what chooses)")
     args = parser.parse_args(argv)
-    print("\n".join(table(score_cells(args.folder, args.part))))
+    scores: dict[str, dict[str, dict[int, float]]] = {}
+    for folder in args.folders:
+        scores.update(score_cells(folder, args.part))
+    print("\n".join(table(scores)))
     return 0
 
 

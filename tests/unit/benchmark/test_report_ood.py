@@ -99,3 +99,24 @@ def test_a_member_row_takes_the_tdc_figure_of_the_same_member_and_newer_rows_cou
     head = text[text.index("## Head to head"):]
     assert "| (3) chemprop | 1 / 1 | 1 / 1 | – |" in head
     assert f"| (1) {new}{words} | – | 0 / 1 | 0 / 1 |" in head
+
+
+def test_the_cli_runs_the_cluster_split_resumes_and_reports_the_parts_distance(tmp_path,
+                                                                               caplog):
+    import json
+
+    from exlm_chem.cli import main
+
+    out = tmp_path / "ood"
+    argv = ["benchmark", "--suite", "tdc-admet", "--split", "cluster", "--tasks", "hia_hou",
+            "--seeds", "1", "--methods", "gbt_maplight", "--threads", "1", "--no-progress",
+            "--out", str(out)]
+    assert main(argv) == 0
+    report = (out / report_ood.REPORT_FILE).read_text()
+    assert "## hia_hou (roc_auc, higher is better)" in report
+    assert "median nearest-neighbour similarity" in report and "## Head to head" in report
+    with caplog.at_level("INFO", logger="exlm_chem.benchmark.runner"):
+        assert main(argv) == 0
+    assert "resuming: 1 of 1 cells" in caplog.text
+    (line,) = (out / "results.jsonl").read_text().splitlines()
+    assert json.loads(line)["split"] == TDC_CLUSTER_SPLIT
