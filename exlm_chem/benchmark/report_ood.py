@@ -52,11 +52,11 @@ def part_similarity(task: str, split: str) -> tuple[int, float]:
 def member_records(folders: Sequence[str | os.PathLike[str]]) -> list[CellRecord]:
     """Each member of every estimator cell in ``folders`` that kept its parts (module
     docstring) as a record of its own: the cell's record, its label followed by
-    :data:`MEMBERS`' words, its score the member's alone by the task's TDC metric. A parts
-    file whose test part is not the record's (another split written to the same folder)
-    is left out."""
+    :data:`MEMBERS`' words, its scores the member's alone (the suite's metric, and ROC-AUC
+    and PRC-AUC or RMSE and MAE as the runner scores a cell; calibration left empty). A
+    parts file whose test part is not the record's (another split written to the same
+    folder) is left out."""
     from exlm_chem.benchmark.records import RESULTS_FILE, ResultsFile
-    from exlm_chem.benchmark.tdc import tdc_metric
 
     out = []
     for folder in map(Path, folders):
@@ -70,12 +70,31 @@ def member_records(folders: Sequence[str | os.PathLike[str]]) -> list[CellRecord
                     continue
                 for member, words in MEMBERS.items():
                     predicted = arrays[f"test_{member}"]  # [n, 1]
-                    if np.isnan(predicted).all():  # an estimator without that member
-                        continue
-                    known = ~np.isnan(labels[:, 0])
-                    score = tdc_metric(record.metric, labels[known, 0], predicted[known, 0])
-                    out.append(record._replace(label=record.label + words, score=score))
+                    if not np.isnan(predicted).all():  # an estimator without it: NaN
+                        out.append(_scored(record, record.label + words, labels, predicted))
     return out
+
+
+def _scored(record: CellRecord, label: str, labels: np.ndarray,
+            predicted: np.ndarray) -> CellRecord:
+    """``record`` relabelled and scored anew on ``predicted`` [n, 1] against ``labels``."""
+    from exlm_chem.benchmark.tdc import tdc_metric
+    from exlm_chem.metrics import mean_prc_auc, mean_roc_auc
+
+    known = ~np.isnan(labels[:, 0])
+    truth, values = labels[known], predicted[known]  # [k, 1]
+    scores: dict = {"brier": None, "ece": None, "interval_coverage": None,
+                    "interval_width": None, "valid_score": None}
+    if record.task_type == "classification":
+        roc = mean_roc_auc(truth, values)
+        scores.update(roc_auc=roc.mean, prc_auc=mean_prc_auc(truth, values).mean,
+                      per_task_roc_auc=[float(v) for v in roc.per_task])
+    else:
+        error = truth[:, 0] - values[:, 0]
+        rmse = float(np.sqrt(np.mean(error ** 2)))
+        scores.update(rmse=rmse, mae=float(np.mean(np.abs(error))), per_task_rmse=[rmse])
+    return record._replace(label=label, score=tdc_metric(record.metric, truth[:, 0],
+                                                         values[:, 0]), **scores)
 
 
 def _row_labels(record: CellRecord) -> list[str]:

@@ -176,14 +176,12 @@ class BenchmarkCommand(Subcommand):
                    for r in ResultsFile(folder / RESULTS_FILE).latest()]
         if not records:
             raise ValueError(f"no results in {out / RESULTS_FILE}")
-        if tdc and args.split == "cluster":
-            from exlm_chem.benchmark.report_ood import (
-                markdown_report,
-                member_records,
-                write_report,
-            )
+        if (tdc and args.split == "cluster") or cross:  # the estimators' members as rows
+            from exlm_chem.benchmark.report_ood import member_records
 
             records += member_records([out, *map(Path, args.merge)])
+        if tdc and args.split == "cluster":
+            from exlm_chem.benchmark.report_ood import markdown_report, write_report
         elif tdc:
             from exlm_chem.benchmark.report_tdc import markdown_report, write_report
         elif cross:

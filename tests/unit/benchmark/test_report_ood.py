@@ -75,8 +75,13 @@ def test_each_member_of_an_estimator_cell_is_a_row_of_its_own(tmp_path):
              test_trees=np.array([[0.9], [0.1], [0.2], [0.8]]))  # 1 of 4 pairs right
     np.savez(tmp_path / "parts" / "herg_seed1.npz", test_labels=labels[:3],  # no record
              test_network=labels[:3], test_trees=labels[:3])
-    members = {r.label: r.score for r in report_ood.member_records([tmp_path])}
-    assert members == {"defaults: network alone": 1.0, "defaults: trees alone": 0.25}
+    members = {r.label: r for r in report_ood.member_records([tmp_path])}
+    assert {k: r.score for k, r in members.items()} == {"defaults: network alone": 1.0,
+                                                       "defaults: trees alone": 0.25}
+    # the cell's other figures are the member's too, not the combined model's
+    network, trees = members["defaults: network alone"], members["defaults: trees alone"]
+    assert network.roc_auc == network.prc_auc == 1.0 and trees.prc_auc < 1.0
+    assert trees.roc_auc == 0.25 and network.brier is None
     # another split's parts in the same folder (another test part) are not this cell's
     ResultsFile(tmp_path / RESULTS_FILE).append(cell._replace(n_test=5, finished_at="u"))
     assert report_ood.member_records([tmp_path]) == []
