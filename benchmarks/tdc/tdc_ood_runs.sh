@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# The out-of-distribution rows of benchmarks/results/tdc_admet/ood (issue 96): every TDC
-# ADMET task with its test part whole similarity clusters (`--split cluster`), small tasks
-# before large ones. Two lanes, one thread each, side by side on a 2-core machine.
-# Usage: bash benchmarks/tdc/tdc_ood_runs.sh LANE   (LANE: defaults-a, defaults-b,
-# chemprop-a, chemprop-b, maplight-a, maplight-b; SEEDS="1 2 3" to change the seeds).
+# The out-of-distribution rows (issue 96), small tasks before large ones; one thread per
+# lane, two lanes side by side on a 2-core machine:
+# - benchmarks/results/tdc_admet/ood: every TDC ADMET task with its test part whole
+#   similarity clusters (`--split cluster`), lanes defaults-a/-b, chemprop-a/-b,
+#   maplight-a/-b;
+# - benchmarks/results/cross_source: a model fitted on one source scored on another lab's
+#   molecules of the same target (`--suite cross-source`), lanes cross-maplight,
+#   cross-defaults, cross-chemprop.
+# Usage: bash benchmarks/tdc/tdc_ood_runs.sh LANE   (SEEDS="1 2 3" to change the seeds).
 # Every command resumes: a cell already in its records folder is skipped.
 # Then: bash benchmarks/tdc/tdc_ood_runs.sh report
 set -euo pipefail
@@ -11,10 +15,13 @@ cd "$(dirname "$0")/../.."  # the checkout (this file is benchmarks/tdc/tdc_ood_
 : "${EXLM_CHEM_DATA:=$(cd .. && pwd)/shared/data/moleculenet}"
 export EXLM_CHEM_DATA
 OUT="${OOD_OUT:-benchmarks/results/tdc_admet/ood}"
+CROSS="${CROSS_OUT:-benchmarks/results/cross_source}"
 PY="${EXLM_CHEM_PYTHON:-.venv/bin/python}"
 read -r -a SEED_LIST <<< "${SEEDS:-1}"
 RUN=("$PY" -m exlm_chem.cli benchmark --suite tdc-admet --split cluster --threads 1
      --no-progress --seeds "${SEED_LIST[@]}")
+RUN_CROSS=("$PY" -m exlm_chem.cli benchmark --suite cross-source --threads 1 --no-progress
+           --seeds "${SEED_LIST[@]}")
 
 # two halves of about equal cost, each smallest first
 LANE_A="dili hia_hou herg bioavailability_ma caco2_wang pgp_broccatelli bbb_martins
@@ -22,6 +29,11 @@ LANE_A="dili hia_hou herg bioavailability_ma caco2_wang pgp_broccatelli bbb_mart
 LANE_B="half_life_obach cyp2d6_substrate_carbonmangels cyp3a4_substrate_carbonmangels
   cyp2c9_substrate_carbonmangels clearance_microsome_az vdss_lombardo clearance_hepatocyte_az
   ppbr_az ld50_zhu cyp3a4_veith cyp2d6_veith"
+
+# the cross-source pairs, cheapest fits first (the CYP sources hold 12,000-13,000 molecules)
+PAIRS="herg_to_nvs_herg esol_to_aqsoldb tox21_er_to_atg_era tox21_ahr_to_atg_ahr
+  tox21_pparg_to_atg_pparg cyp2c9_veith_to_nvs_cyp2c9 cyp3a4_veith_to_nvs_cyp3a4
+  cyp2d6_veith_to_nvs_cyp2d6"
 
 # shellcheck disable=SC2086
 case "${1:-}" in
@@ -31,10 +43,21 @@ case "${1:-}" in
   chemprop-b) "${RUN[@]}" --methods chemprop_rdkit2d --tasks $LANE_B --out $OUT/chemprop-b ;;
   maplight-a) "${RUN[@]}" --methods catboost_maplight --tasks $LANE_A --out $OUT/maplight-a ;;
   maplight-b) "${RUN[@]}" --methods catboost_maplight --tasks $LANE_B --out $OUT/maplight-b ;;
+  cross-maplight) "${RUN_CROSS[@]}" --methods catboost_maplight --tasks $PAIRS --out $CROSS/maplight ;;
+  cross-defaults) "${RUN_CROSS[@]}" --methods exlm_defaults --tasks $PAIRS --out $CROSS/defaults ;;
+  cross-chemprop) "${RUN_CROSS[@]}" --methods chemprop_rdkit2d --tasks $PAIRS --out $CROSS/chemprop ;;
   report)
+    # TDC's test figures of the same rows: the records fitted on all of train_val (0.5.3's
+    # and 0.5.4's default cells stand in 0.5.5's row where it kept their estimator) and
+    # chemprop's on the train part
     "$PY" -m exlm_chem.cli benchmark --suite tdc-admet --split cluster --report-only \
-      --out "$OUT" --merge "$OUT"/*-a "$OUT"/*-b benchmarks/results/tdc_admet/records/maplight-fit
+      --out "$OUT" --merge "$OUT"/*-a "$OUT"/*-b benchmarks/results/tdc_admet/records/maplight-fit \
+      benchmarks/results/tdc_admet/records/default-05[345]-fit* \
+      benchmarks/results/tdc_admet/records/chemprop
+    "$PY" -m exlm_chem.cli benchmark --suite cross-source --report-only --out "$CROSS" \
+      --merge "$CROSS"/*/
     ;;
-  *) echo "usage: $0 defaults-a|defaults-b|chemprop-a|chemprop-b|maplight-a|maplight-b|report" >&2
+  *) echo "usage: $0 defaults-a|defaults-b|chemprop-a|chemprop-b|maplight-a|maplight-b|" \
+          "cross-maplight|cross-defaults|cross-chemprop|report" >&2
      exit 2 ;;
 esac
