@@ -60,6 +60,14 @@ mean validation score of each task over its seeds, the number of tasks where it 
 ``trees(emb+rdkit2d)`` (lower MAE is better; over the seeds both have) and its mean
 relative change against it (positive: better). One ``--out`` per ``--model``.
 
+``--split cluster`` scores the same heads out of distribution instead: each task's
+molecules (train_val and test) split as ``exlm-chem benchmark --suite tdc-admet --split
+cluster`` splits them (whole similarity clusters held out, the least like the rest first,
+:func:`cluster_part`); the heads fit on the rest and are scored on the held-out clusters
+(``"part": "cluster"`` in the records). Its ``--network`` folders are that benchmark's
+``exlm_defaults`` records (``benchmarks/results/tdc_admet/ood/defaults-*``), whose parts
+hold the network's outputs on the same clusters. One ``--out`` per split.
+
 Usage::
 
     python benchmarks/tdc/tdc_levers.py --out DIR --cache DIR/features   # 22 tasks, seeds 1-3
@@ -143,6 +151,10 @@ def _heads() -> dict[str, Head]:
         "member(maplight) 2000 trees": Head("member", False, TREE_KINDS, (("iterations", 2000),)),
         # Mordred's 2D descriptors beside MapLight's (the mordred extra)
         "member(maplight+mordred)": Head("member", False, (*TREE_KINDS, "mordred")),
+        # fewer trees, and each split choosing among half the features: the regularisation
+        # levers beside l2 and depth
+        "member(maplight) 300 trees": Head("member", False, TREE_KINDS, (("iterations", 300),)),
+        "member(maplight) rsm=0.5": Head("member", False, TREE_KINDS, (("rsm", 0.5),)),
         # a similarity model beside the trees: Morgan r2 counts at 2048 and Avalon's
         KERNEL: Head("kernel", False, ("morgan", "avalon")),
     }
@@ -153,7 +165,8 @@ HEADS = ("trees(emb+rdkit2d)", "trees(emb+maplight)", "trees(maplight)", "trees(
          "member(maplight) x3 seeds", "member(maplight+maccs+atompair)",
          "member(maplight) l2=10", "member(maplight) l2=30", "member(maplight) depth 8",
          "member(maplight) RMSE", "member(maplight) balanced", "member(maplight) 2000 trees",
-         "member(maplight+mordred)", KERNEL)
+         "member(maplight+mordred)", "member(maplight) 300 trees", "member(maplight) rsm=0.5",
+         KERNEL)
 #: heads scored from two heads' kept valid predictions averaged, the second weighing the
 #: share given, with no fit of their own (needs ``--network``, whose parts hold the
 #: labels): the MAE and the RMSE trees, the regressor's tree member from 0.5.3 on
@@ -212,6 +225,30 @@ def fit_part(data: Any) -> Any:
         raise ValueError(f"{data.name}: train and valid are not the first {n} rows")
     return data._replace(smiles=list(data.smiles[:n]), labels=data.labels[:n].copy(),
                          test=np.zeros(0, np.int64))
+
+
+#: what ``--split`` offers: TDC's per-seed scaffold re-split of train_val (the held-out
+#: valid part), or the out-of-distribution split (the held-out clusters)
+SPLITS = ("scaffold", "cluster")
+
+
+def cluster_part(data: Any) -> Any:
+    """``data`` (:func:`~exlm_chem.benchmark.tdc.load_tdc_task` with ``cluster=True``)
+    with its held-out clusters as the part the heads are scored on (``valid``) and no
+    test part: the study reads every head's score from ``valid``."""
+    return data._replace(valid=data.test, test=np.zeros(0, np.int64))
+
+
+def task_part(task: str, seed: int, split: str, data_path: str | Path | None = None) -> Any:
+    """One task's rows for ``split`` (:data:`SPLITS`): fitted on ``train``, scored on
+    ``valid``, no test part (:func:`fit_part`, :func:`cluster_part`)."""
+    from exlm_chem.benchmark.tdc import load_tdc_task
+
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+    if split == "cluster":
+        return cluster_part(load_tdc_task(task, seed, data_path, cluster=True))
+    return fit_part(load_tdc_task(task, seed, data_path))
 
 
 def _states(data: Any, model: str, out: Path) -> np.ndarray:
@@ -433,10 +470,10 @@ def _keep_predictions(out: Path, task: str, seed: int, head: str,
 
 
 def _score(name: str, head: Head, data: Any, states: np.ndarray | None, seed: int,
-           cache: Path, threads: int, out: Path) -> dict[str, Any]:
+           cache: Path, threads: int, out: Path, split: str = "scaffold") -> dict[str, Any]:
     """One (task, seed, head)'s record without provenance: the validation score and the
     fit's wall and CPU seconds (features and states computed before the clock starts)."""
-    from exlm_chem.benchmark.tdc import TDC_SPLIT, tdc_metric
+    from exlm_chem.benchmark.tdc import TDC_CLUSTER_SPLIT, TDC_SPLIT, tdc_metric
 
     began = time.perf_counter()
     raw = _raw(data, head.kinds, cache, threads)
@@ -461,13 +498,15 @@ def _score(name: str, head: Head, data: Any, states: np.ndarray | None, seed: in
             "reused_first_member": first is not None,  # its time is the base head's
             "states": head.states, "features": list(head.kinds),
             "target_log": bool(target_log(data)[0]), "n_train": len(data.train),
-            "n_valid": len(data.valid), "split": TDC_SPLIT, "part": "valid",
+            "n_valid": len(data.valid),
+            "split": TDC_CLUSTER_SPLIT if split == "cluster" else TDC_SPLIT,
+            "part": "cluster" if split == "cluster" else "valid",
             "data_sha256": data.data_sha256}
 
 
 def run(tasks: Sequence[str], seeds: Sequence[int], model: str, out: Path,
         heads: Sequence[str] = HEADS, cache: Path | None = None, threads: int = 1,
-        data_path: str | Path | None = None) -> list[dict[str, Any]]:
+        data_path: str | Path | None = None, split: str = "scaffold") -> list[dict[str, Any]]:
     """Fit and score every (task, seed, head) not in ``OUT/results.jsonl`` yet.
 
     Parameters
@@ -488,6 +527,8 @@ def run(tasks: Sequence[str], seeds: Sequence[int], model: str, out: Path,
         Feature processes, OpenMP threads of the boosted trees and CatBoost's threads.
     data_path : str, Path or None
         ``admet_group.zip`` or its folder (None: the loader's search order).
+    split : str
+        One of :data:`SPLITS` (:func:`task_part`).
 
     Returns
     -------
@@ -497,7 +538,7 @@ def run(tasks: Sequence[str], seeds: Sequence[int], model: str, out: Path,
     from threadpoolctl import threadpool_limits
 
     from exlm_chem.benchmark.tasks import task_type, with_canonical_smiles
-    from exlm_chem.benchmark.tdc import METRIC_TITLES, load_tdc_task
+    from exlm_chem.benchmark.tdc import METRIC_TITLES
     from exlm_chem.provenance import git_commit, machine
 
     specs = _heads()
@@ -526,15 +567,15 @@ def run(tasks: Sequence[str], seeds: Sequence[int], model: str, out: Path,
             todo = {s: [h for h in fits if (task, s, h) not in done] for s in seeds}
             if not any(todo.values()):
                 continue
-            canonical = None  # train_val rows are the same for every seed
+            canonical = None  # the task's rows are the same for every seed
             states = None
             for seed in seeds:
                 if not todo[seed]:
                     continue
-                data = fit_part(load_tdc_task(task, seed, data_path))
+                data = task_part(task, seed, split, data_path)
                 if canonical is None:
                     canonical = with_canonical_smiles(data).smiles
-                    print(f"{task}: {len(canonical)} train_val molecules", flush=True)
+                    print(f"{task}: {len(canonical)} molecules", flush=True)
                 data = data._replace(smiles=canonical)
                 for head in todo[seed]:
                     if specs[head].states and states is None:
@@ -542,7 +583,7 @@ def run(tasks: Sequence[str], seeds: Sequence[int], model: str, out: Path,
                         states = _states(data, model, out)
                         print(f"{task}: states {time.perf_counter() - began:.0f} s", flush=True)
                     record = {**_score(head, specs[head], data, states, seed, cache, threads,
-                                       out),
+                                       out, split),
                               "model": model, **provenance,
                               "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ",
                                                            time.gmtime())}
@@ -605,11 +646,12 @@ def report(out: Path) -> str:
     return "\n".join(lines)
 
 
-def _member_cells(out: Path, network: Path | None, weight: float
+def _member_cells(out: Path, network: Sequence[Path] | None, weight: float
                   ) -> tuple[dict[tuple[str, str, str], dict[int, float]], dict[str, str], float]:
     """Valid scores of :data:`MEMBER_HEADS` per (task, head, "alone" / "mixed") and seed,
     each task's metric, and the largest gap between :data:`MEMBER`'s outputs and the
-    estimators' trees in ``network``'s parts (see :func:`member_report`)."""
+    estimators' trees in the ``network`` folders' parts (see :func:`member_report`; a
+    task's parts are read from the first folder that has them)."""
     from exlm_chem.benchmark.tdc import tdc_metric
     from exlm_chem.sklearn.ensemble import mix
 
@@ -622,15 +664,19 @@ def _member_cells(out: Path, network: Path | None, weight: float
         if r["head"] not in MEMBER_HEADS:
             continue
         cells.setdefault((r["task"], r["head"], "alone"), {})[r["seed"]] = r["valid_score"]
-        if network is None:
+        if not network:
             continue
-        parts = network / "parts" / f"{r['task']}_seed{r['seed']}.npz"
-        if not parts.is_file():
+        name = f"{r['task']}_seed{r['seed']}.npz"
+        parts = next((f / "parts" / name for f in network if (f / "parts" / name).is_file()),
+                     None)
+        if parts is None:
             continue
+        # the benchmark's parts keep the held-out clusters as their test part
+        at = "test" if r.get("part") == "cluster" else "valid"
         with np.load(parts) as stored, np.load(_predictions_path(out, r["task"], r["seed"])
                                                ) as mine:
-            labels, net = stored["valid_labels"][:, 0], stored["valid_network"][:, 0]
-            trees = stored["valid_trees"][:, 0] if "valid_trees" in stored.files else None
+            labels, net = stored[f"{at}_labels"][:, 0], stored[f"{at}_network"][:, 0]
+            trees = stored[f"{at}_trees"][:, 0] if f"{at}_trees" in stored.files else None
             kept = {name: mine[name] for name in mine.files}
             own = kept[r["head"]]
         if labels.shape != own.shape:
@@ -681,7 +727,7 @@ def _change(cells: dict[tuple[str, str, str], dict[int, float]],
             if gains else "–")
 
 
-def member_report(out: Path, network: Path | None, weight: float = 0.75) -> str:
+def member_report(out: Path, network: Sequence[Path] | None, weight: float = 0.75) -> str:
     """The levers of :data:`MEMBER_HEADS` against :data:`MEMBER` (the estimators' tree
     member; :data:`DERIVED` heads only with ``network``).
 
@@ -697,8 +743,8 @@ def member_report(out: Path, network: Path | None, weight: float = 0.75) -> str:
     ----------
     out : Path
         The study's folder (``predictions/``, ``results.jsonl``).
-    network : Path or None
-        The records folder with the network's ``parts/`` (None: the heads alone).
+    network : sequence of Path or None
+        The records folders with the network's ``parts/`` (None: the heads alone).
     weight : float
         The trees' share of the average.
 
@@ -708,7 +754,7 @@ def member_report(out: Path, network: Path | None, weight: float = 0.75) -> str:
         Markdown.
     """
     cells, metric, differs = _member_cells(out, network, weight)
-    hows = ("alone", "mixed") if network is not None else ("alone",)
+    hows = ("alone", "mixed") if network else ("alone",)
     heads = [h for h in MEMBER_HEADS if any(k[1] == h for k in cells)]
     tasks = sorted({k[0] for k in cells})
     lines = ["| head | " + " | ".join(f"{how}: mean change vs {MEMBER}, ahead / behind"
@@ -739,13 +785,13 @@ def member_report(out: Path, network: Path | None, weight: float = 0.75) -> str:
                 shown.append("–" if pair is None
                              else f"{pair[0]:.3f} ({100 * pair[1]:+.1f} %, {pair[2]})")
         lines.append(f"| {t} | {metric[t]} | " + " | ".join(shown) + " |")
-    if network is not None:
-        lines += ["", f"{MEMBER} against the estimators' trees in {network}'s parts: "
-                      f"largest difference {differs:.2g}"]
+    if network:
+        lines += ["", f"{MEMBER} against the estimators' trees in the parts of "
+                      f"{', '.join(map(str, network))}: largest difference {differs:.2g}"]
     return "\n".join(lines)
 
 
-def weight_report(out: Path, network: Path, head: str, weights: Sequence[float],
+def weight_report(out: Path, network: Sequence[Path], head: str, weights: Sequence[float],
                   reference: float = 0.75) -> str:
     """``head`` averaged with the network at each of ``weights`` (the trees' share) against
     the same average at ``reference``: mean relative change over the tasks (positive:
@@ -753,7 +799,7 @@ def weight_report(out: Path, network: Path, head: str, weights: Sequence[float],
 
     Parameters
     ----------
-    out, network : Path
+    out, network : Path, sequence of Path
         As :func:`member_report` (``network`` required: the weights mix its outputs).
     head : str
         One of :data:`MEMBER_HEADS`.
@@ -793,9 +839,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="admet_group.zip or its folder (default: the loader's search)")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--report", action="store_true", help="only print the table")
-    parser.add_argument("--network", type=Path, default=None,
-                        help="a valid-mode records folder whose parts/ hold the network's "
-                             "outputs: the member levers are also scored averaged with it")
+    parser.add_argument("--split", choices=SPLITS, default="scaffold",
+                        help="scaffold: TDC's valid parts (default); cluster: the held-out "
+                             "similarity clusters of the out-of-distribution benchmark")
+    parser.add_argument("--network", type=Path, nargs="+", default=None,
+                        help="records folders whose parts/ hold the network's outputs on "
+                             "the same parts: the member levers are also scored averaged "
+                             "with it")
     parser.add_argument("--weights", nargs="+", type=float, default=None,
                         help="with --network: also the MAE+RMSE member averaged with the "
                              "network at these shares of the trees, against 0.75")
@@ -806,13 +856,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         set_threads(args.threads)
         tasks = args.tasks or default_tasks(args.data)
         run(tasks, args.seeds, args.model, args.out, tuple(args.heads), args.cache,
-            args.threads, args.data)
+            args.threads, args.data, args.split)
     print(report(args.out))
     if any(json.loads(line)["head"] in MEMBER_HEADS
            for line in (args.out / "results.jsonl").read_text().splitlines()):
         print()
         print(member_report(args.out, args.network))
-    if args.weights and args.network is not None:
+    if args.weights and args.network:
         print()
         print(weight_report(args.out, args.network, next(iter(DERIVED)), args.weights))
     return 0

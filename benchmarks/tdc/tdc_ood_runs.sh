@@ -6,7 +6,12 @@
 #   maplight-a/-b;
 # - benchmarks/results/cross_source: a model fitted on one source scored on another lab's
 #   molecules of the same target (`--suite cross-source`), lanes cross-maplight,
-#   cross-defaults, cross-chemprop.
+#   cross-defaults, cross-chemprop;
+# - benchmarks/results/tdc_admet/ood/levers: the tree member's levers (regularisation, seeds,
+#   a kernel model beside it) on the held-out clusters of the 15 smaller tasks, alone and
+#   mixed with the defaults lanes' networks (lane levers; its scaffold side is the TDC valid
+#   parts' study, benchmarks/results/tdc_admet/levers-051, with lane levers-scaffold for the
+#   heads that study lacks).
 # Usage: bash benchmarks/tdc/tdc_ood_runs.sh LANE   (SEEDS="1 2 3" to change the seeds).
 # Every command resumes: a cell already in its records folder is skipped.
 # Then: bash benchmarks/tdc/tdc_ood_runs.sh report
@@ -35,6 +40,16 @@ PAIRS="herg_to_nvs_herg esol_to_aqsoldb tox21_er_to_atg_era tox21_ahr_to_atg_ahr
   tox21_pparg_to_atg_pparg cyp2c9_veith_to_nvs_cyp2c9 cyp3a4_veith_to_nvs_cyp3a4
   cyp2d6_veith_to_nvs_cyp2d6"
 
+# the lever study's tasks (tdc_admet_runs.sh's 15 smaller sets) and heads: the member as
+# the estimators fit it (MAE, RMSE, balanced), then one lever each
+SMALL="dili hia_hou herg bioavailability_ma cyp2d6_substrate_carbonmangels
+  cyp2c9_substrate_carbonmangels cyp3a4_substrate_carbonmangels pgp_broccatelli bbb_martins
+  half_life_obach vdss_lombardo clearance_microsome_az clearance_hepatocyte_az caco2_wang ppbr_az"
+LEVER_HEADS=("member(maplight)" "member(maplight) RMSE" "member(maplight) balanced"
+  "member(maplight) l2=10" "member(maplight) l2=30" "member(maplight) 300 trees"
+  "member(maplight) rsm=0.5" "kernel(morgan+avalon)" "member(maplight) x3 seeds"
+  "member(maplight) depth 8")
+
 # shellcheck disable=SC2086
 case "${1:-}" in
   defaults-a) "${RUN[@]}" --methods exlm_defaults --tasks $LANE_A --out $OUT/defaults-a ;;
@@ -46,6 +61,16 @@ case "${1:-}" in
   cross-maplight) "${RUN_CROSS[@]}" --methods catboost_maplight --tasks $PAIRS --out $CROSS/maplight ;;
   cross-defaults) "${RUN_CROSS[@]}" --methods exlm_defaults --tasks $PAIRS --out $CROSS/defaults ;;
   cross-chemprop) "${RUN_CROSS[@]}" --methods chemprop_rdkit2d --tasks $PAIRS --out $CROSS/chemprop ;;
+  levers)
+    "$PY" benchmarks/tdc/tdc_levers.py --split cluster --seeds "${SEED_LIST[@]}" \
+      --tasks $SMALL --heads "${LEVER_HEADS[@]}" --out $OUT/levers --cache $OUT/levers/features
+    ;;
+  levers-scaffold)
+    "$PY" benchmarks/tdc/tdc_levers.py --seeds "${SEED_LIST[@]}" --tasks $SMALL \
+      --heads "member(maplight) 300 trees" "member(maplight) rsm=0.5" \
+      --out benchmarks/results/tdc_admet/levers-051 \
+      --cache benchmarks/results/tdc_admet/levers-051/features
+    ;;
   report)
     # TDC's test figures of the same rows: the records fitted on all of train_val (0.5.3's
     # and 0.5.4's default cells stand in 0.5.5's row where it kept their estimator) and
@@ -56,8 +81,13 @@ case "${1:-}" in
       benchmarks/results/tdc_admet/records/chemprop
     "$PY" -m exlm_chem.cli benchmark --suite cross-source --report-only --out "$CROSS" \
       --merge "$CROSS"/*/
+    if [ -f "$OUT/levers/results.jsonl" ]; then
+      "$PY" benchmarks/tdc/tdc_levers.py --out "$OUT/levers" --report \
+        --network "$OUT"/defaults-a "$OUT"/defaults-b > "$OUT/levers/report.md.$$.tmp"
+      mv "$OUT/levers/report.md.$$.tmp" "$OUT/levers/report.md"
+    fi
     ;;
   *) echo "usage: $0 defaults-a|defaults-b|chemprop-a|chemprop-b|maplight-a|maplight-b|" \
-          "cross-maplight|cross-defaults|cross-chemprop|report" >&2
+          "cross-maplight|cross-defaults|cross-chemprop|levers|levers-scaffold|report" >&2
      exit 2 ;;
 esac

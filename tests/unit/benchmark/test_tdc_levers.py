@@ -66,6 +66,17 @@ def test_the_fit_part_drops_the_test_rows(study, moleculenet_dir) -> None:
     assert part.smiles == data.smiles[:n]
 
 
+def test_the_cluster_part_scores_the_held_out_clusters(study, moleculenet_dir) -> None:
+    from exlm_chem.benchmark.tdc import load_tdc_task
+
+    data = load_tdc_task("dili", 1, moleculenet_dir, cluster=True)
+    part = study.task_part("dili", 1, "cluster", moleculenet_dir)
+    assert list(part.valid) == list(data.test) and len(part.test) == 0
+    assert list(part.train) == list(data.train)
+    with pytest.raises(ValueError, match="split must be one of"):
+        study.task_part("dili", 1, "random", moleculenet_dir)
+
+
 def test_every_head_has_a_spec_and_the_baseline_is_0_4_0s_head(study) -> None:
     from exlm_chem.model.frozen_trees import HIST_TREE_KINDS, STATES_KIND
 
@@ -200,7 +211,11 @@ def test_member_heads_average_consecutive_seeds_and_reuse_a_first_member(study, 
     assert ((averaged >= 0) & (averaged <= 1)).all() and averaged.shape == (10,)
 
 
-def test_the_member_report_mixes_each_lever_with_the_networks_valid_outputs(study, tmp_path):
+# the scaffold study reads the network's valid part; the cluster study the benchmark's
+# test part (the held-out clusters), from the second of two folders
+@pytest.mark.parametrize(("at", "part"), [("valid", "valid"), ("test", "cluster")])
+def test_the_member_report_mixes_each_lever_with_the_networks_outputs(study, tmp_path, at,
+                                                                        part):
     import numpy as np
 
     from exlm_chem.benchmark.tdc import tdc_metric
@@ -208,8 +223,9 @@ def test_the_member_report_mixes_each_lever_with_the_networks_valid_outputs(stud
     out, network = tmp_path / "levers", tmp_path / "network"
     (network / "parts").mkdir(parents=True)
     labels = np.array([0, 1, 0, 1, 1, 0], np.float64)
-    np.savez(network / "parts" / "dili_seed1.npz", valid_labels=labels[:, None],
-             valid_network=np.array([[0.1], [0.9], [0.2], [0.8], [0.7], [0.3]]))
+    np.savez(network / "parts" / "dili_seed1.npz", **{
+        f"{at}_labels": labels[:, None],
+        f"{at}_network": np.array([[0.1], [0.9], [0.2], [0.8], [0.7], [0.3]])})
     lever = "member(maplight) l2=10"
     predicted = {study.MEMBER: np.array([0.6, 0.4, 0.2, 0.8, 0.7, 0.3]),  # AUROC 8/9
                  lever: np.array([0.1, 0.9, 0.2, 0.8, 0.7, 0.3])}  # AUROC 1
@@ -218,14 +234,14 @@ def test_the_member_report_mixes_each_lever_with_the_networks_valid_outputs(stud
         for head, values in predicted.items():
             study._keep_predictions(out, "dili", 1, head, values)
             handle.write(json.dumps({"task": "dili", "seed": 1, "head": head,
-                                     "metric": "roc_auc",
+                                     "metric": "roc_auc", "part": part,
                                      "valid_score": tdc_metric("roc_auc", labels, values)})
                          + "\n")
         # a seed the lever lacks (no network parts: alone only), where the member ranks
         # perfectly: the lever is compared on seed 1 alone, not against the mean of both
         handle.write(json.dumps({"task": "dili", "seed": 2, "head": study.MEMBER,
                                  "metric": "roc_auc", "valid_score": 1.0}) + "\n")
-    table = study.member_report(out, network)
+    table = study.member_report(out, [tmp_path / "elsewhere", network])
     row = next(line for line in table.splitlines() if line.startswith(f"| {lever} |"))
     assert "+12.50 %, 1 / 0 of 1" in row  # alone: 1 against 8/9
     # averaged with a network that ranks perfectly, both are perfect
@@ -256,7 +272,7 @@ def test_the_weight_report_mixes_the_mae_rmse_member_at_each_share(study, tmp_pa
                                      "metric": "mae",
                                      "valid_score": tdc_metric("mae", labels, labels)})
                          + "\n")
-    table = study.weight_report(out, network, "member(maplight) MAE+RMSE", (0.5, 0.75, 1.0))
+    table = study.weight_report(out, [network], "member(maplight) MAE+RMSE", (0.5, 0.75, 1.0))
     rows = {line.split("|")[1].strip(): line.split("|")[2].strip()
             for line in table.splitlines()[2:]}
     assert rows == {"0.5": "-100.00 %, 0 / 1 of 1", "0.75": "+0.00 %, 0 / 0 of 1",
