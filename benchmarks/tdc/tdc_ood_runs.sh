@@ -11,7 +11,8 @@
 #   a kernel model beside it) on the held-out clusters of the 15 smaller tasks, alone and
 #   mixed with the defaults lanes' networks (lane levers; its scaffold side is the TDC valid
 #   parts' study, benchmarks/results/tdc_admet/levers-051, with lane levers-scaffold for the
-#   heads that study lacks).
+#   heads that study lacks); lane models2: the network's lever n_models=2 on the same
+#   tasks' clusters.
 # Usage: bash benchmarks/tdc/tdc_ood_runs.sh LANE   (SEEDS="1 2 3" to change the seeds).
 # Every command resumes: a cell already in its records folder is skipped.
 # Then: bash benchmarks/tdc/tdc_ood_runs.sh report
@@ -65,6 +66,12 @@ case "${1:-}" in
     "$PY" benchmarks/tdc/tdc_levers.py --split cluster --seeds "${SEED_LIST[@]}" \
       --tasks $SMALL --heads "${LEVER_HEADS[@]}" --out $OUT/levers --cache $OUT/levers/features
     ;;
+  models2)
+    # a lever of the network: two fine-tuned members averaged (n_models=2), the 15 smaller
+    # sets; its scaffold side: records/models2-054-valid (TDC's valid parts)
+    "${RUN[@]}" --methods exlm_defaults --estimator-params n_models=2 --tasks $SMALL \
+      --out $OUT/models2
+    ;;
   levers-scaffold)
     "$PY" benchmarks/tdc/tdc_levers.py --seeds "${SEED_LIST[@]}" --tasks $SMALL \
       --heads "member(maplight) 300 trees" "member(maplight) rsm=0.5" \
@@ -76,7 +83,8 @@ case "${1:-}" in
     # and 0.5.4's default cells stand in 0.5.5's row where it kept their estimator) and
     # chemprop's on the train part
     "$PY" -m exlm_chem.cli benchmark --suite tdc-admet --split cluster --report-only \
-      --out "$OUT" --merge "$OUT"/*-a "$OUT"/*-b benchmarks/results/tdc_admet/records/maplight-fit \
+      --out "$OUT" --merge "$OUT"/*-a "$OUT"/*-b "$OUT"/models2 \
+      benchmarks/results/tdc_admet/records/maplight-fit \
       benchmarks/results/tdc_admet/records/default-05[345]-fit* \
       benchmarks/results/tdc_admet/records/chemprop
     "$PY" -m exlm_chem.cli benchmark --suite cross-source --report-only --out "$CROSS" \
@@ -88,6 +96,6 @@ case "${1:-}" in
     fi
     ;;
   *) echo "usage: $0 defaults-a|defaults-b|chemprop-a|chemprop-b|maplight-a|maplight-b|" \
-          "cross-maplight|cross-defaults|cross-chemprop|levers|levers-scaffold|report" >&2
+          "cross-maplight|cross-defaults|cross-chemprop|levers|levers-scaffold|models2|report" >&2
      exit 2 ;;
 esac
