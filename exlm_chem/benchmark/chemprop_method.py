@@ -14,6 +14,12 @@ featurizer as extra descriptors (``x_d``) beside the learned fingerprint, as
 which featurizer, computed once per task); scaled by a StandardScaler fitted on the
 training rows (the CLI's default ``X_d_transform``).
 
+A split without a valid part (``--split cluster``, the cross-source pairs: the estimators
+hold out their own share) leaves chemprop to hold out its own too, as its CLI does on one
+data file: a random share of the train part, seeded by the cell's seed, in the CLI's
+default ratio of train to validation (0.8 : 0.1, :data:`OWN_VALID_SHARE`); the CLI's test
+share is not taken, the suite gives the test part.
+
 ``Budget.max_epochs`` caps the 50 epochs (the schedule is fitted to the cap, as the CLI's
 ``--epochs`` would); ``Budget.max_minutes`` stops training through Lightning's
 ``max_time``. Records carry ``chemprop_version`` in their settings.
@@ -176,6 +182,19 @@ class _RandomState:
         return RandomState(sampler)
 
 
+#: the share of the train part held out for the epoch choice where a split has no valid
+#: part: ``chemprop train``'s default split sizes (0.8, 0.1, 0.1), train to validation
+OWN_VALID_SHARE = 0.1 / 0.9
+
+
+def own_valid(data: TaskData, seed: int) -> TaskData:
+    """``data`` with :data:`OWN_VALID_SHARE` of its train rows, drawn at random with
+    ``seed``, as its valid part (chemprop's CLI splits one data file at random)."""
+    order = np.random.default_rng(seed).permutation(data.train)
+    n_valid = max(1, round(OWN_VALID_SHARE * len(order)))
+    return data._replace(train=np.sort(order[n_valid:]), valid=np.sort(order[:n_valid]))
+
+
 def _predict(model, loader) -> torch.Tensor:
     import torch
 
@@ -238,6 +257,9 @@ def chemprop_method(data: TaskData, seed: int, budget: Budget, progress: bool = 
     settings = settings or ChempropSettings()
     if len(data.train) == 0:
         raise ValueError(f"{data.name}: the training split is empty")
+    own = len(data.valid) == 0 and len(data.train) > 1
+    if own:  # the epoch choice needs a validation part: chemprop's CLI draws its own
+        data = own_valid(data, seed)
     regression = data.task_type == "regression"
     labels = np.asarray(data.labels, dtype=np.float64)  # [N, T]
     n_tasks = labels.shape[1]
@@ -305,7 +327,8 @@ def chemprop_method(data: TaskData, seed: int, budget: Budget, progress: bool = 
             # (and are scored where the valid part is a suite's held-out part, as TDC's; there
             # chemprop chose its epoch on them, as its CLI does)
             valid_scores = None
-            if (regression or data.held_out_valid) and len(data.valid):
+            # (a part chemprop drew itself is not the suite's: nothing to report)
+            if (regression or data.held_out_valid) and len(data.valid) and not own:
                 if x_d is not None:  # in eval mode the model scales x_d itself
                     valid.reset()
                 valid_scores = _predict(model, valid_loader).double().numpy()  # [n_valid, T]
@@ -319,5 +342,7 @@ def chemprop_method(data: TaskData, seed: int, budget: Budget, progress: bool = 
         best_epoch=int(keep.best_epoch),
         stopped_early=bool(stopped),
         settings={**asdict(settings), "chemprop_version": str(chemprop.__version__),
-                  **({"descriptors": descriptor_featurizer()[0]} if features else {})},
+                  **({"descriptors": descriptor_featurizer()[0]} if features else {}),
+                  **({"own_valid": f"random {len(data.valid)} of the train part"}
+                     if own else {})},
     )

@@ -67,6 +67,26 @@ def test_regression_predicts_in_label_units() -> None:
     assert abs(out.valid_scores.mean() - mean) < 1.5 * spread
 
 
+def test_a_split_without_a_valid_part_draws_chemprops_own(monkeypatch) -> None:
+    data = _subset("esol", 65, "regression")
+    data = data._replace(train=np.concatenate([data.train, data.valid]),
+                         valid=np.zeros(0, np.int64))  # as --split cluster gives it
+    seen = []
+    real = module._dataset
+    monkeypatch.setattr(module, "_dataset",
+                        lambda smiles, labels, rows, x_d: seen.append(rows) or real(
+                            smiles, labels, rows, x_d))
+    out = chemprop_method(data, seed=0, budget=Budget(max_epochs=2))
+    train, valid, test = seen
+    assert len(valid) == round(module.OWN_VALID_SHARE * 57) == 6
+    assert sorted([*train, *valid]) == list(data.train) and list(test) == list(data.test)
+    assert out.valid_scores is None  # not the suite's part: nothing to report on it
+    assert out.settings["own_valid"] == "random 6 of the train part"
+    assert out.test_scores.shape == (8, 1) and np.isfinite(out.test_scores).all()
+    np.testing.assert_array_equal(module.own_valid(data, 0).valid, valid)  # seeded
+    assert not np.array_equal(module.own_valid(data, 1).valid, valid)
+
+
 def test_row_label_and_protocol_carry_the_version() -> None:
     (spec,) = build_methods(["chemprop"], None, None, "finetune",
                             budget=Budget(max_epochs=20))
