@@ -10,7 +10,8 @@ share). Regression pairs are scored by Spearman's rho (two labs' scales need not
 classification pairs by ROC-AUC, with PRC-AUC recorded beside it as for every
 classification cell. A cell's data checksum is a sha256 over both files' content sha256.
 
-"Absent" compares parents by InChIKey skeleton (:func:`molecule_key`): the first block of
+"Absent" compares parents by InChIKey skeleton
+(:func:`~exlm_chem.data.cross_source.molecule_key`): the first block of
 the standard InChIKey (no stereochemistry, isotopes or protonation) of the largest organic
 fragment. RDKit canonical SMILES would call 18 ESOL molecules absent from AqSolDB that are
 in it as another stereo or charge form; and keyed on the whole molecule, 101 of the 129
@@ -56,167 +57,19 @@ MoleculeNet splits of :data:`~exlm_chem.data.split_modes.SPLITS`).
 
 from __future__ import annotations
 
-import hashlib
-import os
 from typing import NamedTuple
 
 import numpy as np
 
 from exlm_chem.benchmark.tasks import TaskData
+from exlm_chem.data.cross_source import DataPath, get_pair, molecule_key, pair_digest
 
-__all__ = ["CROSS_SOURCE_PAIRS", "CROSS_SOURCE_SPLIT", "CrossSourcePair", "CrossSourceTasks",
-           "LabelSource", "PairSummary", "load_cross_source_task", "molecule_key",
+__all__ = ["CROSS_SOURCE_SPLIT", "CrossSourceTasks", "PairSummary", "load_cross_source_task",
            "pair_summary"]
 
 #: The split the cells record: the source's labelled molecules fitted on, the target's
 #: molecules absent from the source tested.
 CROSS_SOURCE_SPLIT = "cross_source"
-
-DataPath = str | os.PathLike[str] | None
-
-
-_TITLES = {"esol": "ESOL", "tox21": "Tox21", "toxcast": "ToxCast"}
-
-
-class LabelSource(NamedTuple):
-    """One labelled column of a data file: a MoleculeNet set's column, or a TDC ADMET task
-    (``column`` empty: its ``Y``, over ``train_val`` and the test part)."""
-
-    suite: str  # "moleculenet" (classification and regression sets) | "tdc"
-    dataset: str  # "tox21", "esol", "cyp2d6_veith"
-    column: str = ""
-
-    @property
-    def title(self) -> str:
-        """``"Tox21 NR-ER"``-like name for tables (a one-column set: its name alone)."""
-        if self.suite == "tdc":
-            return f"TDC {self.dataset}"
-        from exlm_chem.data.moleculenet import get_spec
-
-        name = _TITLES.get(self.dataset, self.dataset)
-        return f"{name} {self.column}" if get_spec(self.dataset).n_tasks > 1 else name
-
-    def sha256(self, path: DataPath = None) -> str:
-        """sha256 of the content of the file this column is read from."""
-        if self.suite == "tdc":
-            from exlm_chem.data.tdc_admet import tdc_admet_sha256
-
-            return tdc_admet_sha256(path)
-        from exlm_chem.benchmark.tasks import task_sha256
-
-        return task_sha256(self.dataset, path)
-
-    def load(self, path: DataPath = None) -> tuple[list[str], np.ndarray, str]:
-        """Every molecule of the file RDKit reads, in file order, with this column's labels
-        ([n] float64, NaN where missing) and the file's sha256."""
-        if self.suite == "tdc":
-            from exlm_chem.data.rdkit_reasons import canonical_or_failure
-            from exlm_chem.data.tdc_admet import load_tdc_admet
-
-            task = load_tdc_admet(self.dataset, path=path)
-            smiles = task.train_val.smiles + task.test.smiles
-            labels = np.concatenate([task.train_val.y, task.test.y])
-            # as load_tdc_task does: a molecule RDKit cannot read has no features
-            keep = [i for i, s in enumerate(smiles) if canonical_or_failure(s)[0] is not None]
-            return [smiles[i] for i in keep], labels[keep].astype(np.float64), task.sha256
-        from exlm_chem.data.moleculenet import load_moleculenet
-
-        dataset = load_moleculenet(self.dataset, path=path)  # parsable rows only
-        column = dataset.task_names.index(self.column)
-        return (list(dataset.smiles), np.asarray(dataset.labels[:, column], np.float64),
-                dataset.sha256)
-
-
-class CrossSourcePair(NamedTuple):
-    """Fit on ``source``'s labels, score on ``target``'s molecules the source lacks."""
-
-    source: LabelSource
-    target: LabelSource
-    task_type: str  # "regression" | "classification"
-    why: str  # why the two measure the same thing, and in another lab
-
-    @property
-    def metric(self) -> str:
-        """Spearman's rho for regression (the labs' scales may differ), else ROC-AUC."""
-        return "spearman" if self.task_type == "regression" else "roc_auc"
-
-
-_MN, _TDC, _TOX21, _TOXCAST = "moleculenet", "tdc", "tox21", "toxcast"
-
-#: The pairs by task name (``SOURCE_to_TARGET``); the module docstring has their sizes.
-CROSS_SOURCE_PAIRS: dict[str, CrossSourcePair] = {
-    "esol_to_aqsoldb": CrossSourcePair(
-        LabelSource(_MN, "esol", "measured log solubility in mols per litre"),
-        LabelSource(_TDC, "solubility_aqsoldb"), "regression",
-        "aqueous solubility (log mol/L): Delaney's set against the compilations AqSolDB "
-        "merged beside it"),
-    "tox21_er_to_atg_era": CrossSourcePair(
-        LabelSource(_MN, _TOX21, "NR-ER"), LabelSource(_MN, _TOXCAST, "ATG_ERa_TRANS_up"),
-        "classification", "estrogen receptor alpha agonism: Tox21's BG1 cell line "
-        "against Attagene's ERa trans-activation reporter"),
-    "tox21_ahr_to_atg_ahr": CrossSourcePair(
-        LabelSource(_MN, _TOX21, "NR-AhR"), LabelSource(_MN, _TOXCAST, "ATG_Ahr_CIS_up"),
-        "classification", "aryl hydrocarbon receptor activation: Tox21's HepG2 reporter "
-        "against Attagene's cis reporter"),
-    "tox21_pparg_to_atg_pparg": CrossSourcePair(
-        LabelSource(_MN, _TOX21, "NR-PPAR-gamma"),
-        LabelSource(_MN, _TOXCAST, "ATG_PPARg_TRANS_up"), "classification",
-        "PPAR-gamma agonism: Tox21's beta-lactamase reporter against Attagene's "
-        "trans-activation reporter"),
-    "cyp2d6_veith_to_nvs_cyp2d6": CrossSourcePair(
-        LabelSource(_TDC, "cyp2d6_veith"), LabelSource(_MN, _TOXCAST, "NVS_ADME_hCYP2D6"),
-        "classification", "CYP2D6 inhibition: PubChem AID 1851 (Veith et al.) against "
-        "Novascreen's enzyme assay"),
-    "cyp3a4_veith_to_nvs_cyp3a4": CrossSourcePair(
-        LabelSource(_TDC, "cyp3a4_veith"), LabelSource(_MN, _TOXCAST, "NVS_ADME_hCYP3A4"),
-        "classification", "CYP3A4 inhibition: PubChem AID 1851 (Veith et al.) against "
-        "Novascreen's enzyme assay"),
-    "cyp2c9_veith_to_nvs_cyp2c9": CrossSourcePair(
-        LabelSource(_TDC, "cyp2c9_veith"), LabelSource(_MN, _TOXCAST, "NVS_ADME_hCYP2C9"),
-        "classification", "CYP2C9 inhibition: PubChem AID 1851 (Veith et al.) against "
-        "Novascreen's enzyme assay"),
-    "herg_to_nvs_herg": CrossSourcePair(
-        LabelSource(_TDC, "herg"), LabelSource(_MN, _TOXCAST, "NVS_IC_hKhERGCh"),
-        "classification", "hERG channel blocking: the literature set of Wang et al. "
-        "against Novascreen's binding assay"),
-}
-
-
-def get_pair(name: str) -> CrossSourcePair:
-    """The pair named ``name``; an unknown name is a ``ValueError`` listing them."""
-    try:
-        return CROSS_SOURCE_PAIRS[name]
-    except KeyError:
-        raise ValueError(f"unknown cross-source pair {name!r}; choose from "
-                         f"{list(CROSS_SOURCE_PAIRS)}") from None
-
-
-def molecule_key(smiles: str) -> str | None:
-    """What "a molecule the source lacks" compares: the first block of the standard
-    InChIKey (the connectivity skeleton: no stereochemistry, isotopes or protonation) of
-    the molecule's largest organic fragment (a salt is its parent); the fragment's RDKit
-    canonical SMILES where RDKit writes no InChI; None where RDKit cannot read ``smiles``."""
-    from rdkit import Chem, rdBase
-    from rdkit.Chem.MolStandardize import rdMolStandardize
-
-    from exlm_chem.data.rdkit_reasons import quiet_mol
-
-    mol = quiet_mol(smiles)
-    if mol is None:
-        return None
-    with rdBase.BlockLogs():  # InChI's warnings (undefined stereo, ...) are not errors here
-        parent = rdMolStandardize.LargestFragmentChooser(preferOrganic=True).choose(mol)
-        key = Chem.MolToInchiKey(parent)
-    return key.split("-")[0] if key else Chem.MolToSmiles(parent)
-
-
-def pair_sha256(name: str, path: DataPath = None) -> str:
-    """sha256 over both files' content sha256 (source's, then target's): the data
-    revision a cell's key names."""
-    pair = get_pair(name)
-    digests = [pair.source.sha256(path), pair.target.sha256(path)]
-    return hashlib.sha256("\n".join(digests).encode()).hexdigest()
-
 
 def load_cross_source_task(name: str, path: DataPath = None) -> TaskData:
     """One pair as a task: the source's labelled molecules (train rows, first), then the
@@ -225,7 +78,7 @@ def load_cross_source_task(name: str, path: DataPath = None) -> TaskData:
     Parameters
     ----------
     name : str
-        A key of :data:`CROSS_SOURCE_PAIRS`.
+        A key of :data:`~exlm_chem.data.cross_source.CROSS_SOURCE_PAIRS`.
     path : path-like, optional
         As ``--data``: the MoleculeNet folder (the regression and TDC files are found
         beside it), or None for the loaders' search order.
@@ -246,7 +99,7 @@ def load_cross_source_task(name: str, path: DataPath = None) -> TaskData:
                      if molecule_key(target_smiles[i]) not in present], np.int64)
     smiles = [source_smiles[i] for i in train] + [target_smiles[i] for i in test]
     labels = np.concatenate([source_labels[train], target_labels[test]])[:, None]  # [N, 1]
-    sha = hashlib.sha256(f"{source_sha}\n{target_sha}".encode()).hexdigest()
+    sha = pair_digest(source_sha, target_sha)
     return TaskData(name, smiles, labels, np.arange(len(train), dtype=np.int64),
                     np.zeros(0, np.int64), np.arange(len(train), len(smiles), dtype=np.int64),
                     sha, pair.task_type, metric=pair.metric, held_out_valid=False)
@@ -258,6 +111,8 @@ class CrossSourceTasks(NamedTuple):
     path: DataPath = None
 
     def sha256(self, task: str) -> str:
+        from exlm_chem.data.cross_source import pair_sha256
+
         return pair_sha256(task, self.path)
 
     def load(self, task: str, split: str, seed: int) -> TaskData:

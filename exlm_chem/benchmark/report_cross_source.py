@@ -67,8 +67,9 @@ def markdown_report(records: Sequence[CellRecord], command: str | None = None,
     str
         Markdown text ending in a newline.
     """
-    from exlm_chem.benchmark.cross_source import CROSS_SOURCE_PAIRS, CROSS_SOURCE_SPLIT
+    from exlm_chem.benchmark.cross_source import CROSS_SOURCE_SPLIT
     from exlm_chem.benchmark.tdc import METRIC_TITLES
+    from exlm_chem.data.cross_source import CROSS_SOURCE_PAIRS
 
     records = [r for r in records if r.split == CROSS_SOURCE_SPLIT]
     if not records:

@@ -5,11 +5,15 @@ loaded, split by name (:mod:`exlm_chem.data.split_modes`, or the out-of-distribu
 from __future__ import annotations
 
 import os
-from typing import NamedTuple
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
 from exlm_chem.data.split_modes import check_split, split_rows
+
+if TYPE_CHECKING:
+    from exlm_chem.data.similarity import ClusterHeldOut
 
 
 class TaskData(NamedTuple):
@@ -53,16 +57,28 @@ def with_canonical_smiles(data: TaskData) -> TaskData:
 #: ``--split cluster`` on the MoleculeNet suite, the name its records carry: the test part
 #: is whole similarity clusters, the least like the rest first
 #: (:func:`~exlm_chem.data.similarity.cluster_held_out`, the TDC cluster split's share
-#: :data:`~exlm_chem.benchmark.tdc.CLUSTER_TEST_FRACTION`), no valid part, the same rows for
+#: :data:`CLUSTER_TEST_FRACTION`), no valid part, the same rows for
 #: every seed. It is not one of :data:`~exlm_chem.data.split_modes.SPLITS`: corpus hygiene
 #: iterates those, and its test molecules are not kept out of pre-training corpora.
 CLUSTER_SPLIT = "cluster"
+#: the cluster test part's share of a task in every suite: TDC's test parts' share
+CLUSTER_TEST_FRACTION = 0.2
+
+
+def cluster_part(smiles: Sequence[str]) -> ClusterHeldOut:
+    """The out-of-distribution split of ``smiles`` every suite uses: whole similarity
+    clusters, the least like the rest first, :data:`CLUSTER_TEST_FRACTION` of the
+    molecules held out (:func:`~exlm_chem.data.similarity.cluster_held_out` on Morgan
+    bits); the same rows whatever the seed."""
+    from exlm_chem.data.similarity import cluster_held_out, morgan_bits
+
+    return cluster_held_out(morgan_bits(smiles), CLUSTER_TEST_FRACTION)
 
 
 def task_type(task: str) -> str:
     """"classification" or "regression" for a MoleculeNet, TDC ADMET or cross-source task
     name (other names: classification)."""
-    from exlm_chem.benchmark.cross_source import CROSS_SOURCE_PAIRS
+    from exlm_chem.data.cross_source import CROSS_SOURCE_PAIRS
     from exlm_chem.data.moleculenet import get_spec
     from exlm_chem.data.tdc_admet import TDC_ADMET_TASKS
 
@@ -114,11 +130,7 @@ def load_task(name: str, split: str, seed: int,
     labels = np.asarray(dataset.labels, dtype=np.float64)  # [N, T]
     kind = get_spec(name).task_type
     if split == CLUSTER_SPLIT:
-        # the TDC cluster split's share, so that both suites' cluster parts are alike
-        from exlm_chem.benchmark.tdc import CLUSTER_TEST_FRACTION
-        from exlm_chem.data.similarity import cluster_held_out, morgan_bits
-
-        part = cluster_held_out(morgan_bits(smiles), CLUSTER_TEST_FRACTION)
+        part = cluster_part(smiles)
         return TaskData(name, smiles, labels, part.train_rows, np.zeros(0, np.int64),
                         part.held_rows, dataset.sha256, kind, held_out_valid=False)
     indices = split_rows(smiles, split, seed)

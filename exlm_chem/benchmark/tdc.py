@@ -26,7 +26,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from exlm_chem.benchmark.tasks import TaskData
+from exlm_chem.benchmark.tasks import TaskData, cluster_part
 
 logger = logging.getLogger(__name__)
 
@@ -38,8 +38,6 @@ TDC_FIT_SPLIT = "tdc_train_val"
 #: and test), the test part whole similarity clusters, the least like the rest first
 #: (:func:`~exlm_chem.data.similarity.cluster_held_out`); the seed only seeds the method.
 TDC_CLUSTER_SPLIT = "tdc_cluster"
-#: the cluster test part's share of the task, TDC's test parts' share
-CLUSTER_TEST_FRACTION = 0.2
 #: ``--fit-on`` -> split
 TDC_SPLITS = {"train": TDC_SPLIT, "train_val": TDC_FIT_SPLIT}
 #: TDC's seeds.
@@ -127,9 +125,7 @@ def load_tdc_task(name: str, seed: int, path: str | os.PathLike[str] | None = No
     n = int((keep < n).sum())
     test = np.arange(n, len(smiles), dtype=np.int64)
     if cluster:
-        from exlm_chem.data.similarity import cluster_held_out, morgan_bits
-
-        part = cluster_held_out(morgan_bits(smiles), CLUSTER_TEST_FRACTION)
+        part = cluster_part(smiles)
         return TaskData(name, smiles, labels, part.train_rows, np.zeros(0, np.int64),
                         part.held_rows, task.sha256, task.spec.task_type,
                         metric=task.spec.metric, held_out_valid=False)

@@ -203,7 +203,7 @@ class BenchmarkCommand(Subcommand):
         """Task names with 'all' and 'regression' expanded; an unknown name is an error
         listing the suite's tasks."""
         if suite == "cross-source":
-            from exlm_chem.benchmark.cross_source import CROSS_SOURCE_PAIRS
+            from exlm_chem.data.cross_source import CROSS_SOURCE_PAIRS
 
             known = tuple(CROSS_SOURCE_PAIRS)
             groups = {"all": list(known),

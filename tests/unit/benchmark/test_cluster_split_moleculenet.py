@@ -9,8 +9,7 @@ import numpy as np
 
 from exlm_chem.benchmark.records import Budget, MethodOutput
 from exlm_chem.benchmark.runner import MethodSpec, MoleculeNetSource, run_benchmark
-from exlm_chem.benchmark.tasks import CLUSTER_SPLIT, load_task
-from exlm_chem.benchmark.tdc import CLUSTER_TEST_FRACTION
+from exlm_chem.benchmark.tasks import CLUSTER_SPLIT, CLUSTER_TEST_FRACTION, load_task
 from exlm_chem.data.similarity import morgan_bits, nearest_similarity, similarity_clusters
 
 

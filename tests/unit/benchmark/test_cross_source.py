@@ -10,16 +10,18 @@ import numpy as np
 import pytest
 
 from exlm_chem.benchmark.cross_source import (
-    CROSS_SOURCE_PAIRS,
     CROSS_SOURCE_SPLIT,
     CrossSourceTasks,
-    LabelSource,
     load_cross_source_task,
-    molecule_key,
-    pair_sha256,
 )
 from exlm_chem.benchmark.records import Budget, MethodOutput
 from exlm_chem.benchmark.runner import MethodSpec, run_benchmark
+from exlm_chem.data.cross_source import (
+    CROSS_SOURCE_PAIRS,
+    LabelSource,
+    molecule_key,
+    pair_sha256,
+)
 from exlm_chem.data.rdkit_reasons import canonical_or_failure
 
 HERG = "herg_to_nvs_herg"

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from exlm_chem.benchmark import report_ood
+from exlm_chem.benchmark.tasks import CLUSTER_TEST_FRACTION
 from exlm_chem.benchmark.tdc import (
-    CLUSTER_TEST_FRACTION,
     TDC_CLUSTER_SPLIT,
     TDC_FIT_SPLIT,
     load_tdc_task,
