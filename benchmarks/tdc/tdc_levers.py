@@ -76,6 +76,8 @@ Usage::
     python benchmarks/tdc/tdc_levers.py --out DIR --report
     python benchmarks/tdc/tdc_levers.py --out DIR --network RECORDS --report \
         --weights 0.5 0.75 1.0   # the MAE+RMSE member mixed at other shares than 0.75
+    python benchmarks/tdc/tdc_levers.py --out OOD --network OOD_RECORDS --report \
+        --beside DIR --beside-network RECORDS   # each lever on both studies
 """
 
 from __future__ import annotations
@@ -791,6 +793,54 @@ def member_report(out: Path, network: Sequence[Path] | None, weight: float = 0.7
     return "\n".join(lines)
 
 
+def _study_split(out: Path) -> str:
+    """The part a study's records score: "cluster" or "scaffold" (records before the
+    cluster split have no ``part``)."""
+    with (out / "results.jsonl").open() as lines:
+        first = json.loads(next(lines))
+    return "cluster" if first.get("part") == "cluster" else "scaffold"
+
+
+def beside_report(sides: Sequence[tuple[str, Path, Sequence[Path] | None]],
+                  weight: float = 0.75) -> str:
+    """Each lever of :data:`MEMBER_HEADS` against :data:`MEMBER` in several studies side by
+    side, e.g. the held-out clusters (``--split cluster``) beside TDC's valid parts.
+
+    Each study's changes are those of :func:`member_report` (alone and, with a network,
+    mixed at ``weight``), over the tasks every study has and, within a study, the seeds a
+    head shares with :data:`MEMBER` there.
+
+    Parameters
+    ----------
+    sides : sequence of (str, Path, sequence of Path or None)
+        Per study its name in the header, its folder and its network's records folders.
+    weight : float
+        The trees' share of the average.
+
+    Returns
+    -------
+    str
+        Markdown: one row per head that any study has.
+    """
+    studies = [(name, *_member_cells(out, network, weight)[:2], bool(network))
+               for name, out, network in sides]
+    tasks = set.intersection(*(set(metric) for _, _, metric, _ in studies))
+    columns = [(name, cells, {t: m for t, m in metric.items() if t in tasks}, how)
+               for name, cells, metric, mixed in studies
+               for how in (("alone", "mixed") if mixed else ("alone",))]
+    heads = [h for h in MEMBER_HEADS if h != MEMBER
+             and any(k[1] == h and k[0] in tasks for _, cells, _, _ in columns for k in cells)]
+    lines = [f"{len(tasks)} tasks: {', '.join(sorted(tasks))}. Each cell: mean relative change "
+             f"against {MEMBER} (positive: better), tasks ahead / behind.", "",
+             "| head | " + " | ".join(f"{name}: {how}" for name, _, _, how in columns) + " |",
+             "|---|" + "---:|" * len(columns)]
+    for head in heads:
+        shown = [_change(cells, cells, metric, (head, how), (MEMBER, how))
+                 for _, cells, metric, how in columns]
+        lines.append(f"| {head} | " + " | ".join(shown) + " |")
+    return "\n".join(lines)
+
+
 def weight_report(out: Path, network: Sequence[Path], head: str, weights: Sequence[float],
                   reference: float = 0.75) -> str:
     """``head`` averaged with the network at each of ``weights`` (the trees' share) against
@@ -849,6 +899,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--weights", nargs="+", type=float, default=None,
                         help="with --network: also the MAE+RMSE member averaged with the "
                              "network at these shares of the trees, against 0.75")
+    parser.add_argument("--beside", type=Path, default=None,
+                        help="another study's folder (e.g. --split scaffold's): each "
+                             "member lever's change here and there, side by side")
+    parser.add_argument("--beside-network", type=Path, nargs="+", default=None,
+                        help="with --beside: the network's records folders of that study")
     args = parser.parse_args(argv)
     if not args.report:
         from exlm_chem.threads import set_threads
@@ -865,6 +920,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.weights and args.network:
         print()
         print(weight_report(args.out, args.network, next(iter(DERIVED)), args.weights))
+    if args.beside:
+        split = _study_split(args.out)
+        print()
+        print(beside_report([(split, args.out, args.network),
+                             (_study_split(args.beside), args.beside, args.beside_network)]))
     return 0
 
 

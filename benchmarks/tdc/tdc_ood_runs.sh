@@ -12,8 +12,11 @@
 #   mixed with the defaults lanes' networks (lane levers; its scaffold side is the TDC valid
 #   parts' study, benchmarks/results/tdc_admet/levers-051, with lane levers-scaffold for the
 #   heads that study lacks); lane models2: the network's lever n_models=2 on the same
-#   tasks' clusters.
-# Usage: bash benchmarks/tdc/tdc_ood_runs.sh LANE   (SEEDS="1 2 3" to change the seeds).
+#   tasks' clusters (its scaffold side has the 9 classification tasks: ONLY=cls); lane
+#   skew-raw: the regressor's target scale, target_transform=None on the 4 skewed tasks
+#   that "auto" fits on a log scale.
+# Usage: bash benchmarks/tdc/tdc_ood_runs.sh LANE   (SEEDS="1 2 3" to change the seeds;
+# ONLY="task ..." to run just those of the lane's tasks, ONLY=small for the 15 smaller ones, ONLY=cls for their 9 classification tasks).
 # Every command resumes: a cell already in its records folder is skipped.
 # Then: bash benchmarks/tdc/tdc_ood_runs.sh report
 set -euo pipefail
@@ -51,6 +54,28 @@ LEVER_HEADS=("member(maplight)" "member(maplight) RMSE" "member(maplight) balanc
   "member(maplight) rsm=0.5" "kernel(morgan+avalon)" "member(maplight) x3 seeds"
   "member(maplight) depth 8")
 
+# the lane's tasks, cut to $ONLY when it is set
+SMALL_CLS="dili hia_hou herg bioavailability_ma cyp2d6_substrate_carbonmangels
+  cyp2c9_substrate_carbonmangels cyp3a4_substrate_carbonmangels pgp_broccatelli bbb_martins"
+SKEWED="half_life_obach vdss_lombardo clearance_microsome_az clearance_hepatocyte_az"
+[ "${ONLY:-}" = small ] && ONLY=$SMALL
+[ "${ONLY:-}" = cls ] && ONLY=$SMALL_CLS
+pick() {
+  local task
+  for task in "$@"; do
+    if [ -z "${ONLY:-}" ] || [[ " $(echo $ONLY) " == *" $task "* ]]; then echo "$task"; fi
+  done
+}
+# shellcheck disable=SC2086
+LANE_A=$(pick $LANE_A); LANE_B=$(pick $LANE_B); SMALL=$(pick $SMALL); PAIRS=$(pick $PAIRS)
+SKEWED=$(pick $SKEWED)
+case "${1:-}" in
+  *-a) list=$LANE_A ;; *-b) list=$LANE_B ;; cross-*) list=$PAIRS ;; levers*|models2) list=$SMALL ;;
+  skew-raw) list=$SKEWED ;;
+  *) list=all ;;
+esac
+if [ -z "$list" ]; then echo "ONLY=$ONLY leaves lane $1 no task" >&2; exit 2; fi
+
 # shellcheck disable=SC2086
 case "${1:-}" in
   defaults-a) "${RUN[@]}" --methods exlm_defaults --tasks $LANE_A --out $OUT/defaults-a ;;
@@ -72,6 +97,12 @@ case "${1:-}" in
     "${RUN[@]}" --methods exlm_defaults --estimator-params n_models=2 --tasks $SMALL \
       --out $OUT/models2
     ;;
+  skew-raw)
+    # the target's scale: the skewed tasks fitted on y itself; its scaffold side:
+    # records/default-reg beside records/skew-auto (TDC's valid parts, seeds 1-2)
+    "${RUN[@]}" --methods exlm_defaults --estimator-params target_transform=None \
+      --tasks $SKEWED --out $OUT/skew-raw
+    ;;
   levers-scaffold)
     "$PY" benchmarks/tdc/tdc_levers.py --seeds "${SEED_LIST[@]}" --tasks $SMALL \
       --heads "member(maplight) 300 trees" "member(maplight) rsm=0.5" \
@@ -83,19 +114,25 @@ case "${1:-}" in
     # and 0.5.4's default cells stand in 0.5.5's row where it kept their estimator) and
     # chemprop's on the train part
     "$PY" -m exlm_chem.cli benchmark --suite tdc-admet --split cluster --report-only \
-      --out "$OUT" --merge "$OUT"/*-a "$OUT"/*-b "$OUT"/models2 \
+      --out "$OUT" --merge "$OUT"/*-a "$OUT"/*-b "$OUT"/models2 "$OUT"/skew-raw \
       benchmarks/results/tdc_admet/records/maplight-fit \
       benchmarks/results/tdc_admet/records/default-05[345]-fit* \
       benchmarks/results/tdc_admet/records/chemprop
     "$PY" -m exlm_chem.cli benchmark --suite cross-source --report-only --out "$CROSS" \
       --merge "$CROSS"/*/
     if [ -f "$OUT/levers/results.jsonl" ]; then
+      # each lever on the held-out clusters beside TDC's valid parts (the scaffold study
+      # and the networks it mixes with)
       "$PY" benchmarks/tdc/tdc_levers.py --out "$OUT/levers" --report \
-        --network "$OUT"/defaults-a "$OUT"/defaults-b > "$OUT/levers/report.md.$$.tmp"
+        --network "$OUT"/defaults-a "$OUT"/defaults-b \
+        --beside benchmarks/results/tdc_admet/levers-051 \
+        --beside-network benchmarks/results/tdc_admet/records/default-050-valid \
+        > "$OUT/levers/report.md.$$.tmp"
       mv "$OUT/levers/report.md.$$.tmp" "$OUT/levers/report.md"
     fi
     ;;
   *) echo "usage: $0 defaults-a|defaults-b|chemprop-a|chemprop-b|maplight-a|maplight-b|" \
-          "cross-maplight|cross-defaults|cross-chemprop|levers|levers-scaffold|models2|report" >&2
+          "cross-maplight|cross-defaults|cross-chemprop|levers|levers-scaffold|models2|skew-raw|" \
+          "report" >&2
      exit 2 ;;
 esac

@@ -252,6 +252,29 @@ def test_the_member_report_mixes_each_lever_with_the_networks_outputs(study, tmp
                                         " 1.000 (+0.0 %, 1) "]
 
 
+def test_the_beside_report_shows_each_lever_on_both_studies_over_their_shared_tasks(
+        study, tmp_path) -> None:
+    lever = "member(maplight) l2=10"
+    scores = {"cluster": {("dili", study.MEMBER): 0.5, ("dili", lever): 0.6,
+                          ("herg", study.MEMBER): 0.5, ("herg", lever): 0.1},
+              "valid": {("dili", study.MEMBER): 0.8, ("dili", lever): 0.6}}
+    folders = {}
+    for part, cells in scores.items():
+        folders[part] = tmp_path / part
+        folders[part].mkdir()
+        (folders[part] / "results.jsonl").write_text("".join(
+            json.dumps({"task": task, "seed": 1, "head": head, "metric": "roc_auc",
+                        "part": part, "valid_score": score}) + "\n"
+            for (task, head), score in cells.items()))
+    table = study.beside_report([(study._study_split(folders["cluster"]), folders["cluster"],
+                                  None),
+                                 (study._study_split(folders["valid"]), folders["valid"], None)])
+    assert table.startswith("1 tasks: dili.")  # herg, which one study lacks, is left out
+    assert "| head | cluster: alone | scaffold: alone |" in table
+    row = next(line for line in table.splitlines() if line.startswith(f"| {lever} |"))
+    assert row == f"| {lever} | +20.00 %, 1 / 0 of 1 | -25.00 %, 0 / 1 of 1 |"
+
+
 def test_the_weight_report_mixes_the_mae_rmse_member_at_each_share(study, tmp_path):
     import numpy as np
 
