@@ -14,7 +14,9 @@
 #   heads that study lacks); lane models2: the network's lever n_models=2 on the same
 #   tasks' clusters (its scaffold side has the 9 classification tasks: ONLY=cls); lane
 #   skew-raw: the regressor's target scale, target_transform=None on the 4 skewed tasks
-#   that "auto" fits on a log scale.
+#   that "auto" fits on a log scale; lane multitask: one network on the 9 classification
+#   tasks at once against one per task, on the clusters and on TDC's valid parts
+#   (benchmarks/tdc/tdc_multitask.py, into $OUT/multitask).
 # Usage: bash benchmarks/tdc/tdc_ood_runs.sh LANE   (SEEDS="1 2 3" to change the seeds;
 # ONLY="task ..." to run just those of the lane's tasks, ONLY=small for the 15 smaller ones, ONLY=cls for their 9 classification tasks).
 # Every command resumes: a cell already in its records folder is skipped.
@@ -71,7 +73,7 @@ LANE_A=$(pick $LANE_A); LANE_B=$(pick $LANE_B); SMALL=$(pick $SMALL); PAIRS=$(pi
 SKEWED=$(pick $SKEWED)
 case "${1:-}" in
   *-a) list=$LANE_A ;; *-b) list=$LANE_B ;; cross-*) list=$PAIRS ;; levers*|models2) list=$SMALL ;;
-  skew-raw) list=$SKEWED ;;
+  skew-raw) list=$SKEWED ;; multitask) list=$SMALL_CLS ;;
   *) list=all ;;
 esac
 if [ -z "$list" ]; then echo "ONLY=$ONLY leaves lane $1 no task" >&2; exit 2; fi
@@ -103,6 +105,16 @@ case "${1:-}" in
     "${RUN[@]}" --methods exlm_defaults --estimator-params target_transform=None \
       --tasks $SKEWED --out $OUT/skew-raw
     ;;
+  multitask)
+    # each arm also mixed with the trees of the default cells on the same rows: the
+    # cluster cells' parts; on TDC's valid parts 0.5.0's (both arms mix with the same)
+    "$PY" benchmarks/tdc/tdc_multitask.py --split cluster --seeds "${SEED_LIST[@]}" \
+      --out $OUT/multitask --trees $OUT/defaults-a $OUT/defaults-b
+    "$PY" benchmarks/tdc/tdc_multitask.py --split scaffold --seeds "${SEED_LIST[@]}" \
+      --out $OUT/multitask --trees benchmarks/results/tdc_admet/records/default-050-valid \
+      > $OUT/multitask/report.md.$$.tmp
+    mv $OUT/multitask/report.md.$$.tmp $OUT/multitask/report.md
+    ;;
   levers-scaffold)
     "$PY" benchmarks/tdc/tdc_levers.py --seeds "${SEED_LIST[@]}" --tasks $SMALL \
       --heads "member(maplight) 300 trees" "member(maplight) rsm=0.5" \
@@ -133,6 +145,6 @@ case "${1:-}" in
     ;;
   *) echo "usage: $0 defaults-a|defaults-b|chemprop-a|chemprop-b|maplight-a|maplight-b|" \
           "cross-maplight|cross-defaults|cross-chemprop|levers|levers-scaffold|models2|skew-raw|" \
-          "report" >&2
+          "multitask|report" >&2
      exit 2 ;;
 esac
