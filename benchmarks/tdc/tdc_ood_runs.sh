@@ -16,7 +16,8 @@
 #   skew-raw: the regressor's target scale, target_transform=None on the 4 skewed tasks
 #   that "auto" fits on a log scale; lane multitask: one network on the 9 classification
 #   tasks at once against one per task, on the clusters and on TDC's valid parts
-#   (benchmarks/tdc/tdc_multitask.py, into $OUT/multitask).
+#   (benchmarks/tdc/tdc_multitask.py, into $OUT/multitask); lane augment: SMILES
+#   augmentation and TTA (augment=1 tta=4) on the 15 smaller tasks' clusters.
 # Usage: bash benchmarks/tdc/tdc_ood_runs.sh LANE   (SEEDS="1 2 3" to change the seeds;
 # ONLY="task ..." to run just those of the lane's tasks, ONLY=small for the 15 smaller ones, ONLY=cls for their 9 classification tasks).
 # Every command resumes: a cell already in its records folder is skipped.
@@ -72,7 +73,7 @@ pick() {
 LANE_A=$(pick $LANE_A); LANE_B=$(pick $LANE_B); SMALL=$(pick $SMALL); PAIRS=$(pick $PAIRS)
 SKEWED=$(pick $SKEWED)
 case "${1:-}" in
-  *-a) list=$LANE_A ;; *-b) list=$LANE_B ;; cross-*) list=$PAIRS ;; levers*|models2) list=$SMALL ;;
+  *-a) list=$LANE_A ;; *-b) list=$LANE_B ;; cross-*) list=$PAIRS ;; levers*|models2|augment) list=$SMALL ;;
   skew-raw) list=$SKEWED ;; multitask) list=$SMALL_CLS ;;
   *) list=all ;;
 esac
@@ -98,6 +99,12 @@ case "${1:-}" in
     # sets; its scaffold side: records/models2-054-valid (TDC's valid parts)
     "${RUN[@]}" --methods exlm_defaults --estimator-params n_models=2 --tasks $SMALL \
       --out $OUT/models2
+    ;;
+  augment)
+    # a lever of the network: each epoch adds a randomized SMILES of every molecule, and
+    # the outputs average four randomized views; its scaffold side: records/aug-054-valid
+    "${RUN[@]}" --methods exlm_defaults --estimator-params augment=1 tta=4 --tasks $SMALL \
+      --out $OUT/augment
     ;;
   skew-raw)
     # the target's scale: the skewed tasks fitted on y itself; its scaffold side:
@@ -126,7 +133,7 @@ case "${1:-}" in
     # and 0.5.4's default cells stand in 0.5.5's row where it kept their estimator) and
     # chemprop's on the train part
     "$PY" -m exlm_chem.cli benchmark --suite tdc-admet --split cluster --report-only \
-      --out "$OUT" --merge "$OUT"/*-a "$OUT"/*-b "$OUT"/models2 "$OUT"/skew-raw \
+      --out "$OUT" --merge "$OUT"/*-a "$OUT"/*-b "$OUT"/models2 "$OUT"/skew-raw "$OUT"/augment \
       benchmarks/results/tdc_admet/records/maplight-fit \
       benchmarks/results/tdc_admet/records/default-05[345]-fit* \
       benchmarks/results/tdc_admet/records/chemprop
@@ -145,6 +152,6 @@ case "${1:-}" in
     ;;
   *) echo "usage: $0 defaults-a|defaults-b|chemprop-a|chemprop-b|maplight-a|maplight-b|" \
           "cross-maplight|cross-defaults|cross-chemprop|levers|levers-scaffold|models2|skew-raw|" \
-          "multitask|report" >&2
+          "multitask|augment|report" >&2
      exit 2 ;;
 esac
