@@ -240,6 +240,7 @@ def report(out: Path) -> str:
         lines += [f"**{split}**", "", "| task | single | multi | single, mixed | multi, mixed |",
                   "|---|---:|---:|---:|---:|"]
         gains: dict[str, list[float]] = {"alone": [], "mixed": []}
+        paired: set[int] = set()
         for task in tasks:
             shown = []
             for how in ("alone", "mixed"):
@@ -249,6 +250,7 @@ def report(out: Path) -> str:
                 if not seeds:
                     shown += ["–", "–"]
                     continue
+                paired.update(seeds)
                 a, b = (float(np.mean([d[s] for s in seeds])) for d in (one, many))
                 gains[how].append((b - a) / abs(a))  # AUROC, AUPRC: higher is better
                 shown += [f"{a:.3f}", f"{b:.3f}"]
@@ -259,7 +261,7 @@ def report(out: Path) -> str:
                 behind = sum(g < 0 for g in values)
                 lines.append(f"\nmulti against single, {how}: {100 * np.mean(values):+.2f} % "
                              f"on the mean, ahead on {ahead}, behind on {behind} of "
-                             f"{len(values)}")
+                             f"{len(values)} (seeds {', '.join(map(str, sorted(paired)))})")
         lines.append("")
     return "\n".join(lines)
 

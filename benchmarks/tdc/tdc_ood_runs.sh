@@ -73,8 +73,8 @@ pick() {
 LANE_A=$(pick $LANE_A); LANE_B=$(pick $LANE_B); SMALL=$(pick $SMALL); PAIRS=$(pick $PAIRS)
 SKEWED=$(pick $SKEWED)
 case "${1:-}" in
-  *-a) list=$LANE_A ;; *-b) list=$LANE_B ;; cross-*) list=$PAIRS ;; levers*|models2|augment) list=$SMALL ;;
-  skew-raw) list=$SKEWED ;; multitask) list=$SMALL_CLS ;;
+  *-a) list=$LANE_A ;; *-b) list=$LANE_B ;; cross-*) list=$PAIRS ;;
+  levers*|models2|augment) list=$SMALL ;; skew-raw) list=$SKEWED ;; multitask) list=$SMALL_CLS ;;
   *) list=all ;;
 esac
 if [ -z "$list" ]; then echo "ONLY=$ONLY leaves lane $1 no task" >&2; exit 2; fi
@@ -118,7 +118,8 @@ case "${1:-}" in
     "$PY" benchmarks/tdc/tdc_multitask.py --split cluster --seeds "${SEED_LIST[@]}" \
       --out $OUT/multitask --trees $OUT/defaults-a $OUT/defaults-b
     "$PY" benchmarks/tdc/tdc_multitask.py --split scaffold --seeds "${SEED_LIST[@]}" \
-      --out $OUT/multitask --trees benchmarks/results/tdc_admet/records/default-050-valid \
+      --out $OUT/multitask --trees benchmarks/results/tdc_admet/records/default-050-valid
+    "$PY" benchmarks/tdc/tdc_multitask.py --out $OUT/multitask --report \
       > $OUT/multitask/report.md.$$.tmp
     mv $OUT/multitask/report.md.$$.tmp $OUT/multitask/report.md
     ;;

@@ -83,6 +83,6 @@ def test_both_arms_are_scored_on_each_tasks_held_out_rows_and_a_rerun_skips(stud
     assert len(Recorder.fitted) == 3
     table = study.report(tmp_path)
     assert "| a | 1.000 | 1.000 | – | – |" in table
-    assert "multi against single, alone: +0.00 %" in table
+    assert "multi against single, alone: +0.00 %" in table and "(seeds 1)" in table
     records = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
     assert {r["fit_tasks"] for r in records if r["arm"] == "multi"} == {2}
